@@ -1,0 +1,195 @@
+"""Typed configuration: nested dataclasses loaded from yaml and checked once at start.
+
+The keys are those of the reference baseline's yaml files (seed 000), so a config
+written for it loads unchanged; what the reference left implicit (seed, device,
+worker processes, torch threads) has a default here.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A user-fixable problem with the config; its message is one line."""
+
+
+@dataclass
+class EnvironmentConfig:
+    type: str = "PocMemoryEnv"  # environment family: PocMemoryEnv, CartPoleMasked, CartPole, gym
+    name: str = ""  # Gymnasium id for families that wrap one (type gym)
+    kwargs: dict = field(default_factory=dict)  # passed to the environment's constructor / gym.make
+    reward_scale: float | None = None  # training reward multiplier; None: the family's default (CartPole 0.01)
+
+
+@dataclass
+class RecurrenceConfig:
+    sequence_length: int = 8  # steps per training sequence (truncated BPTT); <= 0: whole episodes
+    hidden_state_size: int = 32  # units of the recurrent layer
+    layer_type: str = "gru"  # gru or lstm
+    reset_hidden_state: bool = True  # zero the recurrent state when an episode starts
+
+
+@dataclass
+class ScheduleConfig:
+    initial: float = 3.0e-4  # value at update 0
+    final: float = 3.0e-4  # value from max_decay_steps on
+    power: float = 1.0  # polynomial power of the decay (1: linear)
+    max_decay_steps: int = 1  # updates until the final value is reached
+
+
+@dataclass
+class Config:
+    environment: EnvironmentConfig = field(default_factory=EnvironmentConfig)
+    gamma: float = 0.99  # discount factor
+    lamda: float = 0.95  # GAE lambda (the reference's spelling)
+    updates: int = 30  # PPO iterations: collect W*T steps, then optimise
+    epochs: int = 4  # passes over each rollout
+    n_workers: int = 16  # W: environments stepped in parallel
+    worker_steps: int = 128  # T: steps per environment per rollout
+    n_mini_batch: int = 8  # minibatches per epoch (each a set of whole sequences)
+    value_loss_coefficient: float = 0.25  # weight of the value loss
+    hidden_layer_size: int = 64  # units of the hidden layers after the recurrent core
+    max_grad_norm: float = 0.5  # global gradient-norm clip
+    recurrence: RecurrenceConfig = field(default_factory=RecurrenceConfig)
+    learning_rate_schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
+    beta_schedule: ScheduleConfig = field(  # entropy bonus coefficient
+        default_factory=lambda: ScheduleConfig(initial=0.001, final=0.001))
+    clip_range_schedule: ScheduleConfig = field(  # PPO ratio clip range
+        default_factory=lambda: ScheduleConfig(initial=0.2, final=0.2))
+    seed: int = 0  # run seed: torch, numpy and every environment's seed derive from it
+    device: str = "auto"  # auto (cuda when available), cpu, cuda, cuda:N
+    worker_processes: int = 0  # processes stepping the environments; 0: step them in the trainer's process
+    torch_threads: int = 0  # torch intra-op threads for the update; 0: one per core
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+# ---------------------------------------------------------------- loading
+
+def load_config(path: str | Path) -> Config:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path} is not valid yaml: {str(error).splitlines()[0]}") from None
+    return config_from_dict(raw)
+
+
+def config_from_dict(raw: dict) -> Config:
+    config = _build(Config, raw, prefix="")
+    validate(config)
+    return config
+
+
+def _build(cls, raw: Any, prefix: str):
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{prefix.rstrip('.') or 'config'}: expected a mapping of keys, got {raw!r}")
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    values = {}
+    for key, value in raw.items():
+        if key not in names:
+            close = difflib.get_close_matches(str(key), names, n=1)
+            hint = f"; did you mean '{prefix}{close[0]}'?" if close else f"; valid keys: {', '.join(names)}"
+            raise ConfigError(f"unknown config key '{prefix}{key}'{hint}")
+        values[key] = _coerce(hints[key], value, f"{prefix}{key}")
+    return cls(**values)
+
+
+def _coerce(hint, value, key: str):
+    if dataclasses.is_dataclass(hint):
+        return _build(hint, value, prefix=f"{key}.")
+    optional = type(None) in typing.get_args(hint)
+    if optional:
+        if value is None:
+            return None
+        hint = next(a for a in typing.get_args(hint) if a is not type(None))
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+    elif hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif hint is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif hint is str:
+        if isinstance(value, str):
+            return value
+    elif hint is dict:
+        if isinstance(value, dict):
+            return value
+    name = getattr(hint, "__name__", str(hint))
+    raise ConfigError(f"config key '{key}' must be of type {name}, got {value!r}")
+
+
+# ------------------------------------------------------------- validation
+
+def validate(config: Config) -> None:
+    """Impossible values and combinations, each reported as one line naming the key."""
+    def need(ok: bool, key: str, value, allowed: str):
+        if not ok:
+            raise ConfigError(f"config key '{key}' = {value!r} is not allowed: {allowed}")
+
+    for key in ("updates", "epochs", "n_workers", "worker_steps", "n_mini_batch", "hidden_layer_size"):
+        need(getattr(config, key) > 0, key, getattr(config, key), "must be > 0")
+    need(0.0 <= config.gamma <= 1.0, "gamma", config.gamma, "must be in [0, 1]")
+    need(0.0 <= config.lamda <= 1.0, "lamda", config.lamda, "must be in [0, 1]")
+    need(config.value_loss_coefficient >= 0, "value_loss_coefficient", config.value_loss_coefficient, "must be >= 0")
+    need(config.max_grad_norm > 0, "max_grad_norm", config.max_grad_norm, "must be > 0")
+    need(config.worker_processes >= 0, "worker_processes", config.worker_processes, "must be >= 0 (0: in-process)")
+    need(config.worker_processes <= config.n_workers, "worker_processes", config.worker_processes,
+         f"at most n_workers ({config.n_workers})")
+    need(config.torch_threads >= 0, "torch_threads", config.torch_threads, "must be >= 0 (0: one per core)")
+    device = config.device
+    need(device in ("auto", "cpu", "cuda") or device.startswith("cuda:"), "device", device,
+         "one of auto, cpu, cuda, cuda:N")
+
+    rec = config.recurrence
+    need(rec.layer_type in ("gru", "lstm"), "recurrence.layer_type", rec.layer_type, "one of gru, lstm")
+    need(rec.hidden_state_size > 0, "recurrence.hidden_state_size", rec.hidden_state_size, "must be > 0")
+    need(rec.sequence_length <= config.worker_steps, "recurrence.sequence_length", rec.sequence_length,
+         f"at most worker_steps ({config.worker_steps}); <= 0 means whole episodes")
+    # Every minibatch must get at least one sequence; the fewest sequences a rollout
+    # can have is one per worker per ceil(T / L) (no episode ends inside it).
+    L = rec.sequence_length if rec.sequence_length > 0 else config.worker_steps
+    min_sequences = config.n_workers * -(-config.worker_steps // L)
+    need(config.n_mini_batch <= min_sequences, "n_mini_batch", config.n_mini_batch,
+         f"at most {min_sequences}, the fewest sequences a rollout of n_workers x worker_steps "
+         f"with sequence_length {rec.sequence_length} can hold")
+
+    for name in ("learning_rate_schedule", "beta_schedule", "clip_range_schedule"):
+        schedule: ScheduleConfig = getattr(config, name)
+        need(schedule.initial >= 0, f"{name}.initial", schedule.initial, "must be >= 0")
+        need(schedule.final >= 0, f"{name}.final", schedule.final, "must be >= 0")
+        need(schedule.power > 0, f"{name}.power", schedule.power, "must be > 0")
+        need(schedule.max_decay_steps > 0, f"{name}.max_decay_steps", schedule.max_decay_steps, "must be > 0")
+    need(config.learning_rate_schedule.initial > 0, "learning_rate_schedule.initial",
+         config.learning_rate_schedule.initial, "must be > 0")
+    need(config.clip_range_schedule.final > 0, "clip_range_schedule.final",
+         config.clip_range_schedule.final, "must be > 0")
+
+    scale = config.environment.reward_scale
+    need(scale is None or scale > 0, "environment.reward_scale", scale, "must be > 0")
+
+
+def polynomial_decay(schedule: ScheduleConfig, update: int) -> float:
+    """Decays from initial to final over max_decay_steps updates; final afterwards.
+
+    As in the reference baseline, a schedule whose initial is below its final stays
+    at final (the schedules only decay).
+    """
+    if update >= schedule.max_decay_steps or schedule.initial < schedule.final:
+        return schedule.final
+    remaining = 1.0 - update / schedule.max_decay_steps
+    return (schedule.initial - schedule.final) * remaining ** schedule.power + schedule.final

@@ -1,0 +1,85 @@
+"""make_env(): builds one environment of a family from its config.
+
+Every environment comes back wrapped in EpisodeStats (the raw episode return,
+length and success, before any training-only reward scaling) so the trainer and
+enjoy.py can report scores in the environment's own units.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import gymnasium as gym
+
+from config import ConfigError, EnvironmentConfig
+
+
+class EpisodeStats(gym.Wrapper):
+    """Adds info["episode"] = {reward, length[, success]} at the end of each episode."""
+
+    def reset(self, **kwargs):
+        self._return, self._length = 0.0, 0
+        return self.env.reset(**kwargs)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self._return += float(reward)
+        self._length += 1
+        if terminated or truncated:
+            stats = {"reward": self._return, "length": self._length}
+            if "success" in info:
+                stats["success"] = float(info["success"])
+            info = {**info, "episode": stats}
+        return obs, reward, terminated, truncated, info
+
+
+class ScaleReward(gym.RewardWrapper):
+    def __init__(self, env: gym.Env, scale: float):
+        super().__init__(env)
+        self._scale = scale
+
+    def reward(self, reward):
+        return reward * self._scale
+
+
+def _poc(config: EnvironmentConfig, render_mode):
+    from environments.poc_memory import PocMemoryEnv
+    return PocMemoryEnv(render_mode=render_mode, **config.kwargs)
+
+
+def _cartpole(masked: bool):
+    def build(config: EnvironmentConfig, render_mode):
+        from environments.cartpole import make_cartpole
+        return make_cartpole(masked, render_mode=render_mode, **config.kwargs)
+    return build
+
+
+def _gym(config: EnvironmentConfig, render_mode):
+    if not config.name:
+        raise ConfigError("environment.type 'gym' needs environment.name, a Gymnasium id such as 'CartPole-v1'")
+    try:
+        return gym.make(config.name, render_mode=render_mode, **config.kwargs)
+    except gym.error.Error as error:
+        raise ConfigError(f"environment.name '{config.name}': {error}") from None
+
+
+# family name -> (builder, default training reward scale)
+FAMILIES: dict[str, tuple[Callable, float]] = {
+    "PocMemoryEnv": (_poc, 1.0),
+    "CartPoleMasked": (_cartpole(masked=True), 0.01),
+    "CartPole": (_cartpole(masked=False), 0.01),
+    "gym": (_gym, 1.0),
+}
+
+
+def check_family(config: EnvironmentConfig) -> None:
+    if config.type not in FAMILIES:
+        raise ConfigError(f"config key 'environment.type' = {config.type!r} is not allowed: "
+                          f"one of {', '.join(FAMILIES)}")
+
+
+def make_env(config: EnvironmentConfig, render_mode: str | None = None) -> gym.Env:
+    check_family(config)
+    builder, default_scale = FAMILIES[config.type]
+    env = EpisodeStats(builder(config, render_mode))
+    scale = default_scale if config.reward_scale is None else config.reward_scale
+    return ScaleReward(env, scale) if scale != 1.0 else env

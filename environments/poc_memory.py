@@ -1,0 +1,71 @@
+"""Proof-of-concept memory task (PocMemoryEnv), as the reference baseline defines it.
+
+A 1-D track from -1 to 1 in steps of 0.2. The two ends hold goals of +1 and -1 in
+random order; they are visible in the reset observation and during the first two
+steps, in which the agent cannot move, and are hidden (zeroed) afterwards. Each
+later step costs 0.1; reaching the +1 end gives +1.6 (success), the -1 end -1.6,
+and both end the episode. An optimal agent averages a return of 1.2 in 7 steps,
+which needs the goals to be remembered for up to five steps.
+"""
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+STEP = 0.2
+ENDS = 5  # the track ends sit at +-ENDS cells of STEP
+STARTS = np.array([-2, -1, 0, 1, 2])  # start cells: positions -0.4 .. 0.4
+SHOW_STEPS = 2  # steps during which the goals are shown and the agent is frozen
+TIME_PENALTY = 0.1
+GOAL_REWARD = 1.0 + (ENDS + 1) * TIME_PENALTY  # 1.6, the reference's value
+
+
+class PocMemoryEnv(gym.Env):
+    metadata = {"render_modes": ["rgb_array", "ansi"]}
+
+    def __init__(self, render_mode: str | None = None):
+        self.observation_space = spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32)
+        self.action_space = spaces.Discrete(2)  # 0: left, 1: right
+        self.render_mode = render_mode
+        self._cell = 0
+        self._goals = np.zeros(2, dtype=np.float32)
+        self._t = 0
+
+    def _obs(self) -> np.ndarray:
+        shown = self._t <= SHOW_STEPS
+        left, right = self._goals if shown else (0.0, 0.0)
+        return np.array([left, self._cell * STEP, right], dtype=np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self._cell = int(self.np_random.choice(STARTS))
+        self._goals = self.np_random.permutation(np.array([-1.0, 1.0], dtype=np.float32))
+        self._t = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self._t += 1
+        if self._t <= SHOW_STEPS:
+            return self._obs(), 0.0, False, False, {}
+        self._cell += 1 if int(action) == 1 else -1
+        if abs(self._cell) < ENDS:
+            return self._obs(), -TIME_PENALTY, False, False, {}
+        success = bool(self._goals[0 if self._cell < 0 else 1] > 0)
+        reward = GOAL_REWARD if success else -GOAL_REWARD
+        return self._obs(), reward, True, False, {"success": success}
+
+    def render(self):
+        cells = ["."] * (2 * ENDS + 1)
+        cells[0], cells[-1] = ("+" if g > 0 else "-" for g in self._goals)
+        cells[self._cell + ENDS] = "A"
+        text = "".join(cells)
+        if self.render_mode == "ansi":
+            return text
+        # A small picture: one 16x16 tile per cell; goals green/red, the agent white.
+        tile = 16
+        frame = np.zeros((tile, tile * len(cells), 3), dtype=np.uint8)
+        colours = {"+": (40, 200, 40), "-": (200, 40, 40), "A": (240, 240, 240), ".": (60, 60, 60)}
+        for i, c in enumerate(cells):
+            frame[2:-2, i * tile + 2:(i + 1) * tile - 2] = colours[c]
+        return frame

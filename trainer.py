@@ -1,0 +1,240 @@
+"""The PPO loop: collect a rollout, compute advantages, optimise, log, save.
+
+run() -> collect() / optimise() -> one minibatch step; nothing here knows which
+environment it trains on, nor which recurrent layer the model uses.
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.tensorboard import SummaryWriter
+
+from buffer import RolloutBuffer
+from config import Config, polynomial_decay
+from losses import ppo_loss
+from model import ActorCritic
+from worker import VecEnv, action_shape
+
+
+def environment_seeds(seed: int, count: int) -> list[int]:
+    """Distinct seeds for `count` environments, derived from the run seed.
+
+    Each environment is reset once with its own seed and keeps its own generator
+    afterwards, so no two environments replay the same episodes.
+    """
+    rng = np.random.default_rng(seed)
+    return [int(s) for s in rng.choice(2 ** 31 - 1, size=count, replace=False)]
+
+
+def save_checkpoint(path: Path, payload: dict) -> None:
+    """Writes to a temporary file, then renames: a crash never leaves a broken checkpoint."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(payload, tmp)
+    os.replace(tmp, path)
+
+
+@dataclass
+class PhaseTimes:
+    """Wall seconds per phase of one update."""
+    env: float = 0.0  # stepping the environments
+    inference: float = 0.0  # the policy during the rollout
+    buffer: float = 0.0  # GAE and the sequence index map
+    update: float = 0.0  # the PPO epochs
+
+    def total(self) -> float:
+        return self.env + self.inference + self.buffer + self.update
+
+
+@dataclass
+class UpdateLog:
+    update: int
+    steps: int  # environment steps so far
+    episodes: int  # episodes that ended during this update's rollout
+    reward_mean: float | None  # mean raw return of those episodes
+    length_mean: float | None
+    success_mean: float | None  # None where the env reports no success
+    metrics: dict = field(default_factory=dict)  # losses and statistics of the optimisation
+    times: PhaseTimes = field(default_factory=PhaseTimes)
+
+
+class Trainer:
+    def __init__(self, config: Config, run_id: str = "run", device: str | torch.device = "cpu",
+                 summaries_dir: str | Path = "summaries", models_dir: str | Path = "models",
+                 verbose: bool = True):
+        self.config, self.run_id, self.verbose = config, run_id, verbose
+        self.device = torch.device(device)
+        torch.manual_seed(config.seed)
+        np.random.seed(config.seed)
+        self.update_threads = config.torch_threads or os.cpu_count() or 1
+
+        W, T = config.n_workers, config.worker_steps
+        self.envs = VecEnv(config.environment, environment_seeds(config.seed, W), config.worker_processes)
+        obs_space = self.envs.observation_space
+        self.model = ActorCritic(obs_space, self.envs.action_space, config.hidden_layer_size,
+                                 config.recurrence).to(self.device)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.learning_rate_schedule.initial, eps=1e-5)
+        obs_dtype = torch.from_numpy(np.zeros(0, dtype=obs_space.dtype)).dtype
+        self.buffer = RolloutBuffer(W, T, obs_space.shape, obs_dtype, action_shape(self.envs.action_space)[0],
+                                    self.model.state_size, self.device)
+        self.update = 0
+        self.steps = 0
+        self.history: list[UpdateLog] = []
+        self.checkpoint_path = Path(models_dir) / f"{run_id}.pt"
+        self.summaries_path = Path(summaries_dir) / run_id / datetime.now().strftime("%Y%m%d-%H%M%S")
+        self.writer: SummaryWriter | None = None
+
+        self.obs = torch.from_numpy(self.envs.reset()).to(self.device)  # (W, *obs_shape)
+        self.state = self.model.initial_state(W, self.device)  # (W, S)
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> list[UpdateLog]:
+        c = self.config
+        self.writer = SummaryWriter(str(self.summaries_path))
+        try:
+            while self.update < c.updates:
+                start = time.perf_counter()
+                log = self._one_update()
+                self.history.append(log)
+                self._report(log, time.perf_counter() - start)
+            self.save()
+        finally:
+            self.close()
+        return self.history
+
+    def _one_update(self) -> UpdateLog:
+        c, times = self.config, PhaseTimes()
+        lr = polynomial_decay(c.learning_rate_schedule, self.update)
+        beta = polynomial_decay(c.beta_schedule, self.update)
+        clip = polynomial_decay(c.clip_range_schedule, self.update)
+
+        episodes = self.collect(times)
+        start = time.perf_counter()
+        last_values = self.model.value(self.obs, self.state)
+        self.buffer.finish(last_values, c.gamma, c.lamda, c.recurrence.sequence_length)
+        times.buffer = time.perf_counter() - start
+
+        start = time.perf_counter()
+        metrics = self.optimise(lr, beta, clip)
+        times.update = time.perf_counter() - start
+        metrics.update(learning_rate=lr, beta=beta, clip_range=clip,
+                       sequences=float(self.buffer.index.mask.shape[0]),
+                       padding_fraction=self.buffer.padding_fraction)
+
+        self.update += 1
+        self.steps += c.n_workers * c.worker_steps
+
+        def mean(key):
+            values = [e[key] for e in episodes if key in e]
+            return float(np.mean(values)) if values else None
+        return UpdateLog(self.update, self.steps, len(episodes), mean("reward"), mean("length"),
+                         mean("success"), metrics, times)
+
+    # -------------------------------------------------------------- collect
+    def collect(self, times: PhaseTimes) -> list[dict]:
+        """Fills the buffer with T steps of all W environments; returns the finished episodes."""
+        b, model = self.buffer, self.model
+        reset_state = self.config.recurrence.reset_hidden_state
+        initial = model.initial_state(1, self.device)  # (1, S), broadcast over reset rows
+        episodes = []
+        torch.set_num_threads(1)  # W-row inference: more threads only add synchronisation
+        env_time = inference_time = 0.0
+        for t in range(self.config.worker_steps):
+            tick = time.perf_counter()
+            b.obs[:, t] = self.obs
+            b.states[:, t] = self.state  # the state this step's policy uses, saved before any reset
+            out = model.act(self.obs, self.state)
+            b.actions[:, t], b.log_probs[:, t], b.values[:, t] = out.actions, out.log_probs, out.values
+            actions = out.actions.cpu().numpy()
+            tock = time.perf_counter()
+            step = self.envs.step(actions)
+            env_time += time.perf_counter() - tock
+            tick2 = time.perf_counter()
+            b.rewards[:, t] = torch.from_numpy(step.rewards)
+            terminated = torch.from_numpy(step.terminated).to(self.device)
+            truncated = torch.from_numpy(step.truncated).to(self.device)
+            b.terminated[:, t], b.truncated[:, t] = terminated, truncated
+            if truncated.any():
+                # Bootstrap a time-limit cut from V(final observation) under the state
+                # that followed the last step, before that state is reset.
+                rows = truncated.nonzero().squeeze(1)
+                final_obs = torch.from_numpy(step.final_obs[rows.cpu().numpy()]).to(self.device)
+                b.final_values[rows, t] = model.value(final_obs, out.state[rows])
+            self.obs = torch.from_numpy(step.obs).to(self.device, copy=True)
+            self.state = out.state
+            if reset_state:
+                self.state = torch.where((terminated | truncated).unsqueeze(1), initial, self.state)
+            episodes.extend(step.episodes)
+            inference_time += (tock - tick) + (time.perf_counter() - tick2)
+        times.env, times.inference = env_time, inference_time
+        return episodes
+
+    # ------------------------------------------------------------- optimise
+    def optimise(self, lr: float, beta: float, clip: float) -> dict:
+        c = self.config
+        torch.set_num_threads(self.update_threads)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        sums = defaultdict(float)
+        count = 0
+        for _ in range(c.epochs):
+            for mb in self.buffer.minibatches(c.n_mini_batch):
+                out = self.model.evaluate(mb.obs, mb.states, mb.actions)
+                losses = ppo_loss(out, mb, clip, beta, c.value_loss_coefficient)
+                self.optimizer.zero_grad(set_to_none=True)
+                losses.total.backward()
+                grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), c.max_grad_norm)
+                self.optimizer.step()
+                for name, value in losses._asdict().items():
+                    sums[name] += value.item()
+                sums["grad_norm"] += grad_norm.item()
+                count += 1
+        return {name: total / count for name, total in sums.items()}
+
+    # ------------------------------------------------------------- report
+    def _report(self, log: UpdateLog, seconds: float) -> None:
+        c, w = self.config, self.writer
+        sps = c.n_workers * c.worker_steps / max(seconds, 1e-9)
+        if log.reward_mean is not None:
+            w.add_scalar("episode/reward_mean", log.reward_mean, log.update)
+            w.add_scalar("episode/length_mean", log.length_mean, log.update)
+        if log.success_mean is not None:
+            w.add_scalar("episode/success_mean", log.success_mean, log.update)
+        for name, value in log.metrics.items():
+            w.add_scalar(f"training/{name}", value, log.update)
+        for name in ("env", "inference", "buffer", "update"):
+            w.add_scalar(f"time/{name}", getattr(log.times, name), log.update)
+        w.add_scalar("time/steps_per_second", sps, log.update)
+        w.add_scalar("time/env_steps", log.steps, log.update)
+        if self.verbose:
+            def fmt(value, spec):
+                return "-" if value is None else format(value, spec)
+            m = log.metrics
+            print(f"update {log.update:4d}/{c.updates}  steps {log.steps:8d}  "
+                  f"reward {fmt(log.reward_mean, '8.3f')}  length {fmt(log.length_mean, '6.1f')}  "
+                  f"success {fmt(log.success_mean, '.2f')}  pg {m['pg_loss']:+.4f}  v {m['v_loss']:.4f}  "
+                  f"entropy {m['entropy']:.3f}  kl {m['approx_kl']:.4f}  clip {m['clip_frac']:.3f}  "
+                  f"sps {sps:7.0f}", flush=True)
+
+    # ---------------------------------------------------------- checkpoint
+    def save(self) -> Path:
+        save_checkpoint(self.checkpoint_path, {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "config": self.config.to_dict(),
+            "update": self.update,
+            "steps": self.steps,
+        })
+        return self.checkpoint_path
+
+    def close(self) -> None:
+        self.envs.close()
+        if self.writer is not None:
+            self.writer.close()

@@ -1,0 +1,209 @@
+"""Environment workers and the vectorised stepping interface.
+
+W environments are stepped either in the trainer's own process (fastest for cheap
+environments such as CartPole, where a process round trip costs more than the
+step) or by P worker processes, each owning a contiguous slice of them. Worker
+processes exchange nothing per step but a one-word command and its reply:
+actions, observations, rewards and done flags live in shared memory. Finished
+episodes are reset in place (autoreset), and the final observation of a
+truncated episode is kept so that the trainer can bootstrap from it.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import traceback
+from dataclasses import dataclass
+from multiprocessing.connection import wait
+
+import gymnasium as gym
+import numpy as np
+
+from config import EnvironmentConfig
+from environments import make_env
+
+
+class WorkerError(RuntimeError):
+    """An environment raised, or a worker process died."""
+
+
+@dataclass
+class Step:
+    """What one vectorised step returns. The arrays are views of shared storage,
+    overwritten by the next step: copy what you keep."""
+    obs: np.ndarray  # (W, *obs_shape) first observation of the next step (after autoreset)
+    rewards: np.ndarray  # (W,) float32
+    terminated: np.ndarray  # (W,) bool: the episode ended in a terminal state
+    truncated: np.ndarray  # (W,) bool: the episode was cut (time limit); bootstrap from final_obs
+    final_obs: np.ndarray  # (W, *obs_shape) last observation of truncated episodes; else stale
+    episodes: list[dict]  # stats of the episodes that ended: reward, length[, success]
+
+
+def action_shape(space: gym.Space) -> tuple[int, ...]:
+    """Actions are stored as int64 (k,) rows: one entry per categorical branch."""
+    if isinstance(space, gym.spaces.Discrete):
+        return (1,)
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return (int(np.prod(space.shape)),)
+    raise ValueError(f"action space {space} is not supported (Discrete, MultiDiscrete)")
+
+
+class _Shared:
+    """The step's arrays in shared memory, allocated once."""
+
+    def __init__(self, W: int, obs_space: gym.spaces.Box, n_action: int, ctx):
+        self.specs = {
+            "obs": ((W, *obs_space.shape), obs_space.dtype),
+            "final_obs": ((W, *obs_space.shape), obs_space.dtype),
+            "rewards": ((W,), np.float32),
+            "terminated": ((W,), np.bool_),
+            "truncated": ((W,), np.bool_),
+            "actions": ((W, n_action), np.int64),
+        }
+        self.raw = {name: ctx.RawArray("b", max(1, int(np.prod(shape)) * np.dtype(dtype).itemsize))
+                    for name, (shape, dtype) in self.specs.items()}
+        self.attach()
+
+    def attach(self):
+        for name, (shape, dtype) in self.specs.items():
+            setattr(self, name, np.frombuffer(self.raw[name], dtype=dtype, count=int(np.prod(shape))).reshape(shape))
+
+    def __getstate__(self):  # only the raw buffers travel to a worker; views are rebuilt there
+        return {"specs": self.specs, "raw": self.raw}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.attach()
+
+
+def _env_action(space: gym.Space, row: np.ndarray):
+    return int(row[0]) if isinstance(space, gym.spaces.Discrete) else row
+
+
+def _reset_slice(envs, lo: int, seeds, shared: _Shared):
+    for i, (env, seed) in enumerate(zip(envs, seeds)):
+        shared.obs[lo + i], _ = env.reset(seed=seed)
+
+
+def _step_slice(envs, lo: int, shared: _Shared) -> list[dict]:
+    episodes = []
+    for i, env in enumerate(envs):
+        w = lo + i
+        obs, reward, terminated, truncated, info = env.step(_env_action(env.action_space, shared.actions[w]))
+        shared.rewards[w] = reward
+        shared.terminated[w] = terminated
+        shared.truncated[w] = truncated
+        if terminated or truncated:
+            if truncated:
+                shared.final_obs[w] = obs
+            episodes.append(info["episode"])
+            obs, _ = env.reset()
+        shared.obs[w] = obs
+    return episodes
+
+
+def _worker_main(conn, config: EnvironmentConfig, lo: int, seeds: list[int], shared: _Shared):
+    envs = []
+    try:
+        envs = [make_env(config) for _ in seeds]
+        while True:
+            command = conn.recv()
+            if command == "step":
+                conn.send(("ok", _step_slice(envs, lo, shared)))
+            elif command == "reset":
+                _reset_slice(envs, lo, seeds, shared)
+                conn.send(("ok", []))
+            else:  # "close"
+                break
+    except (EOFError, KeyboardInterrupt):
+        pass  # the trainer is gone or interrupted: just leave
+    except Exception:
+        conn.send(("error", traceback.format_exc()))
+    finally:
+        for env in envs:
+            env.close()
+
+
+class VecEnv:
+    """W environments behind one step(actions) call; see the module docstring."""
+
+    def __init__(self, config: EnvironmentConfig, seeds: list[int], processes: int = 0):
+        self.config = config
+        self.seeds = [int(s) for s in seeds]
+        probe = make_env(config)
+        self.observation_space, self.action_space = probe.observation_space, probe.action_space
+        W = len(self.seeds)
+        ctx = mp.get_context("forkserver")
+        self._shared = _Shared(W, self.observation_space, action_shape(self.action_space)[0], ctx)
+        self._envs, self._workers = [], []
+        if processes == 0:
+            self._envs = [probe] + [make_env(config) for _ in range(W - 1)]
+            return
+        probe.close()
+        bounds = np.linspace(0, W, processes + 1).astype(int)
+        for p in range(processes):
+            lo, hi = int(bounds[p]), int(bounds[p + 1])
+            parent, child = ctx.Pipe()
+            process = ctx.Process(target=_worker_main, args=(child, config, lo, self.seeds[lo:hi], self._shared),
+                                  daemon=True, name=f"env-worker-{p}")
+            process.start()
+            child.close()
+            self._workers.append((process, parent, lo, hi))
+
+    @property
+    def n(self) -> int:
+        return len(self.seeds)
+
+    def reset(self) -> np.ndarray:
+        """Resets every environment with its own seed; returns obs (W, *obs_shape)."""
+        if self._envs:
+            _reset_slice(self._envs, 0, self.seeds, self._shared)
+        else:
+            self._command("reset")
+        return self._shared.obs
+
+    def step(self, actions: np.ndarray) -> Step:
+        """actions (W, k) int64 -> Step. Ended episodes are reset before returning."""
+        self._shared.actions[:] = actions
+        if self._envs:
+            episodes = _step_slice(self._envs, 0, self._shared)
+        else:
+            episodes = self._command("step")
+        s = self._shared
+        return Step(s.obs, s.rewards, s.terminated, s.truncated, s.final_obs, episodes)
+
+    def _command(self, command: str) -> list[dict]:
+        for _, conn, _, _ in self._workers:
+            conn.send(command)
+        episodes = []
+        for p, (process, conn, lo, hi) in enumerate(self._workers):
+            # Wait on the pipe and on the process itself, so a killed worker is
+            # noticed at once instead of blocking recv() forever.
+            ready = wait([conn, process.sentinel])
+            if conn not in ready:
+                self.close()
+                raise WorkerError(f"worker process {p} (environments {lo}..{hi - 1}) died "
+                                        f"with exit code {process.exitcode}")
+            status, payload = conn.recv()
+            if status == "error":
+                self.close()
+                raise WorkerError(f"environment '{self.config.type}' in worker process {p} "
+                                        f"(environments {lo}..{hi - 1}) raised:\n{payload}")
+            episodes.extend(payload)
+        return episodes
+
+    def close(self) -> None:
+        for env in self._envs:
+            env.close()
+        self._envs = []
+        for process, conn, _, _ in self._workers:
+            try:
+                conn.send("close")
+            except (BrokenPipeError, OSError):
+                pass
+        for process, conn, _, _ in self._workers:
+            process.join(timeout=5)
+            if process.is_alive():
+                process.kill()
+                process.join()
+            conn.close()
+        self._workers = []

@@ -1,20 +1,26 @@
 """Rollout storage, GAE, the sequence index map and minibatches of whole sequences.
 
-Storage is allocated once with a fixed (W, T) shape. Each field lives in a flat
-tensor of W*T + 1 rows whose last row stays zero: padding a sequence is then
-just pointing its unused slots at that row, so one gather with the (N, L) index
-map builds every padded field, and no field is ever copied to be padded.
+The rollout is written step by step into host (numpy) arrays allocated once with
+a fixed (W, T) shape: a numpy store costs a fraction of a torch one, and the
+rollout writes ten fields per step. finish() computes advantages and the
+sequence index map, and hands every field to torch on the training device in
+one move per update.
+
+Each field lives in a flat array of W*T + 1 rows whose last row stays zero:
+padding a sequence is then just pointing its unused slots at that row, so one
+gather with the (N, L) index map builds every padded field.
 """
 from __future__ import annotations
 
 from typing import Iterator, NamedTuple
 
+import numpy as np
 import torch
 
 
-def compute_gae(rewards: torch.Tensor, values: torch.Tensor, final_values: torch.Tensor,
-                terminated: torch.Tensor, truncated: torch.Tensor, last_values: torch.Tensor,
-                gamma: float, lamda: float) -> torch.Tensor:
+def compute_gae(rewards: np.ndarray, values: np.ndarray, final_values: np.ndarray,
+                terminated: np.ndarray, truncated: np.ndarray, last_values: np.ndarray,
+                gamma: float, lamda: float) -> np.ndarray:
     """Generalised advantage estimates for all W workers at once; (W, T) in, (W, T) out.
 
     What follows step t is worth 0 after a termination, V(final observation) after
@@ -22,11 +28,12 @@ def compute_gae(rewards: torch.Tensor, values: torch.Tensor, final_values: torch
     last_values (W,) is V of the observation after the rollout's last step.
     """
     W, T = rewards.shape
-    advantages = torch.zeros_like(rewards)
-    next_values, next_advantage = last_values, torch.zeros_like(last_values)
+    advantages = np.zeros((W, T), dtype=np.float32)
+    next_values = last_values.astype(np.float32)
+    next_advantage = np.zeros(W, dtype=np.float32)
     for t in reversed(range(T)):
-        following = torch.where(truncated[:, t], final_values[:, t], next_values)
-        following = following.masked_fill(terminated[:, t], 0.0)
+        following = np.where(truncated[:, t], final_values[:, t], next_values)
+        following = np.where(terminated[:, t], 0.0, following)
         delta = rewards[:, t] + gamma * following - values[:, t]
         continues = ~(terminated[:, t] | truncated[:, t])
         next_advantage = delta + gamma * lamda * continues * next_advantage
@@ -36,12 +43,12 @@ def compute_gae(rewards: torch.Tensor, values: torch.Tensor, final_values: torch
 
 
 class SequenceIndex(NamedTuple):
-    index: torch.Tensor  # (N, L) flat step index w*T + t; padding slots hold W*T (the zero row)
-    mask: torch.Tensor  # (N, L) True on real steps
-    starts: torch.Tensor  # (N,) flat index of each sequence's first step
+    index: np.ndarray  # (N, L) flat step index w*T + t; padding slots hold W*T (the zero row)
+    mask: np.ndarray  # (N, L) True on real steps
+    starts: np.ndarray  # (N,) flat index of each sequence's first step
 
 
-def sequence_index(dones: torch.Tensor, sequence_length: int) -> SequenceIndex:
+def sequence_index(dones: np.ndarray, sequence_length: int) -> SequenceIndex:
     """Cuts each worker's row into episodes, and episodes into sequences of at most L steps.
 
     dones (W, T): the episode ended at this step (terminated or truncated). Episodes
@@ -49,21 +56,20 @@ def sequence_index(dones: torch.Tensor, sequence_length: int) -> SequenceIndex:
     whole episodes (L is then the longest episode piece in this rollout).
     """
     W, T = dones.shape
-    device = dones.device
-    steps = torch.arange(W * T, device=device)
-    episode_start = torch.zeros(W, T, dtype=torch.bool, device=device)
+    steps = np.arange(W * T)
+    episode_start = np.zeros((W, T), dtype=bool)
     episode_start[:, 0] = True
     episode_start[:, 1:] = dones[:, :-1]
     episode_start = episode_start.reshape(-1)  # (W, T) -> (W*T,)
-    episode_id = episode_start.cumsum(0) - 1
+    episode_id = np.cumsum(episode_start) - 1
     position = steps - steps[episode_start][episode_id]  # steps since the episode (piece) began
     sequence_start = position % sequence_length == 0 if sequence_length > 0 else episode_start
     starts = steps[sequence_start]
-    sequence_id = sequence_start.cumsum(0) - 1
+    sequence_id = np.cumsum(sequence_start) - 1
     offset = steps - starts[sequence_id]
     N = starts.shape[0]
     L = sequence_length if sequence_length > 0 else int(offset.max()) + 1
-    index = torch.full((N, L), W * T, dtype=torch.long, device=device)
+    index = np.full((N, L), W * T, dtype=np.int64)
     index[sequence_id, offset] = steps
     return SequenceIndex(index, index < W * T, starts)
 
@@ -80,47 +86,55 @@ class Minibatch(NamedTuple):
 
 
 class RolloutBuffer:
-    def __init__(self, workers: int, steps: int, obs_shape: tuple, obs_dtype: torch.dtype,
+    def __init__(self, workers: int, steps: int, obs_shape: tuple, obs_dtype: np.dtype,
                  action_size: int, state_size: int, device: torch.device):
         W, T = workers, steps
-        self.W, self.T = W, T
+        self.W, self.T, self.device = W, T, device
 
-        def field(*shape, dtype=torch.float32):
-            return torch.zeros((W * T + 1, *shape), dtype=dtype, device=device)
+        def field(*shape, dtype=np.float32):
+            return np.zeros((W * T + 1, *shape), dtype=dtype)
 
         self._flat = {
             "obs": field(*obs_shape, dtype=obs_dtype),
             "states": field(state_size),  # the state the policy used at each step
-            "actions": field(action_size, dtype=torch.long),
+            "actions": field(action_size, dtype=np.int64),
             "log_probs": field(), "values": field(), "advantages": field(), "returns": field(),
         }
         for name, storage in self._flat.items():  # (W*T + 1, ...) -> (W, T, ...) views
-            setattr(self, name, storage[:W * T].view(W, T, *storage.shape[1:]))
-        self.rewards = torch.zeros(W, T, device=device)
-        self.terminated = torch.zeros(W, T, dtype=torch.bool, device=device)
-        self.truncated = torch.zeros(W, T, dtype=torch.bool, device=device)
-        self.final_values = torch.zeros(W, T, device=device)  # V(final obs) where truncated
+            setattr(self, name, storage[:W * T].reshape(W, T, *storage.shape[1:]))
+        self.rewards = np.zeros((W, T), dtype=np.float32)
+        self.terminated = np.zeros((W, T), dtype=bool)
+        self.truncated = np.zeros((W, T), dtype=bool)
+        self.final_values = np.zeros((W, T), dtype=np.float32)  # V(final obs) where truncated
         self.index: SequenceIndex | None = None
+        self._train: dict[str, torch.Tensor] = {}
 
-    def finish(self, last_values: torch.Tensor, gamma: float, lamda: float, sequence_length: int) -> None:
-        """After the rollout: advantages, returns and the sequence index map."""
+    def finish(self, last_values: np.ndarray, gamma: float, lamda: float, sequence_length: int) -> None:
+        """After the rollout: advantages, returns, the sequence index map, and the move to torch."""
         self.advantages[:] = compute_gae(self.rewards, self.values, self.final_values, self.terminated,
                                          self.truncated, last_values, gamma, lamda)
         self.returns[:] = self.advantages + self.values
         self.index = sequence_index(self.terminated | self.truncated, sequence_length)
+        # On the CPU these share memory with the numpy storage; on a GPU, one copy each.
+        self._train = {name: torch.from_numpy(a).to(self.device) for name, a in self._flat.items()}
+        for name, a in self.index._asdict().items():
+            self._train[name] = torch.from_numpy(a).to(self.device)
 
     @property
     def padding_fraction(self) -> float:
-        return 1.0 - self.index.mask.float().mean().item()
+        return 1.0 - float(self.index.mask.mean())
 
-    def minibatches(self, n_mini_batch: int, generator: torch.Generator | None = None) -> Iterator[Minibatch]:
-        """One epoch: the sequences shuffled and split into n_mini_batch groups."""
-        index, mask, starts = self.index
-        order = torch.randperm(index.shape[0], generator=generator).to(index.device)
+    @property
+    def sequences(self) -> int:
+        return self.index.index.shape[0]
+
+    def minibatches(self, n_mini_batch: int) -> Iterator[Minibatch]:
+        """One epoch: the sequences shuffled (torch's generator) and split into n_mini_batch groups."""
+        f = self._train
+        order = torch.randperm(self.sequences).to(self.device)
         for ids in order.tensor_split(n_mini_batch):
-            rows = index[ids]  # (n, L) flat step indices; padding points at the zero row
-            f = self._flat
+            rows = f["index"][ids]  # (n, L) flat step indices; padding points at the zero row
             yield Minibatch(
-                obs=f["obs"][rows], states=f["states"][starts[ids]], actions=f["actions"][rows],
+                obs=f["obs"][rows], states=f["states"][f["starts"][ids]], actions=f["actions"][rows],
                 log_probs=f["log_probs"][rows], values=f["values"][rows],
-                advantages=f["advantages"][rows], returns=f["returns"][rows], mask=mask[ids])
+                advantages=f["advantages"][rows], returns=f["returns"][rows], mask=f["mask"][ids])

@@ -56,6 +56,7 @@ class Config:
     n_mini_batch: int = 8  # minibatches per epoch (each a set of whole sequences)
     value_loss_coefficient: float = 0.25  # weight of the value loss
     hidden_layer_size: int = 64  # units of the hidden layers after the recurrent core
+    vector_encoder_size: int = 0  # units of a Linear+ReLU on vector observations before the core; 0: none
     max_grad_norm: float = 0.5  # global gradient-norm clip
     recurrence: RecurrenceConfig = field(default_factory=RecurrenceConfig)
     learning_rate_schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
@@ -143,6 +144,7 @@ def validate(config: Config) -> None:
 
     for key in ("updates", "epochs", "n_workers", "worker_steps", "n_mini_batch", "hidden_layer_size"):
         need(getattr(config, key) > 0, key, getattr(config, key), "must be > 0")
+    need(config.vector_encoder_size >= 0, "vector_encoder_size", config.vector_encoder_size, "must be >= 0 (0: none)")
     need(0.0 <= config.gamma <= 1.0, "gamma", config.gamma, "must be in [0, 1]")
     need(0.0 <= config.lamda <= 1.0, "lamda", config.lamda, "must be in [0, 1]")
     need(config.value_loss_coefficient >= 0, "value_loss_coefficient", config.value_loss_coefficient, "must be >= 0")

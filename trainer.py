@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -18,7 +17,7 @@ from torch.utils.tensorboard import SummaryWriter
 
 from buffer import RolloutBuffer
 from config import Config, polynomial_decay
-from losses import ppo_loss
+from losses import Losses, ppo_loss
 from model import ActorCritic
 from worker import VecEnv, action_shape
 
@@ -79,10 +78,11 @@ class Trainer:
         self.envs = VecEnv(config.environment, environment_seeds(config.seed, W), config.worker_processes)
         obs_space = self.envs.observation_space
         self.model = ActorCritic(obs_space, self.envs.action_space, config.hidden_layer_size,
-                                 config.recurrence).to(self.device)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.learning_rate_schedule.initial, eps=1e-5)
-        obs_dtype = torch.from_numpy(np.zeros(0, dtype=obs_space.dtype)).dtype
-        self.buffer = RolloutBuffer(W, T, obs_space.shape, obs_dtype, action_shape(self.envs.action_space)[0],
+                                 config.recurrence, config.vector_encoder_size).to(self.device)
+        # fused: one kernel for all parameters instead of several per parameter tensor
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.learning_rate_schedule.initial,
+                                          eps=1e-5, fused=True)
+        self.buffer = RolloutBuffer(W, T, obs_space.shape, obs_space.dtype, action_shape(self.envs.action_space)[0],
                                     self.model.state_size, self.device)
         self.update = 0
         self.steps = 0
@@ -91,7 +91,7 @@ class Trainer:
         self.summaries_path = Path(summaries_dir) / run_id / datetime.now().strftime("%Y%m%d-%H%M%S")
         self.writer: SummaryWriter | None = None
 
-        self.obs = torch.from_numpy(self.envs.reset()).to(self.device)  # (W, *obs_shape)
+        self.obs = self.envs.reset()  # (W, *obs_shape) host array
         self.state = self.model.initial_state(W, self.device)  # (W, S)
 
     # ------------------------------------------------------------------ run
@@ -117,7 +117,7 @@ class Trainer:
 
         episodes = self.collect(times)
         start = time.perf_counter()
-        last_values = self.model.value(self.obs, self.state)
+        last_values = self.model.value(torch.from_numpy(self.obs).to(self.device), self.state).cpu().numpy()
         self.buffer.finish(last_values, c.gamma, c.lamda, c.recurrence.sequence_length)
         times.buffer = time.perf_counter() - start
 
@@ -125,7 +125,7 @@ class Trainer:
         metrics = self.optimise(lr, beta, clip)
         times.update = time.perf_counter() - start
         metrics.update(learning_rate=lr, beta=beta, clip_range=clip,
-                       sequences=float(self.buffer.index.mask.shape[0]),
+                       sequences=float(self.buffer.sequences),
                        padding_fraction=self.buffer.padding_fraction)
 
         self.update += 1
@@ -140,40 +140,38 @@ class Trainer:
     # -------------------------------------------------------------- collect
     def collect(self, times: PhaseTimes) -> list[dict]:
         """Fills the buffer with T steps of all W environments; returns the finished episodes."""
-        b, model = self.buffer, self.model
+        b, model, device = self.buffer, self.model, self.device
         reset_state = self.config.recurrence.reset_hidden_state
-        initial = model.initial_state(1, self.device)  # (1, S), broadcast over reset rows
+        initial = model.initial_state(1, device)  # (1, S), broadcast over the rows to reset
         episodes = []
         torch.set_num_threads(1)  # W-row inference: more threads only add synchronisation
-        env_time = inference_time = 0.0
+        start, env_time = time.perf_counter(), 0.0
         for t in range(self.config.worker_steps):
-            tick = time.perf_counter()
             b.obs[:, t] = self.obs
-            b.states[:, t] = self.state  # the state this step's policy uses, saved before any reset
-            out = model.act(self.obs, self.state)
-            b.actions[:, t], b.log_probs[:, t], b.values[:, t] = out.actions, out.log_probs, out.values
+            b.states[:, t] = self.state.cpu().numpy()  # the state this step's policy uses, saved before any reset
+            out = model.act(torch.from_numpy(self.obs).to(device), self.state)
             actions = out.actions.cpu().numpy()
-            tock = time.perf_counter()
+            b.actions[:, t], b.log_probs[:, t], b.values[:, t] = actions, out.log_probs.cpu(), out.values.cpu()
+
+            tick = time.perf_counter()
             step = self.envs.step(actions)
-            env_time += time.perf_counter() - tock
-            tick2 = time.perf_counter()
-            b.rewards[:, t] = torch.from_numpy(step.rewards)
-            terminated = torch.from_numpy(step.terminated).to(self.device)
-            truncated = torch.from_numpy(step.truncated).to(self.device)
-            b.terminated[:, t], b.truncated[:, t] = terminated, truncated
-            if truncated.any():
+            env_time += time.perf_counter() - tick
+
+            b.rewards[:, t], b.terminated[:, t], b.truncated[:, t] = step.rewards, step.terminated, step.truncated
+            if step.truncated.any():
                 # Bootstrap a time-limit cut from V(final observation) under the state
                 # that followed the last step, before that state is reset.
-                rows = truncated.nonzero().squeeze(1)
-                final_obs = torch.from_numpy(step.final_obs[rows.cpu().numpy()]).to(self.device)
-                b.final_values[rows, t] = model.value(final_obs, out.state[rows])
-            self.obs = torch.from_numpy(step.obs).to(self.device, copy=True)
+                rows = np.flatnonzero(step.truncated)
+                final_obs = torch.from_numpy(step.final_obs[rows]).to(device)
+                b.final_values[rows, t] = model.value(final_obs, out.state[rows]).cpu().numpy()
+            self.obs = step.obs  # a view of the workers' shared array: read before the next step overwrites it
             self.state = out.state
-            if reset_state:
-                self.state = torch.where((terminated | truncated).unsqueeze(1), initial, self.state)
+            done = step.terminated | step.truncated
+            if reset_state and done.any():
+                self.state = torch.where(torch.from_numpy(done).to(device).unsqueeze(1), initial, self.state)
             episodes.extend(step.episodes)
-            inference_time += (tock - tick) + (time.perf_counter() - tick2)
-        times.env, times.inference = env_time, inference_time
+        times.env = env_time
+        times.inference = time.perf_counter() - start - env_time
         return episodes
 
     # ------------------------------------------------------------- optimise
@@ -182,21 +180,18 @@ class Trainer:
         torch.set_num_threads(self.update_threads)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        sums = defaultdict(float)
-        count = 0
+        stats = []  # per minibatch: the losses and the gradient norm, read back once at the end
         for _ in range(c.epochs):
             for mb in self.buffer.minibatches(c.n_mini_batch):
                 out = self.model.evaluate(mb.obs, mb.states, mb.actions)
                 losses = ppo_loss(out, mb, clip, beta, c.value_loss_coefficient)
                 self.optimizer.zero_grad(set_to_none=True)
                 losses.total.backward()
-                grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), c.max_grad_norm)
+                grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), c.max_grad_norm, foreach=True)
                 self.optimizer.step()
-                for name, value in losses._asdict().items():
-                    sums[name] += value.item()
-                sums["grad_norm"] += grad_norm.item()
-                count += 1
-        return {name: total / count for name, total in sums.items()}
+                stats.append(torch.stack([*(v.detach() for v in losses), grad_norm]))
+        means = torch.stack(stats).mean(0).tolist()
+        return dict(zip([*Losses._fields, "grad_norm"], means))
 
     # ------------------------------------------------------------- report
     def _report(self, log: UpdateLog, seconds: float) -> None:

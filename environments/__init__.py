@@ -14,7 +14,16 @@ from config import ConfigError, EnvironmentConfig
 
 
 class EpisodeStats(gym.Wrapper):
-    """Adds info["episode"] = {reward, length[, success]} at the end of each episode."""
+    """Adds info["episode"] = {reward, length[, success]} at the end of each episode,
+    in the environment's own reward units, and scales the reward for training.
+
+    One wrapper does both because each wrapper layer costs a Python call per step.
+    """
+
+    def __init__(self, env: gym.Env, reward_scale: float = 1.0):
+        super().__init__(env)
+        self._scale = reward_scale
+        self._return, self._length = 0.0, 0
 
     def reset(self, **kwargs):
         self._return, self._length = 0.0, 0
@@ -29,16 +38,7 @@ class EpisodeStats(gym.Wrapper):
             if "success" in info:
                 stats["success"] = float(info["success"])
             info = {**info, "episode": stats}
-        return obs, reward, terminated, truncated, info
-
-
-class ScaleReward(gym.RewardWrapper):
-    def __init__(self, env: gym.Env, scale: float):
-        super().__init__(env)
-        self._scale = scale
-
-    def reward(self, reward):
-        return reward * self._scale
+        return obs, reward * self._scale, terminated, truncated, info
 
 
 def _poc(config: EnvironmentConfig, render_mode):
@@ -48,8 +48,8 @@ def _poc(config: EnvironmentConfig, render_mode):
 
 def _cartpole(masked: bool):
     def build(config: EnvironmentConfig, render_mode):
-        from environments.cartpole import make_cartpole
-        return make_cartpole(masked, render_mode=render_mode, **config.kwargs)
+        from environments.cartpole import CartPole
+        return CartPole(masked=masked, render_mode=render_mode, **config.kwargs)
     return build
 
 
@@ -80,6 +80,5 @@ def check_family(config: EnvironmentConfig) -> None:
 def make_env(config: EnvironmentConfig, render_mode: str | None = None) -> gym.Env:
     check_family(config)
     builder, default_scale = FAMILIES[config.type]
-    env = EpisodeStats(builder(config, render_mode))
     scale = default_scale if config.reward_scale is None else config.reward_scale
-    return ScaleReward(env, scale) if scale != 1.0 else env
+    return EpisodeStats(builder(config, render_mode), scale)

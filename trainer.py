@@ -5,7 +5,9 @@ environment it trains on, nor which recurrent layer the model uses.
 """
 from __future__ import annotations
 
+import json
 import os
+import resource
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -79,9 +81,10 @@ class Trainer:
         obs_space = self.envs.observation_space
         self.model = ActorCritic(obs_space, self.envs.action_space, config.hidden_layer_size,
                                  config.recurrence, config.vector_encoder_size).to(self.device)
-        # fused: one kernel for all parameters instead of several per parameter tensor
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.learning_rate_schedule.initial,
-                                          eps=1e-5, fused=True)
+        # AdamW with its default weight decay (0.01), the reference baseline's optimizer;
+        # fused: one kernel for all parameters instead of several per parameter tensor.
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate_schedule.initial,
+                                           fused=True)
         self.buffer = RolloutBuffer(W, T, obs_space.shape, obs_space.dtype, action_shape(self.envs.action_space)[0],
                                     self.model.state_size, self.device)
         self.update = 0
@@ -99,15 +102,30 @@ class Trainer:
         c = self.config
         self.writer = SummaryWriter(str(self.summaries_path))
         try:
+            start = time.perf_counter()
             while self.update < c.updates:
-                start = time.perf_counter()
+                tick = time.perf_counter()
                 log = self._one_update()
                 self.history.append(log)
-                self._report(log, time.perf_counter() - start)
+                self._report(log, time.perf_counter() - tick)
             self.save()
+            if self.verbose:
+                print("timings: " + json.dumps(self.timings(time.perf_counter() - start)), flush=True)
         finally:
             self.close()
         return self.history
+
+    def timings(self, seconds: float) -> dict:
+        """Totals over the updates run so far: the per-phase split of `seconds`."""
+        phases = {name: sum(getattr(h.times, name) for h in self.history)
+                  for name in ("env", "inference", "buffer", "update")}
+        steps = sum(self.config.n_workers * self.config.worker_steps for _ in self.history)
+        # ru_maxrss is in KiB on Linux; worker processes count as children
+        peak_kib = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                       resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+        return {"updates": len(self.history), "env_steps": steps, "train_seconds": seconds,
+                "steps_per_second": steps / seconds, "peak_rss_mb": peak_kib / 1024,
+                **{f"{k}_seconds": v for k, v in phases.items()}}
 
     def _one_update(self) -> UpdateLog:
         c, times = self.config, PhaseTimes()

@@ -8,7 +8,8 @@ constants, Euler integration, thresholds, reward and start distribution of
 Gymnasium's CartPole-v1, written on Python floats: Gymnasium's version spends
 most of its step in numpy scalar calls and an action-space check, which made
 the environment the largest cost of training. tests/test_environments.py
-checks that both produce the same trajectories for the same seed and actions.
+checks that both produce the same trajectories for the same seed and actions
+(to 1e-6: math.cos and np.cos may differ in the last bit).
 """
 from __future__ import annotations
 

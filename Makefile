@@ -1,0 +1,32 @@
+# Two commands a researcher needs: `make train` and `make test`. Both create the
+# virtual environment and install the pinned requirements on first use.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.requirements-installed
+
+.PHONY: install train test test-fast bench clean
+
+install: $(STAMP)
+
+$(STAMP): requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --disable-pip-version-check -q -r requirements.txt
+	touch $(STAMP)
+
+train: $(STAMP)
+	$(BIN)/python train.py --config configs/poc_memory_env.yaml --run-id poc_memory_env
+
+test: $(STAMP)
+	SDL_VIDEODRIVER=dummy $(BIN)/python -m pytest -q
+
+# Everything but the learning tests (seconds instead of minutes).
+test-fast: $(STAMP)
+	SDL_VIDEODRIVER=dummy $(BIN)/python -m pytest -q -m "not learning"
+
+# Wall time, steps/s and the per-phase split of the shipped fast configs.
+bench: $(STAMP)
+	$(BIN)/python results/benchmark.py --config configs/cartpole_masked.yaml --config configs/poc_memory_env.yaml
+
+clean:
+	rm -rf $(VENV) summaries .pytest_cache

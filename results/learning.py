@@ -1,0 +1,81 @@
+"""Trains a config on several seeds and tabulates how far each run got.
+
+    python results/learning.py --config configs/cartpole_masked.yaml --seeds 0 1 2
+
+Writes results/learning_<config name>.json and .md: per seed the mean episode
+reward (and success) of the last update and the best update, the mean over the
+last five updates, the environment steps and the wall time.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from config import load_config  # noqa: E402
+from trainer import Trainer  # noqa: E402
+
+
+def summarise(history) -> dict:
+    rewards = [h.reward_mean for h in history if h.reward_mean is not None]
+    successes = [h.success_mean for h in history if h.success_mean is not None]
+    last5 = rewards[-5:]
+    return {
+        "final_reward": rewards[-1],
+        "last5_reward": sum(last5) / len(last5),
+        "best_reward": max(rewards),
+        "final_success": successes[-1] if successes else None,
+        "last5_success": sum(successes[-5:]) / len(successes[-5:]) if successes else None,
+        "steps": history[-1].steps,
+    }
+
+
+def run_seed(config_path: str, seed: int) -> dict:
+    config = load_config(config_path)
+    config.seed = seed
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        trainer = Trainer(config, run_id=f"learning-{seed}", summaries_dir=tmp, models_dir=tmp, verbose=False)
+        history = trainer.run()
+        wall = time.perf_counter() - start
+    return {"seed": seed, **summarise(history), "wall_s": wall}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", required=True)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--out", default=str(ROOT / "results"))
+    args = parser.parse_args()
+    rows = []
+    for seed in args.seeds:
+        row = run_seed(args.config, seed)
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    name = Path(args.config).stem
+    machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, CPU"
+    report = {"config": args.config, "machine": machine,
+              "command": f"python results/learning.py --config {args.config} --seeds {' '.join(map(str, args.seeds))}",
+              "runs": rows}
+    out = Path(args.out)
+    (out / f"learning_{name}.json").write_text(json.dumps(report, indent=2) + "\n")
+    lines = [f"# Learning: {args.config}", "", f"Command: `{report['command']}`  ", f"Machine: {machine}", "",
+             "| seed | env steps | final reward | mean of last 5 updates | best update | final success | wall s |",
+             "|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        success = "-" if r["final_success"] is None else f"{r['final_success']:.3f}"
+        lines.append(f"| {r['seed']} | {r['steps']} | {r['final_reward']:.3f} | {r['last5_reward']:.3f} | "
+                     f"{r['best_reward']:.3f} | {success} | {r['wall_s']:.1f} |")
+    (out / f"learning_{name}.md").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""train.py end to end: two updates, a checkpoint that loads, summaries; bad input gets one line."""
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+import yaml
+
+from config import config_from_dict
+from model import ActorCritic
+from worker import VecEnv
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_train(tmp_path, *args):
+    return subprocess.run([sys.executable, str(ROOT / "train.py"), *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_train_two_updates_writes_checkpoint_and_summaries(tmp_path):
+    raw = yaml.safe_load((ROOT / "configs/cartpole_masked.yaml").read_text())
+    raw.update(updates=2, n_workers=4, worker_steps=32, n_mini_batch=2)
+    (tmp_path / "small.yaml").write_text(yaml.safe_dump(raw))
+    result = run_train(tmp_path, "--config", "small.yaml", "--run-id", "my-run", "--cpu", "--seed", "7")
+    assert result.returncode == 0, result.stderr
+    lines = [l for l in result.stdout.splitlines() if l.startswith("update")]
+    assert len(lines) == 2 and "sps" in lines[0]
+
+    checkpoint = torch.load(tmp_path / "models/my-run.pt", weights_only=False)
+    assert checkpoint["update"] == 2 and checkpoint["config"]["seed"] == 7
+    config = config_from_dict(checkpoint["config"])
+    vec = VecEnv(config.environment, [0], processes=0)
+    model = ActorCritic(vec.observation_space, vec.action_space, config.hidden_layer_size, config.recurrence,
+                        config.vector_encoder_size)
+    model.load_state_dict(checkpoint["model"])
+    vec.close()
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+    assert "state" in checkpoint["optimizer"]
+    events = list((tmp_path / "summaries/my-run").glob("*/events.out.tfevents.*"))
+    assert len(events) == 1 and events[0].stat().st_size > 0
+
+
+def test_bad_config_is_one_line_and_exit_2(tmp_path):
+    (tmp_path / "bad.yaml").write_text("gamma: 0.99\nrecurrence:\n  layer_type: transformer\n")
+    result = run_train(tmp_path, "--config", "bad.yaml")
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0
+    assert "recurrence.layer_type" in result.stderr and "Traceback" not in result.stderr
+
+    result = run_train(tmp_path, "--config", "missing.yaml")
+    assert result.returncode == 2 and "not found" in result.stderr
+
+    (tmp_path / "env.yaml").write_text("environment:\n  type: Pong\n")
+    result = run_train(tmp_path, "--config", "env.yaml")
+    assert result.returncode == 2 and "environment.type" in result.stderr and "PocMemoryEnv" in result.stderr

@@ -1,0 +1,157 @@
+"""The two fast memory tasks behave as the reference defines them; workers are seeded apart."""
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from config import EnvironmentConfig
+from environments import make_env
+from environments.cartpole import CartPole
+from environments.poc_memory import PocMemoryEnv
+from trainer import environment_seeds
+from worker import VecEnv, WorkerError
+
+RIGHT, LEFT = 1, 0
+
+
+def test_poc_goals_visible_then_hidden_agent_frozen_then_moving():
+    env = PocMemoryEnv()
+    obs, _ = env.reset(seed=3)
+    left, position, right = obs
+    assert sorted([left, right]) == [-1.0, 1.0]
+    assert round(float(position), 2) in (-0.4, -0.2, 0.0, 0.2, 0.4)
+    for _ in range(2):  # the first two steps: goals shown, agent cannot move, reward 0
+        obs, reward, terminated, truncated, _ = env.step(RIGHT)
+        assert (obs[0], obs[2]) == (left, right) and obs[1] == position
+        assert reward == 0.0 and not terminated and not truncated
+    obs, reward, terminated, _, _ = env.step(RIGHT)
+    assert obs[0] == 0.0 and obs[2] == 0.0
+    assert obs[1] == pytest.approx(position + 0.2)
+    assert reward == pytest.approx(-0.1) and not terminated
+
+
+@pytest.mark.parametrize("go_to_plus", [True, False])
+def test_poc_goal_rewards(go_to_plus):
+    env = PocMemoryEnv()
+    obs, _ = env.reset(seed=11)
+    plus_on_right = obs[2] > 0
+    action = RIGHT if plus_on_right == go_to_plus else LEFT
+    total, info, terminated = 0.0, {}, False
+    while not terminated:
+        _, reward, terminated, _, info = env.step(action)
+        total += reward
+    assert reward == pytest.approx(1.6 if go_to_plus else -1.6)
+    assert info["success"] is go_to_plus
+
+
+def test_poc_optimal_agent_averages_1_2_in_7_steps():
+    env = make_env(EnvironmentConfig(type="PocMemoryEnv"))
+    returns, lengths = [], []
+    for episode in range(2000):
+        obs, _ = env.reset(seed=episode)
+        action = RIGHT if obs[2] > 0 else LEFT  # remember where +1 was
+        while True:
+            obs, _, terminated, truncated, info = env.step(action)
+            if terminated or truncated:
+                returns.append(info["episode"]["reward"])
+                lengths.append(info["episode"]["length"])
+                assert info["episode"]["success"] == 1.0
+                break
+    assert np.mean(returns) == pytest.approx(1.2, abs=0.02)
+    assert np.mean(lengths) == pytest.approx(7.0, abs=0.1)
+
+
+def balancing_action(obs):
+    return int(obs[2] + obs[3] > 0)  # push towards where the pole falls: survives 200 steps
+
+
+def test_cartpole_matches_gymnasium_cartpole_v1():
+    reference = gym.make("CartPole-v1", max_episode_steps=200)
+    ours = CartPole(masked=False)
+    rng = np.random.default_rng(0)
+    truncations = 0
+    for episode in range(30):
+        a, _ = reference.reset(seed=episode)
+        b, _ = ours.reset(seed=episode)
+        np.testing.assert_array_equal(a, b)
+        while True:
+            action = balancing_action(a) if episode % 2 else int(rng.integers(2))
+            a, ra, ta, tra, _ = reference.step(action)
+            b, rb, tb, trb, _ = ours.step(action)
+            # math.cos and np.cos may differ in the last bit; nothing more may differ.
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
+            assert (ra, ta) == (rb, tb)
+            if ta or tra:
+                assert tb or trb
+                truncations += bool(trb)
+                break
+    assert truncations > 0  # the 200-step limit was reached and reported as truncation
+
+
+def test_masked_cartpole_hides_velocities_and_reports_raw_return():
+    env = make_env(EnvironmentConfig(type="CartPoleMasked"))
+    obs, _ = env.reset(seed=0)
+    total_scaled = 0.0
+    while True:
+        assert obs[1] == 0.0 and obs[3] == 0.0
+        unmasked = env.unwrapped._state
+        obs, reward, terminated, truncated, info = env.step(balancing_action(np.array(unmasked)))
+        total_scaled += reward
+        if terminated or truncated:
+            break
+    assert truncated and info["episode"] == {"reward": 200.0, "length": 200}
+    assert total_scaled == pytest.approx(2.0)  # trained on reward / 100
+
+
+def test_environment_seeds_are_distinct_and_reproducible():
+    seeds = environment_seeds(0, 64)
+    assert len(set(seeds)) == 64
+    assert seeds == environment_seeds(0, 64)
+    assert seeds != environment_seeds(1, 64)
+
+
+def random_rollout(vec: VecEnv, steps: int):
+    rng = np.random.default_rng(0)
+    observations = [vec.reset().copy()]
+    episodes = []
+    for _ in range(steps):
+        step = vec.step(rng.integers(0, 2, size=(vec.n, 1)))
+        observations.append(step.obs.copy())
+        episodes += step.episodes
+    return np.stack(observations), episodes
+
+
+def test_workers_do_not_share_a_random_stream():
+    vec = VecEnv(EnvironmentConfig(type="PocMemoryEnv"), environment_seeds(0, 8), processes=0)
+    try:
+        obs, _ = random_rollout(vec, 50)
+    finally:
+        vec.close()
+    # Each worker's sequence of observations (its episodes) differs from every other's.
+    rows = {obs[:, w].tobytes() for w in range(8)}
+    assert len(rows) == 8
+
+
+@pytest.mark.parametrize("env_type", ["PocMemoryEnv", "CartPoleMasked"])
+def test_worker_processes_step_exactly_like_in_process(env_type):
+    seeds = environment_seeds(5, 6)
+    results = []
+    for processes in (0, 2, 3):
+        vec = VecEnv(EnvironmentConfig(type=env_type), seeds, processes=processes)
+        try:
+            results.append(random_rollout(vec, 120))
+        finally:
+            vec.close()
+    for obs, episodes in results[1:]:
+        np.testing.assert_array_equal(obs, results[0][0])
+        assert sorted(map(str, episodes)) == sorted(map(str, results[0][1]))
+    assert results[0][1]  # episodes ended and reported their stats
+
+
+def test_worker_exception_names_worker_and_environment():
+    config = EnvironmentConfig(type="gym", name="CartPole-v1")
+    vec = VecEnv(config, [1, 2, 3, 4], processes=2)
+    with pytest.raises(WorkerError) as error:
+        vec.step(np.full((4, 1), 7))  # an invalid action makes CartPole's own check raise
+    assert "worker process 0" in str(error.value) and "gym" in str(error.value)
+    assert "Traceback" in str(error.value)
+    vec.close()

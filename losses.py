@@ -9,15 +9,23 @@ from buffer import Minibatch
 from model import EvaluateOutput
 
 
+def mean_weights(mask: torch.Tensor) -> torch.Tensor:
+    """mask / (number of real steps): (x * weights).sum() is the mean over real steps.
+
+    Made once per minibatch, it turns each masked mean into two operations.
+    """
+    return mask / mask.sum().clamp(min=1)
+
+
 def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    return (x * mask).sum() / mask.sum().clamp(min=1)
+    return (x * mean_weights(mask)).sum()
 
 
-def masked_normalize(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
-    """(x - mean) / std over the real steps only."""
-    mean = masked_mean(x, mask)
-    var = masked_mean((x - mean) ** 2, mask)
-    return (x - mean) / (var.sqrt() + eps)
+def masked_normalize(x: torch.Tensor, weights: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    """(x - mean) / std over the real steps only; weights from mean_weights()."""
+    mean = (x * weights).sum()
+    std = ((x - mean).square() * weights).sum().sqrt()
+    return (x - mean) / (std + eps)
 
 
 class Losses(NamedTuple):
@@ -31,22 +39,22 @@ class Losses(NamedTuple):
 
 def ppo_loss(out: EvaluateOutput, mb: Minibatch, clip_range: float, beta: float,
              value_coefficient: float) -> Losses:
-    mask = mb.mask
-    advantages = masked_normalize(mb.advantages, mask)
+    w = mean_weights(mb.mask)  # (n, L): 1 / real steps on real steps, 0 on padding
+    advantages = masked_normalize(mb.advantages, w)
     log_ratio = out.log_probs - mb.log_probs
     ratio = log_ratio.exp()
     surrogate = torch.min(ratio * advantages, ratio.clamp(1 - clip_range, 1 + clip_range) * advantages)
-    pg_loss = -masked_mean(surrogate, mask)
+    pg_loss = -(surrogate * w).sum()
 
     # Clipped value loss (as the reference): the new value may not move further than
     # clip_range from the rollout's value without paying the unclipped error.
     values_clipped = mb.values + (out.values - mb.values).clamp(-clip_range, clip_range)
-    v_error = torch.max((out.values - mb.returns) ** 2, (values_clipped - mb.returns) ** 2)
-    v_loss = masked_mean(v_error, mask)
+    v_error = torch.max((out.values - mb.returns).square(), (values_clipped - mb.returns).square())
+    v_loss = (v_error * w).sum()
 
-    entropy = masked_mean(out.entropy, mask)
+    entropy = (out.entropy * w).sum()
     total = pg_loss + value_coefficient * v_loss - beta * entropy
     with torch.no_grad():
-        approx_kl = masked_mean(ratio - 1 - log_ratio, mask)  # the k3 estimator of KL(old || new)
-        clip_frac = masked_mean(((ratio - 1).abs() > clip_range).float(), mask)
+        approx_kl = ((ratio - 1 - log_ratio) * w).sum()  # the k3 estimator of KL(old || new)
+        clip_frac = (((ratio - 1).abs() > clip_range) * w).sum()
     return Losses(total, pg_loss, v_loss, entropy, approx_kl, clip_frac)

@@ -111,7 +111,7 @@ class ActorCritic(nn.Module):
             (nn.init.orthogonal_ if "weight" in name else nn.init.zeros_)(param)
 
         gain, width = math.sqrt(2), hidden_layer_size
-        self.hidden = nn.Sequential(_init(nn.Linear(self.hidden_size, width), gain), nn.ReLU())
+        self.hidden = _init(nn.Linear(self.hidden_size, width), gain)
         # The policy and value branches' hidden layers side by side in one Linear
         # (the same function as two, in one matrix product); each half has its own
         # orthogonal init.
@@ -163,14 +163,14 @@ class ActorCritic(nn.Module):
 
     def _heads(self, h: torch.Tensor):
         """Recurrent output (B, H) -> policy logits (B, sum(nvec)), values (B,)."""
-        policy, value = torch.relu(self.branches(self.hidden(h))).chunk(2, dim=-1)
+        policy, value = torch.relu(self.branches(torch.relu(self.hidden(h)))).chunk(2, dim=-1)
         return self.policy_out(policy), self.value_out(value).squeeze(-1)
 
     @torch.inference_mode()
     def act(self, obs: torch.Tensor, state: torch.Tensor, deterministic: bool = False) -> ActOutput:
         h, state = self._step(obs, state)
         logits, values = self._heads(h)
-        actions, log_prob = [], 0
+        actions, log_probs = [], []
         for lp in _categorical(logits, self.nvec):
             if deterministic:
                 a = lp.argmax(-1, keepdim=True)
@@ -179,9 +179,11 @@ class ActorCritic(nn.Module):
                 # three cheap ops where torch.multinomial costs several times more.
                 a = (lp - torch.empty_like(lp).exponential_().log()).argmax(-1, keepdim=True)
             actions.append(a)
-            log_prob = log_prob + lp.gather(-1, a)
-        actions = actions[0] if len(actions) == 1 else torch.cat(actions, dim=-1)  # (B, k)
-        return ActOutput(actions, log_prob.squeeze(-1), values, state)
+            log_probs.append(lp.gather(-1, a))
+        if len(actions) == 1:
+            return ActOutput(actions[0], log_probs[0].squeeze(-1), values, state)
+        # k branches: (B, 1) each -> (B, k); the joint log-prob is their sum
+        return ActOutput(torch.cat(actions, dim=-1), torch.cat(log_probs, dim=-1).sum(-1), values, state)
 
     @torch.inference_mode()
     def value(self, obs: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
@@ -199,10 +201,12 @@ class ActorCritic(nn.Module):
         x = x.reshape(N, L, -1)  # (N*L, F) -> (N, L, F): batch_first, never (L, N, F)
         y, _ = self.core(x, self._unpack(state))  # (N, L, H)
         logits, values = self._heads(y.reshape(N * L, -1))  # (N, L, H) -> (N*L, H)
-        log_probs_per_branch = _categorical(logits, self.nvec)
         flat_actions = actions.reshape(N * L, -1)  # (N, L, k) -> (N*L, k)
-        log_prob = sum(lp.gather(-1, flat_actions[:, i:i + 1]).squeeze(-1)
-                       for i, lp in enumerate(log_probs_per_branch))
-        entropy = sum(-(lp.exp() * lp).sum(-1) for lp in log_probs_per_branch)
+        log_prob = entropy = None
+        for i, lp in enumerate(_categorical(logits, self.nvec)):
+            branch_log_prob = lp.gather(-1, flat_actions[:, i:i + 1]).squeeze(-1)
+            branch_entropy = -(lp.exp() * lp).sum(-1)
+            log_prob = branch_log_prob if log_prob is None else log_prob + branch_log_prob
+            entropy = branch_entropy if entropy is None else entropy + branch_entropy
         # (N*L,) -> (N, L)
         return EvaluateOutput(log_prob.reshape(N, L), entropy.reshape(N, L), values.reshape(N, L))

@@ -75,29 +75,30 @@ class _Shared:
         self.attach()
 
 
-def _env_action(space: gym.Space, row: np.ndarray):
-    return int(row[0]) if isinstance(space, gym.spaces.Discrete) else row
-
-
 def _reset_slice(envs, lo: int, seeds, shared: _Shared):
     for i, (env, seed) in enumerate(zip(envs, seeds)):
         shared.obs[lo + i], _ = env.reset(seed=seed)
 
 
-def _step_slice(envs, lo: int, shared: _Shared) -> list[dict]:
-    episodes = []
-    for i, env in enumerate(envs):
-        w = lo + i
-        obs, reward, terminated, truncated, info = env.step(_env_action(env.action_space, shared.actions[w]))
-        shared.rewards[w] = reward
-        shared.terminated[w] = terminated
-        shared.truncated[w] = truncated
-        if terminated or truncated:
-            if truncated:
-                shared.final_obs[w] = obs
+def _step_slice(envs, lo: int, shared: _Shared, discrete: bool) -> list[dict]:
+    """Steps envs[i] as environment lo + i; per-environment work is kept to the step itself."""
+    hi = lo + len(envs)
+    actions = shared.actions[lo:hi, 0].tolist() if discrete else list(shared.actions[lo:hi])
+    rewards, terminated, truncated, episodes = [], [], [], []
+    for i, (env, action) in enumerate(zip(envs, actions)):
+        obs, reward, term, trunc, info = env.step(action)
+        if term or trunc:
+            if trunc:
+                shared.final_obs[lo + i] = obs
             episodes.append(info["episode"])
             obs, _ = env.reset()
-        shared.obs[w] = obs
+        shared.obs[lo + i] = obs
+        rewards.append(reward)
+        terminated.append(term)
+        truncated.append(trunc)
+    shared.rewards[lo:hi] = rewards
+    shared.terminated[lo:hi] = terminated
+    shared.truncated[lo:hi] = truncated
     return episodes
 
 
@@ -105,10 +106,11 @@ def _worker_main(conn, config: EnvironmentConfig, lo: int, seeds: list[int], sha
     envs = []
     try:
         envs = [make_env(config) for _ in seeds]
+        discrete = isinstance(envs[0].action_space, gym.spaces.Discrete)
         while True:
             command = conn.recv()
             if command == "step":
-                conn.send(("ok", _step_slice(envs, lo, shared)))
+                conn.send(("ok", _step_slice(envs, lo, shared, discrete)))
             elif command == "reset":
                 _reset_slice(envs, lo, seeds, shared)
                 conn.send(("ok", []))
@@ -131,6 +133,7 @@ class VecEnv:
         self.seeds = [int(s) for s in seeds]
         probe = make_env(config)
         self.observation_space, self.action_space = probe.observation_space, probe.action_space
+        self._discrete = isinstance(self.action_space, gym.spaces.Discrete)
         W = len(self.seeds)
         ctx = mp.get_context("forkserver")
         self._shared = _Shared(W, self.observation_space, action_shape(self.action_space)[0], ctx)
@@ -165,7 +168,7 @@ class VecEnv:
         """actions (W, k) int64 -> Step. Ended episodes are reset before returning."""
         self._shared.actions[:] = actions
         if self._envs:
-            episodes = _step_slice(self._envs, 0, self._shared)
+            episodes = _step_slice(self._envs, 0, self._shared, self._discrete)
         else:
             episodes = self._command("step")
         s = self._shared

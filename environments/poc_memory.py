@@ -39,8 +39,9 @@ class PocMemoryEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        self._cell = int(self.np_random.choice(STARTS))
-        self._goals = self.np_random.permutation(np.array([-1.0, 1.0], dtype=np.float32))
+        self._cell = int(STARTS[self.np_random.integers(len(STARTS))])
+        plus_right = self.np_random.random() < 0.5
+        self._goals = np.array([-1.0, 1.0] if plus_right else [1.0, -1.0], dtype=np.float32)
         self._t = 0
         return self._obs(), {}
 

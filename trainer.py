@@ -21,6 +21,7 @@ from buffer import RolloutBuffer
 from config import Config, polynomial_decay
 from losses import Losses, ppo_loss
 from model import ActorCritic
+from optimizer import AdamW
 from worker import VecEnv, action_shape
 
 
@@ -81,10 +82,7 @@ class Trainer:
         obs_space = self.envs.observation_space
         self.model = ActorCritic(obs_space, self.envs.action_space, config.hidden_layer_size,
                                  config.recurrence, config.vector_encoder_size).to(self.device)
-        # AdamW with its default weight decay (0.01), the reference baseline's optimizer;
-        # fused: one kernel for all parameters instead of several per parameter tensor.
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate_schedule.initial,
-                                           fused=True)
+        self.optimizer = AdamW(self.model.parameters(), lr=config.learning_rate_schedule.initial)
         self.buffer = RolloutBuffer(W, T, obs_space.shape, obs_space.dtype, action_shape(self.envs.action_space)[0],
                                     self.model.state_size, self.device)
         self.update = 0
@@ -196,14 +194,13 @@ class Trainer:
     def optimise(self, lr: float, beta: float, clip: float) -> dict:
         c = self.config
         torch.set_num_threads(self.update_threads)
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
+        self.optimizer.lr = lr
         stats = []  # per minibatch: the losses and the gradient norm, read back once at the end
         for _ in range(c.epochs):
             for mb in self.buffer.minibatches(c.n_mini_batch):
                 out = self.model.evaluate(mb.obs, mb.states, mb.actions)
                 losses = ppo_loss(out, mb, clip, beta, c.value_loss_coefficient)
-                self.optimizer.zero_grad(set_to_none=True)
+                self.optimizer.zero_grad()
                 losses.total.backward()
                 grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), c.max_grad_norm, foreach=True)
                 self.optimizer.step()

@@ -1,0 +1,34 @@
+"""Our AdamW takes the same steps as torch.optim.AdamW with the same settings."""
+import torch
+
+from optimizer import AdamW
+
+
+def test_adamw_matches_torch():
+    torch.manual_seed(0)
+    ours_params = [torch.randn(5, 3, requires_grad=True), torch.randn(7, requires_grad=True)]
+    torch_params = [p.detach().clone().requires_grad_(True) for p in ours_params]
+    ours = AdamW(ours_params, lr=3e-3, weight_decay=0.01)
+    reference = torch.optim.AdamW(torch_params, lr=3e-3, weight_decay=0.01, foreach=False)
+    for step in range(50):
+        grads = [torch.randn_like(p) * (1 + step % 3) for p in ours_params]
+        for p, q, g in zip(ours_params, torch_params, grads):
+            p.grad, q.grad = g.clone(), g.clone()
+        if step == 25:  # a changed learning rate (the schedules) is honoured
+            ours.lr = 1e-3
+            reference.param_groups[0]["lr"] = 1e-3
+        ours.step()
+        reference.step()
+    for p, q in zip(ours_params, torch_params):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+
+def test_state_dict_round_trip():
+    p = torch.randn(4, requires_grad=True)
+    a = AdamW([p], lr=1e-2)
+    p.grad = torch.ones(4)
+    a.step()
+    b = AdamW([p], lr=5.0)
+    b.load_state_dict(a.state_dict())
+    assert b.steps == 1 and b.lr == 1e-2
+    torch.testing.assert_close(b.exp_avg[0], a.exp_avg[0])

@@ -6,6 +6,7 @@ worker processes, torch threads) has a default here.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import typing
@@ -68,6 +69,7 @@ class Config:
     device: str = "auto"  # auto (cuda when available), cpu, cuda, cuda:N
     worker_processes: int = 0  # processes stepping the environments; 0: step them in the trainer's process
     torch_threads: int = 0  # torch intra-op threads for the update; 0: one per core
+    checkpoint_interval: int = 25  # save models/<run-id>.pt every K updates (and at the end); 0: only at the end
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -75,21 +77,43 @@ class Config:
 
 # ---------------------------------------------------------------- loading
 
-def load_config(path: str | Path) -> Config:
+def load_config(path: str | Path, overrides: list[str] = ()) -> Config:
+    """The yaml file, then each `key.sub=value` override, checked as one config."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
     try:
         raw = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as error:
-        raise ConfigError(f"{path} is not valid yaml: {str(error).splitlines()[0]}") from None
-    return config_from_dict(raw)
+        raise ConfigError(f"{path} is not valid yaml: {' '.join(str(error).split())}") from None
+    return config_from_dict(raw, overrides)
 
 
-def config_from_dict(raw: dict) -> Config:
+def config_from_dict(raw: dict, overrides: list[str] = ()) -> Config:
+    raw = copy.deepcopy(raw)
+    for item in overrides:
+        apply_override(raw, item)
     config = _build(Config, raw, prefix="")
     validate(config)
     return config
+
+
+def apply_override(raw: dict, item: str) -> None:
+    """`recurrence.layer_type=gru` sets raw["recurrence"]["layer_type"] = "gru" (the value is read as yaml)."""
+    key, sep, text = item.partition("=")
+    if not sep or not key:
+        raise ConfigError(f"--set expects key=value (e.g. recurrence.layer_type=gru), got {item!r}")
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise ConfigError(f"--set {key}: cannot read the value {text!r}") from None
+    node = raw
+    parts = key.split(".")
+    for i, part in enumerate(parts[:-1]):
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"--set {key}: '{'.'.join(parts[:i + 1])}' is not a section")
+    node[parts[-1]] = value
 
 
 def _build(cls, raw: Any, prefix: str):
@@ -153,6 +177,8 @@ def validate(config: Config) -> None:
     need(config.worker_processes <= config.n_workers, "worker_processes", config.worker_processes,
          f"at most n_workers ({config.n_workers})")
     need(config.torch_threads >= 0, "torch_threads", config.torch_threads, "must be >= 0 (0: one per core)")
+    need(config.checkpoint_interval >= 0, "checkpoint_interval", config.checkpoint_interval,
+         "must be >= 0 (0: only at the end)")
     device = config.device
     need(device in ("auto", "cpu", "cuda") or device.startswith("cuda:"), "device", device,
          "one of auto, cpu, cuda, cuda:N")

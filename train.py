@@ -1,15 +1,22 @@
 """Train a recurrent PPO agent.
 
 Usage:
-  train.py [options]
+  train.py [options] [--set=<kv>]...
   train.py --help
 
 Options:
-  --config=<path>   The yaml config to train [default: configs/poc_memory_env.yaml].
-  --run-id=<name>   Names the summaries folder (summaries/<run-id>/<time>) and the checkpoint
-                    (models/<run-id>.pt) [default: run].
-  --seed=<n>        The run seed; overrides the config's seed.
-  --cpu             Train on the CPU even when a GPU is available.
+  --config=<path>         The yaml config to train [default: configs/poc_memory_env.yaml].
+  --run-id=<name>         Names the summaries folder (summaries/<run-id>/<time>) and the checkpoint
+                          (models/<run-id>.pt) [default: run].
+  --seed=<n>              The run seed; overrides the config's seed.
+  --cpu                   Train on the CPU even when a GPU is available.
+  --set=<kv>       Override one config key, e.g. --set recurrence.layer_type=gru (repeatable).
+  --resume=<checkpoint>   Continue a run from its checkpoint (its config, run id, seed and
+                          summaries); --config, --run-id and --seed do not apply, overrides do
+                          (e.g. a larger updates).
+
+Ctrl-C (SIGINT) or SIGTERM finishes the current update, saves the checkpoint and exits;
+a second one stops at once without saving.
 """
 from __future__ import annotations
 
@@ -17,7 +24,8 @@ import sys
 
 from docopt import docopt
 
-from config import ConfigError, load_config
+from checkpoint import CheckpointError, load_checkpoint
+from config import ConfigError, config_from_dict, load_config
 from environments import check_family
 
 
@@ -35,23 +43,51 @@ def resolve_device(requested: str, force_cpu: bool) -> str:
 
 def main(argv=None) -> int:
     args = docopt(__doc__, argv=argv)
+    checkpoint = None
     try:
-        config = load_config(args["--config"])
-        if args["--seed"] is not None:
-            try:
-                config.seed = int(args["--seed"])
-            except ValueError:
-                raise ConfigError(f"--seed must be an integer, got {args['--seed']!r}") from None
+        if args["--resume"]:
+            raw = sys.argv[1:] if argv is None else argv
+            given = [flag for flag in ("--config", "--run-id", "--seed")
+                     if any(a == flag or a.startswith(flag + "=") for a in raw)]
+            if given:
+                raise ConfigError(f"{', '.join(given)} cannot be combined with --resume (the checkpoint holds them)")
+            checkpoint = load_checkpoint(args["--resume"])
+            config = config_from_dict(checkpoint["config"], args["--set"])
+            run_id = checkpoint["run_id"]
+        else:
+            config = load_config(args["--config"], args["--set"])
+            run_id = args["--run-id"]
+            if args["--seed"] is not None:
+                try:
+                    config.seed = int(args["--seed"])
+                except ValueError:
+                    raise ConfigError(f"--seed must be an integer, got {args['--seed']!r}") from None
         check_family(config.environment)
         device = resolve_device(config.device, args["--cpu"])
-    except ConfigError as error:
+    except (ConfigError, CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 
-    from trainer import Trainer
-    trainer = Trainer(config, run_id=args["--run-id"], device=device)
-    print(f"training {args['--config']} on {device}; summaries in {trainer.summaries_path}", flush=True)
-    trainer.run()
+    from trainer import NonFiniteError, Trainer
+    from worker import WorkerError
+    trainer = None
+    try:
+        trainer = Trainer(config, run_id=run_id, device=device,
+                          summaries_path=checkpoint["summaries_path"] if checkpoint else None)
+        if checkpoint:
+            trainer.restore(checkpoint)
+            print(f"resuming {run_id} at update {trainer.update}/{config.updates}", flush=True)
+        print(f"training {run_id} on {device}; summaries in {trainer.summaries_path}", flush=True)
+        trainer.run()
+    except (WorkerError, NonFiniteError) as error:
+        saved = (f"the last good checkpoint is {trainer.checkpoint_path} (update {trainer.saved_update})"
+                 if trainer is not None and trainer.saved_update is not None
+                 else "no checkpoint was saved in this run")
+        print(f"error: {error}\n{saved}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("stopped without saving", file=sys.stderr)
+        return 130
     print(f"saved {trainer.checkpoint_path}")
     return 0
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import resource
+import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -18,11 +20,16 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 
 from buffer import RolloutBuffer
+from checkpoint import save_checkpoint
 from config import Config, polynomial_decay
 from losses import Losses, ppo_loss
 from model import ActorCritic
 from optimizer import AdamW
 from worker import VecEnv, action_shape
+
+
+class NonFiniteError(RuntimeError):
+    """A loss or gradient that is NaN or infinite: the update stops, nothing is saved."""
 
 
 def environment_seeds(seed: int, count: int) -> list[int]:
@@ -33,14 +40,6 @@ def environment_seeds(seed: int, count: int) -> list[int]:
     """
     rng = np.random.default_rng(seed)
     return [int(s) for s in rng.choice(2 ** 31 - 1, size=count, replace=False)]
-
-
-def save_checkpoint(path: Path, payload: dict) -> None:
-    """Writes to a temporary file, then renames: a crash never leaves a broken checkpoint."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(payload, tmp)
-    os.replace(tmp, path)
 
 
 @dataclass
@@ -70,7 +69,7 @@ class UpdateLog:
 class Trainer:
     def __init__(self, config: Config, run_id: str = "run", device: str | torch.device = "cpu",
                  summaries_dir: str | Path = "summaries", models_dir: str | Path = "models",
-                 verbose: bool = True):
+                 verbose: bool = True, summaries_path: str | Path | None = None):
         self.config, self.run_id, self.verbose = config, run_id, verbose
         self.device = torch.device(device)
         torch.manual_seed(config.seed)
@@ -89,29 +88,56 @@ class Trainer:
         self.steps = 0
         self.history: list[UpdateLog] = []
         self.checkpoint_path = Path(models_dir) / f"{run_id}.pt"
-        self.summaries_path = Path(summaries_dir) / run_id / datetime.now().strftime("%Y%m%d-%H%M%S")
+        self.summaries_path = Path(summaries_path) if summaries_path else \
+            Path(summaries_dir) / run_id / datetime.now().strftime("%Y%m%d-%H%M%S")
         self.writer: SummaryWriter | None = None
+        self.saved_update: int | None = None  # the update of the last checkpoint written
+        self._stop_signal: int | None = None
 
         self.obs = self.envs.reset()  # (W, *obs_shape) host array
         self.state = self.model.initial_state(W, self.device)  # (W, S)
 
     # ------------------------------------------------------------------ run
     def run(self) -> list[UpdateLog]:
+        """Trains until config.updates, or until SIGINT/SIGTERM: then saves and returns."""
         c = self.config
         self.writer = SummaryWriter(str(self.summaries_path))
+        handlers = self._catch_signals()
         try:
             start = time.perf_counter()
-            while self.update < c.updates:
+            while self.update < c.updates and self._stop_signal is None:
                 tick = time.perf_counter()
                 log = self._one_update()
                 self.history.append(log)
                 self._report(log, time.perf_counter() - tick)
-            self.save()
-            if self.verbose:
+                if c.checkpoint_interval and self.update % c.checkpoint_interval == 0:
+                    self.save()
+            if self.saved_update != self.update:
+                self.save()
+            if self._stop_signal is not None:
+                print(f"stopped by {signal.Signals(self._stop_signal).name} after update {self.update}; "
+                      f"resume with: python train.py --resume {self.checkpoint_path}", flush=True)
+            elif self.verbose:
                 print("timings: " + json.dumps(self.timings(time.perf_counter() - start)), flush=True)
         finally:
+            for number, handler in handlers.items():
+                signal.signal(number, handler)
             self.close()
         return self.history
+
+    def _catch_signals(self) -> dict:
+        """The first SIGINT/SIGTERM lets the current update finish and saves; a second stops at once."""
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+
+        def on_signal(number, frame):
+            if self._stop_signal is not None:
+                raise KeyboardInterrupt
+            self._stop_signal = number
+            print(f"\n{signal.Signals(number).name}: finishing update {self.update + 1}, then saving "
+                  "(send it again to stop without saving)", flush=True)
+
+        return {number: signal.signal(number, on_signal) for number in (signal.SIGINT, signal.SIGTERM)}
 
     def timings(self, seconds: float) -> dict:
         """Totals over the updates run so far: the per-phase split of `seconds`."""
@@ -203,6 +229,10 @@ class Trainer:
                 self.optimizer.zero_grad()
                 losses.total.backward()
                 grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), c.max_grad_norm, foreach=True)
+                if not torch.isfinite(losses.total + grad_norm):
+                    terms = ", ".join(f"{k} {v.item():.4g}" for k, v in losses._asdict().items())
+                    raise NonFiniteError(f"non-finite loss or gradient in update {self.update + 1} "
+                                         f"({terms}, grad_norm {grad_norm.item():.4g}); the model was not saved")
                 self.optimizer.step()
                 stats.append(torch.stack([*(v.detach() for v in losses), grad_norm]))
         means = torch.stack(stats).mean(0).tolist()
@@ -235,14 +265,40 @@ class Trainer:
 
     # ---------------------------------------------------------- checkpoint
     def save(self) -> Path:
+        """Writes models/<run-id>.pt; refuses a model with non-finite parameters."""
+        if not all(torch.isfinite(p).all() for p in self.model.parameters()):
+            raise NonFiniteError(f"the model has non-finite parameters after update {self.update}; not saved")
         save_checkpoint(self.checkpoint_path, {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "config": self.config.to_dict(),
             "update": self.update,
             "steps": self.steps,
+            "run_id": self.run_id,
+            "summaries_path": str(self.summaries_path),
+            "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
+                    "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []},
+            "environments": self.envs.get_state(),
+            "obs": torch.from_numpy(self.obs.copy()),
+            "state": self.state.cpu(),
         })
+        self.saved_update = self.update
         return self.checkpoint_path
+
+    def restore(self, checkpoint: dict) -> None:
+        """Continues a saved run exactly: same parameters, optimizer, generators, environments."""
+        self.model.load_state_dict(checkpoint["model"])
+        self.optimizer.load_state_dict(checkpoint["optimizer"])
+        self.update, self.steps = checkpoint["update"], checkpoint["steps"]
+        self.saved_update = self.update
+        rng = checkpoint["rng"]
+        torch.set_rng_state(rng["torch"])
+        np.random.set_state(rng["numpy"])
+        if rng["cuda"] and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(rng["cuda"])
+        self.envs.set_state(checkpoint["environments"])
+        self.obs = checkpoint["obs"].numpy().copy()
+        self.state = checkpoint["state"].to(self.device)
 
     def close(self) -> None:
         self.envs.close()

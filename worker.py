@@ -11,6 +11,8 @@ truncated episode is kept so that the trainer can bootstrap from it.
 from __future__ import annotations
 
 import multiprocessing as mp
+import pickle
+import signal
 import traceback
 from dataclasses import dataclass
 from multiprocessing.connection import wait
@@ -75,9 +77,20 @@ class _Shared:
         self.attach()
 
 
+class _EnvFault(Exception):
+    """Raised from an environment's step or reset; remembers which environment."""
+
+    def __init__(self, index: int):
+        super().__init__(index)
+        self.index = index
+
+
 def _reset_slice(envs, lo: int, seeds, shared: _Shared):
     for i, (env, seed) in enumerate(zip(envs, seeds)):
-        shared.obs[lo + i], _ = env.reset(seed=seed)
+        try:
+            shared.obs[lo + i], _ = env.reset(seed=seed)
+        except Exception as error:
+            raise _EnvFault(lo + i) from error
 
 
 def _step_slice(envs, lo: int, shared: _Shared, discrete: bool) -> list[dict]:
@@ -86,12 +99,15 @@ def _step_slice(envs, lo: int, shared: _Shared, discrete: bool) -> list[dict]:
     actions = shared.actions[lo:hi, 0].tolist() if discrete else list(shared.actions[lo:hi])
     rewards, terminated, truncated, episodes = [], [], [], []
     for i, (env, action) in enumerate(zip(envs, actions)):
-        obs, reward, term, trunc, info = env.step(action)
-        if term or trunc:
-            if trunc:
-                shared.final_obs[lo + i] = obs
-            episodes.append(info["episode"])
-            obs, _ = env.reset()
+        try:
+            obs, reward, term, trunc, info = env.step(action)
+            if term or trunc:
+                if trunc:
+                    shared.final_obs[lo + i] = obs
+                episodes.append(info["episode"])
+                obs, _ = env.reset()
+        except Exception as error:
+            raise _EnvFault(lo + i) from error
         shared.obs[lo + i] = obs
         rewards.append(reward)
         terminated.append(term)
@@ -102,24 +118,39 @@ def _step_slice(envs, lo: int, shared: _Shared, discrete: bool) -> list[dict]:
     return episodes
 
 
+def _fault_report(fault: _EnvFault) -> tuple[int, str]:
+    return fault.index, "".join(traceback.format_exception(fault.__cause__)).rstrip()
+
+
 def _worker_main(conn, config: EnvironmentConfig, lo: int, seeds: list[int], shared: _Shared):
+    # Ctrl-C reaches the whole process group; the trainer decides how to stop.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     envs = []
     try:
         envs = [make_env(config) for _ in seeds]
         discrete = isinstance(envs[0].action_space, gym.spaces.Discrete)
         while True:
-            command = conn.recv()
+            command, argument = conn.recv()
             if command == "step":
                 conn.send(("ok", _step_slice(envs, lo, shared, discrete)))
             elif command == "reset":
                 _reset_slice(envs, lo, seeds, shared)
-                conn.send(("ok", []))
+                conn.send(("ok", None))
+            elif command == "get_state":
+                conn.send(("ok", pickle.dumps(envs)))
+            elif command == "set_state":
+                for env in envs:
+                    env.close()
+                envs = pickle.loads(argument)
+                conn.send(("ok", None))
             else:  # "close"
                 break
-    except (EOFError, KeyboardInterrupt):
-        pass  # the trainer is gone or interrupted: just leave
+    except EOFError:
+        pass  # the trainer is gone: just leave
+    except _EnvFault as fault:
+        conn.send(("fault", _fault_report(fault)))
     except Exception:
-        conn.send(("error", traceback.format_exc()))
+        conn.send(("fault", (None, traceback.format_exc().rstrip())))
     finally:
         for env in envs:
             env.close()
@@ -156,10 +187,14 @@ class VecEnv:
     def n(self) -> int:
         return len(self.seeds)
 
+    @property
+    def pids(self) -> list[int]:
+        return [process.pid for process, *_ in self._workers]
+
     def reset(self) -> np.ndarray:
         """Resets every environment with its own seed; returns obs (W, *obs_shape)."""
         if self._envs:
-            _reset_slice(self._envs, 0, self.seeds, self._shared)
+            self._run_in_process(_reset_slice, self._envs, 0, self.seeds, self._shared)
         else:
             self._command("reset")
         return self._shared.obs
@@ -168,31 +203,61 @@ class VecEnv:
         """actions (W, k) int64 -> Step. Ended episodes are reset before returning."""
         self._shared.actions[:] = actions
         if self._envs:
-            episodes = _step_slice(self._envs, 0, self._shared, self._discrete)
+            episodes = self._run_in_process(_step_slice, self._envs, 0, self._shared, self._discrete)
         else:
-            episodes = self._command("step")
+            episodes = [e for part in self._command("step") for e in part]
         s = self._shared
         return Step(s.obs, s.rewards, s.terminated, s.truncated, s.final_obs, episodes)
 
-    def _command(self, command: str) -> list[dict]:
-        for _, conn, _, _ in self._workers:
-            conn.send(command)
-        episodes = []
+    def get_state(self) -> list[bytes]:
+        """Every environment's full state (pickled), for a checkpoint that resumes exactly."""
+        return [pickle.dumps(self._envs)] if self._envs else self._command("get_state")
+
+    def set_state(self, state: list[bytes]) -> None:
+        if self._envs:
+            for env in self._envs:
+                env.close()
+            self._envs = pickle.loads(state[0])
+        else:
+            self._command("set_state", state)
+
+    def _run_in_process(self, function, *args):
+        try:
+            return function(*args)
+        except _EnvFault as fault:
+            index, trace = _fault_report(fault)
+            raise WorkerError(f"environment '{self.config.type}' #{index} (stepped in the trainer's process) "
+                              f"raised:\n{trace}") from None
+
+    def _command(self, command: str, arguments: list | None = None) -> list:
+        """Sends a command to every worker process; returns their replies in order."""
+        for p, (_, conn, _, _) in enumerate(self._workers):
+            conn.send((command, None if arguments is None else arguments[p]))
+        replies = []
         for p, (process, conn, lo, hi) in enumerate(self._workers):
             # Wait on the pipe and on the process itself, so a killed worker is
             # noticed at once instead of blocking recv() forever.
             ready = wait([conn, process.sentinel])
             if conn not in ready:
+                process.join()
                 self.close()
-                raise WorkerError(f"worker process {p} (environments {lo}..{hi - 1}) died "
-                                        f"with exit code {process.exitcode}")
-            status, payload = conn.recv()
-            if status == "error":
+                raise WorkerError(f"worker process {p} (pid {process.pid}, environments {lo}..{hi - 1}) died "
+                                  f"with exit code {process.exitcode}")
+            try:
+                status, payload = conn.recv()
+            except EOFError:
+                process.join()
                 self.close()
-                raise WorkerError(f"environment '{self.config.type}' in worker process {p} "
-                                        f"(environments {lo}..{hi - 1}) raised:\n{payload}")
-            episodes.extend(payload)
-        return episodes
+                raise WorkerError(f"worker process {p} (pid {process.pid}, environments {lo}..{hi - 1}) died "
+                                  f"with exit code {process.exitcode}") from None
+            if status == "fault":
+                index, trace = payload
+                which = f"#{index}" if index is not None else f"{lo}..{hi - 1}"
+                self.close()
+                raise WorkerError(f"environment '{self.config.type}' {which} in worker process {p} "
+                                  f"(pid {process.pid}) raised:\n{trace}")
+            replies.append(payload)
+        return replies
 
     def close(self) -> None:
         for env in self._envs:
@@ -200,7 +265,7 @@ class VecEnv:
         self._envs = []
         for process, conn, _, _ in self._workers:
             try:
-                conn.send("close")
+                conn.send(("close", None))
             except (BrokenPipeError, OSError):
                 pass
         for process, conn, _, _ in self._workers:

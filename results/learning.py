@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import tempfile
 import time
@@ -22,6 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from config import load_config  # noqa: E402
 from trainer import Trainer  # noqa: E402
+from benchmark import machine  # noqa: E402  (results/ is on the path as the script's folder)
 
 
 def summarise(history) -> dict:
@@ -61,13 +60,14 @@ def main():
         print(json.dumps(row), flush=True)
         rows.append(row)
     name = Path(args.config).stem
-    machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, CPU"
-    report = {"config": args.config, "machine": machine,
+    m = machine()
+    machine_text = f"{m['cpu']}, {m['cores']} cores, torch {m['torch']} on the CPU"
+    report = {"config": args.config, "machine": machine_text,
               "command": f"python results/learning.py --config {args.config} --seeds {' '.join(map(str, args.seeds))}",
               "runs": rows}
     out = Path(args.out)
     (out / f"learning_{name}.json").write_text(json.dumps(report, indent=2) + "\n")
-    lines = [f"# Learning: {args.config}", "", f"Command: `{report['command']}`  ", f"Machine: {machine}", "",
+    lines = [f"# Learning: {args.config}", "", f"Command: `{report['command']}`  ", f"Machine: {machine_text}", "",
              "| seed | env steps | final reward | mean of last 5 updates | best update | final success | wall s |",
              "|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:

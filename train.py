@@ -79,6 +79,9 @@ def main(argv=None) -> int:
             print(f"resuming {run_id} at update {trainer.update}/{config.updates}", flush=True)
         print(f"training {run_id} on {device}; summaries in {trainer.summaries_path}", flush=True)
         trainer.run()
+    except ConfigError as error:  # found while building the environments
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     except (WorkerError, NonFiniteError) as error:
         saved = (f"the last good checkpoint is {trainer.checkpoint_path} (update {trainer.saved_update})"
                  if trainer is not None and trainer.saved_update is not None

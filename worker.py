@@ -231,25 +231,22 @@ class VecEnv:
 
     def _command(self, command: str, arguments: list | None = None) -> list:
         """Sends a command to every worker process; returns their replies in order."""
-        for p, (_, conn, _, _) in enumerate(self._workers):
-            conn.send((command, None if arguments is None else arguments[p]))
+        for p, (process, conn, _, _) in enumerate(self._workers):
+            try:
+                conn.send((command, None if arguments is None else arguments[p]))
+            except OSError:  # broken pipe: the worker is gone
+                self._died(p)
         replies = []
         for p, (process, conn, lo, hi) in enumerate(self._workers):
             # Wait on the pipe and on the process itself, so a killed worker is
             # noticed at once instead of blocking recv() forever.
             ready = wait([conn, process.sentinel])
             if conn not in ready:
-                process.join()
-                self.close()
-                raise WorkerError(f"worker process {p} (pid {process.pid}, environments {lo}..{hi - 1}) died "
-                                  f"with exit code {process.exitcode}")
+                self._died(p)
             try:
                 status, payload = conn.recv()
-            except EOFError:
-                process.join()
-                self.close()
-                raise WorkerError(f"worker process {p} (pid {process.pid}, environments {lo}..{hi - 1}) died "
-                                  f"with exit code {process.exitcode}") from None
+            except (EOFError, OSError):
+                self._died(p)
             if status == "fault":
                 index, trace = payload
                 which = f"#{index}" if index is not None else f"{lo}..{hi - 1}"
@@ -258,6 +255,13 @@ class VecEnv:
                                   f"(pid {process.pid}) raised:\n{trace}")
             replies.append(payload)
         return replies
+
+    def _died(self, p: int):
+        process, _, lo, hi = self._workers[p]
+        process.join(timeout=5)
+        self.close()
+        raise WorkerError(f"worker process {p} (pid {process.pid}, environments {lo}..{hi - 1}) died "
+                          f"with exit code {process.exitcode}")
 
     def close(self) -> None:
         for env in self._envs:

@@ -56,10 +56,12 @@ def _cartpole(masked: bool):
 def _gym(config: EnvironmentConfig, render_mode):
     if not config.name:
         raise ConfigError("environment.type 'gym' needs environment.name, a Gymnasium id such as 'CartPole-v1'")
+    kwargs = dict(config.kwargs, **({"render_mode": render_mode} if render_mode else {}))
     try:
-        return gym.make(config.name, render_mode=render_mode, **config.kwargs)
-    except gym.error.Error as error:
-        raise ConfigError(f"environment.name '{config.name}': {error}") from None
+        return gym.make(config.name, **kwargs)
+    except (gym.error.Error, TypeError, ModuleNotFoundError) as error:
+        reason = " ".join(str(error).split())
+        raise ConfigError(f"environment.name '{config.name}' cannot be made: {reason}") from None
 
 
 # family name -> (builder, default training reward scale)

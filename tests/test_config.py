@@ -67,6 +67,29 @@ def test_shipped_configs_load(name):
     ({"worker_steps": 16, "recurrence": {"sequence_length": 32}}, ["recurrence.sequence_length", "16"]),
     ({"recurrence": {"reset_hidden_state": "yes"}}, ["reset_hidden_state", "bool"]),
     ({"n_workers": 1, "worker_steps": 8, "n_mini_batch": 4, "recurrence": {"sequence_length": 8}}, ["n_mini_batch"]),
+    ({"n_workers": 0}, ["n_workers", "> 0"]),
+    ({"worker_steps": -1}, ["worker_steps", "> 0"]),
+    ({"epochs": 0}, ["epochs", "> 0"]),
+    ({"updates": "ten"}, ["updates", "int", "'ten'"]),
+    ({"gamma": 1.5}, ["gamma", "[0, 1]"]),
+    ({"lamda": -0.1}, ["lamda", "[0, 1]"]),
+    ({"value_loss_coefficient": -1}, ["value_loss_coefficient", ">= 0"]),
+    ({"max_grad_norm": 0}, ["max_grad_norm", "> 0"]),
+    ({"n_workers": 4, "worker_processes": 5}, ["worker_processes", "at most n_workers (4)"]),
+    ({"worker_processes": -1}, ["worker_processes", ">= 0"]),
+    ({"torch_threads": -2}, ["torch_threads", ">= 0"]),
+    ({"device": "tpu"}, ["device", "auto, cpu, cuda"]),
+    ({"recurrence": {"hidden_state_size": 0}}, ["recurrence.hidden_state_size", "> 0"]),
+    ({"clip_range_schedule": {"final": 0.0}}, ["clip_range_schedule.final", "> 0"]),
+    ({"learning_rate_schedule": {"initial": 0.0}}, ["learning_rate_schedule.initial", "> 0"]),
+    ({"beta_schedule": {"max_decay_steps": 0}}, ["beta_schedule.max_decay_steps", "> 0"]),
+    ({"environment": {"reward_scale": 0}}, ["environment.reward_scale", "> 0"]),
+    ({"environment": 3}, ["environment", "mapping"]),
+    ({"recurrence": {"sequence_length": 4.5}}, ["recurrence.sequence_length", "int"]),
+    ({"checkpoint_interval": -1}, ["checkpoint_interval", ">= 0"]),
+    ({"vector_encoder_size": -2}, ["vector_encoder_size", ">= 0"]),
+    ({"hidden_layer_size": 0}, ["hidden_layer_size", "> 0"]),
+    ({"environment": {"typ": "gym"}}, ["environment.typ", "environment.type"]),
 ])
 def test_bad_configs_name_the_key(raw, words):
     with pytest.raises(ConfigError) as error:
@@ -87,3 +110,29 @@ def test_polynomial_decay_known_points():
     assert polynomial_decay(quadratic, 50) == pytest.approx((3e-4 - 1e-5) * 0.25 + 1e-5)
     rising = ScheduleConfig(initial=0.1, final=0.2, power=1.0, max_decay_steps=10)
     assert polynomial_decay(rising, 0) == 0.2  # schedules only decay, as in the reference
+
+
+@pytest.mark.parametrize("override,words", [
+    ("recurrence.layer_type=lstm", None),
+    ("recurrence.layer_typ=lstm", ["recurrence.layer_typ", "recurrence.layer_type"]),
+    ("updates", ["key=value"]),
+    ("gamma.x=1", ["gamma", "not a section"]),
+    ("updates=[1, 2", ["cannot read the value"]),
+    ("learning_rate_schedule.power=-1", ["learning_rate_schedule.power", "> 0"]),
+])
+def test_overrides_are_checked_like_the_file(override, words):
+    if words is None:
+        assert load_config("configs/poc_memory_env.yaml", [override]).recurrence.layer_type == "lstm"
+        return
+    with pytest.raises(ConfigError) as error:
+        load_config("configs/poc_memory_env.yaml", [override])
+    for word in words:
+        assert word in str(error.value)
+
+
+def test_yaml_syntax_error_and_missing_file_are_one_line(tmp_path):
+    (tmp_path / "broken.yaml").write_text("gamma: [0.9\nlamda: 0.95\n")
+    for path, word in ((tmp_path / "broken.yaml", "not valid yaml"), (tmp_path / "none.yaml", "not found")):
+        with pytest.raises(ConfigError) as error:
+            load_config(path)
+        assert word in str(error.value) and "\n" not in str(error.value)

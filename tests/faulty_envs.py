@@ -1,0 +1,37 @@
+"""Environments that fail on purpose, for the fault tests.
+
+Used as `environment: {type: gym, name: "tests.faulty_envs:<Id>"}`: gym.make
+imports this module (in whichever process builds the environment), which
+registers the ids below.
+"""
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+
+class Flaky(gym.Env):
+    """A tiny task that raises, or returns a NaN reward, once it has taken `at_step` steps."""
+
+    def __init__(self, at_step: int = 30, fault: str = "raise"):
+        self.observation_space = spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
+        self.action_space = spaces.Discrete(2)
+        self.at_step, self.fault, self.steps, self.t = at_step, fault, 0, 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self.np_random.uniform(-1, 1, size=2).astype(np.float32), {}
+
+    def step(self, action):
+        self.steps += 1
+        self.t += 1
+        reward = float(action)
+        if self.steps >= self.at_step:
+            if self.fault == "raise":
+                raise RuntimeError(f"Flaky environment broke at step {self.steps}")
+            reward = float("nan")
+        obs = self.np_random.uniform(-1, 1, size=2).astype(np.float32)
+        return obs, reward, self.t >= 10, False, {}
+
+
+gym.register("Flaky-v0", entry_point=Flaky)

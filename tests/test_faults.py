@@ -1,0 +1,208 @@
+"""Nothing a user or an environment does wrong may cost a run or give a silent wrong result.
+
+Each fault test checks afterwards that no process started for it is left.
+"""
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from checkpoint import load_checkpoint
+from config import config_from_dict, load_config
+from trainer import NonFiniteError, Trainer
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def processes_with(marker: str) -> list[int]:
+    """Pids of live processes whose environment carries the marker (the run and its workers)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return [pid for pid in found if pid != os.getpid()]
+
+
+def parent(pid: int) -> int:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return -1
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:")))
+
+
+def assert_no_process_left(marker: str):
+    deadline = time.time() + 10
+    while processes_with(marker) and time.time() < deadline:
+        time.sleep(0.1)
+    assert processes_with(marker) == []
+
+
+class Run:
+    """train.py as a child process, tagged so that it and its workers can be found."""
+
+    def __init__(self, tmp_path: Path, *args: str):
+        self.marker = f"FAULT_TEST_{uuid.uuid4().hex}"
+        env = {**os.environ, self.marker: "1", "PYTHONPATH": str(ROOT)}
+        self.process = subprocess.Popen([sys.executable, str(ROOT / "train.py"), *args], cwd=tmp_path, env=env,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def wait_for_line(self, prefix: str, timeout: float = 120) -> str:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            line = self.process.stdout.readline()
+            if line.startswith(prefix):
+                return line
+            if not line and self.process.poll() is not None:
+                break
+        raise AssertionError(f"no line starting with {prefix!r}; stderr: {self.process.stderr.read()}")
+
+    def finish(self, timeout: float = 120):
+        out, err = self.process.communicate(timeout=timeout)
+        assert_no_process_left(self.marker)
+        return self.process.returncode, out, err
+
+
+def write_config(tmp_path: Path, base: str, name: str = "run.yaml", **changes) -> str:
+    raw = yaml.safe_load((ROOT / base).read_text())
+    for key, value in changes.items():
+        node = raw
+        *parents, last = key.split("__")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = value
+    (tmp_path / name).write_text(yaml.safe_dump(raw))
+    return name
+
+
+SMALL = dict(n_workers=4, worker_steps=32, n_mini_batch=2)
+
+
+def test_exception_in_a_worker_process_stops_the_run_with_its_traceback(tmp_path):
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", updates=50, worker_processes=2,
+                          checkpoint_interval=1, **SMALL,
+                          environment={"type": "gym", "name": "tests.faulty_envs:Flaky-v0",
+                                       "kwargs": {"at_step": 100}})
+    run = Run(tmp_path, "--config", config, "--run-id", "flaky")
+    code, out, err = run.finish()
+    assert code == 1
+    assert "environment 'gym' #" in err and "in worker process" in err
+    assert "RuntimeError: Flaky environment broke at step 100" in err and "Traceback" in err
+    assert "the last good checkpoint is models/flaky.pt (update 3)" in err
+    assert load_checkpoint(tmp_path / "models/flaky.pt")["update"] == 3
+
+
+def test_killed_worker_is_detected_within_seconds(tmp_path):
+    config = write_config(tmp_path, "configs/cartpole_masked.yaml", updates=10_000, worker_processes=2, **SMALL)
+    run = Run(tmp_path, "--config", config, "--run-id", "killed")
+    run.wait_for_line("update    2/")
+    # The env workers are the grandchildren of train.py (children of the forkserver).
+    children = [pid for pid in processes_with(run.marker) if parent(pid) == run.process.pid]
+    workers = [pid for pid in processes_with(run.marker) if parent(pid) in children]
+    assert len(workers) == 2
+    start = time.time()
+    os.kill(workers[0], signal.SIGKILL)
+    code, out, err = run.finish(timeout=30)
+    assert time.time() - start < 15
+    assert code == 1 and "died" in err
+
+
+def test_sigint_saves_then_resume_finishes_the_run(tmp_path):
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", updates=400, checkpoint_interval=0, **SMALL)
+    run = Run(tmp_path, "--config", config, "--run-id", "interrupted")
+    run.wait_for_line("update    3/")
+    run.process.send_signal(signal.SIGINT)
+    code, out, err = run.finish()
+    assert code == 0, err
+    assert "stopped by SIGINT" in out
+    saved = load_checkpoint(tmp_path / "models/interrupted.pt")
+    assert 3 <= saved["update"] < 400
+
+    resumed = Run(tmp_path, "--resume", "models/interrupted.pt", "--set", f"updates={saved['update'] + 2}")
+    code, out, err = resumed.finish()
+    assert code == 0, err
+    assert f"resuming interrupted at update {saved['update']}" in out
+    assert load_checkpoint(tmp_path / "models/interrupted.pt")["update"] == saved["update"] + 2
+    assert len(list((tmp_path / "summaries/interrupted").iterdir())) == 1  # the same summaries run
+
+
+@pytest.mark.parametrize("base,processes", [("configs/poc_memory_env.yaml", 0),
+                                            ("configs/cartpole_masked.yaml", 2)])
+def test_resume_is_bit_identical_to_an_uninterrupted_run(tmp_path, base, processes):
+    raw = yaml.safe_load((ROOT / base).read_text())
+    raw.update(updates=20, worker_processes=processes, checkpoint_interval=0, **SMALL)
+
+    def trainer(run_id, updates):
+        config = config_from_dict({**raw, "updates": updates})
+        return Trainer(config, run_id=run_id, summaries_dir=tmp_path / "s", models_dir=tmp_path / "m",
+                       verbose=False)
+
+    straight = trainer("straight", 20)
+    straight.run()
+    first = trainer("split", 10)
+    first.run()
+    checkpoint = load_checkpoint(tmp_path / "m/split.pt")
+    second = trainer("split", 20)
+    second.restore(checkpoint)
+    second.run()
+    assert second.update == straight.update == 20
+    for (name, a), b in zip(straight.model.state_dict().items(), second.model.state_dict().values()):
+        assert torch.equal(a, b), name
+
+
+def scalars(path: Path) -> dict:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    accumulator = EventAccumulator(str(path))
+    accumulator.Reload()
+    return {tag: [(e.step, e.value) for e in accumulator.Scalars(tag)]
+            for tag in accumulator.Tags()["scalars"] if not tag.startswith("time/")}
+
+
+def test_same_config_and_seed_give_identical_summaries(tmp_path):
+    runs = []
+    for name in ("a", "b"):
+        config = load_config(ROOT / "configs/cartpole_masked.yaml", [f"updates=3", "n_workers=4", "worker_steps=64"])
+        trainer = Trainer(config, run_id=name, summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
+        trainer.run()
+        runs.append(scalars(trainer.summaries_path))
+    assert runs[0] == runs[1]
+    assert "training/approx_kl" in runs[0] and len(runs[0]["training/pg_loss"]) == 3
+
+
+def test_nan_reward_stops_the_update_and_keeps_the_last_good_checkpoint(tmp_path):
+    config = config_from_dict({
+        **yaml.safe_load((ROOT / "configs/poc_memory_env.yaml").read_text()), **SMALL,
+        "updates": 20, "checkpoint_interval": 1,
+        "environment": {"type": "gym", "name": "tests.faulty_envs:Flaky-v0",
+                        "kwargs": {"at_step": 70, "fault": "nan"}}})
+    trainer = Trainer(config, run_id="nan", summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
+    with pytest.raises(NonFiniteError, match="non-finite loss or gradient in update 3"):
+        trainer.run()
+    saved = load_checkpoint(tmp_path / "nan.pt")
+    assert saved["update"] == 2
+    assert all(torch.isfinite(v).all() for v in saved["model"].values())
+
+
+def test_truncated_or_foreign_checkpoint_is_one_line_and_exit_2(tmp_path):
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", updates=1, **SMALL)
+    code, _, err = Run(tmp_path, "--config", config, "--run-id", "good").finish()
+    assert code == 0, err
+    data = (tmp_path / "models/good.pt").read_bytes()
+    (tmp_path / "models/truncated.pt").write_bytes(data[: len(data) // 2])
+    (tmp_path / "models/text.pt").write_text("not a checkpoint")
+    for name in ("truncated", "text", "missing"):
+        code, _, err = Run(tmp_path, "--resume", f"models/{name}.pt").finish()
+        assert code == 2
+        assert err.count("\n") == 1 and "Traceback" not in err
+        assert f"models/{name}.pt" in err

@@ -23,8 +23,8 @@ class ConfigError(ValueError):
 
 @dataclass
 class EnvironmentConfig:
-    type: str = "PocMemoryEnv"  # environment family: PocMemoryEnv, CartPoleMasked, CartPole, gym
-    name: str = ""  # Gymnasium id for families that wrap one (type gym)
+    type: str = "PocMemoryEnv"  # environment family: PocMemoryEnv, CartPoleMasked, CartPole, Minigrid, gym
+    name: str = ""  # Gymnasium id for families that wrap one (Minigrid, gym)
     kwargs: dict = field(default_factory=dict)  # passed to the environment's constructor / gym.make
     reward_scale: float | None = None  # training reward multiplier; None: the family's default (CartPole 0.01)
 

@@ -72,9 +72,12 @@ class Trainer:
                  verbose: bool = True, summaries_path: str | Path | None = None):
         self.config, self.run_id, self.verbose = config, run_id, verbose
         self.device = torch.device(device)
+        self.update_threads = config.torch_threads or os.cpu_count() or 1
+        # The model's orthogonal init (a QR factorisation) gives different last bits
+        # with different thread counts: fix the count before anything is drawn.
+        torch.set_num_threads(self.update_threads)
         torch.manual_seed(config.seed)
         np.random.seed(config.seed)
-        self.update_threads = config.torch_threads or os.cpu_count() or 1
 
         W, T = config.n_workers, config.worker_steps
         self.envs = VecEnv(config.environment, environment_seeds(config.seed, W), config.worker_processes)

@@ -53,6 +53,18 @@ def _cartpole(masked: bool):
     return build
 
 
+def _minigrid(config: EnvironmentConfig, render_mode):
+    from environments.minigrid import make_minigrid
+    try:
+        return make_minigrid(config.name or "MiniGrid-MemoryS9-v0", render_mode=render_mode, **config.kwargs)
+    except ModuleNotFoundError:
+        raise ConfigError("environment.type 'Minigrid' needs the minigrid package: "
+                          "pip install -r requirements.txt") from None
+    except (gym.error.Error, TypeError, ValueError) as error:
+        raise ConfigError(f"environment.name '{config.name}' cannot be made: {' '.join(str(error).split())}") \
+            from None
+
+
 def _gym(config: EnvironmentConfig, render_mode):
     if not config.name:
         raise ConfigError("environment.type 'gym' needs environment.name, a Gymnasium id such as 'CartPole-v1'")
@@ -69,6 +81,7 @@ FAMILIES: dict[str, tuple[Callable, float]] = {
     "PocMemoryEnv": (_poc, 1.0),
     "CartPoleMasked": (_cartpole(masked=True), 0.01),
     "CartPole": (_cartpole(masked=False), 0.01),
+    "Minigrid": (_minigrid, 1.0),
     "gym": (_gym, 1.0),
 }
 

@@ -40,41 +40,74 @@ def machine() -> dict:
             "torch_threads_update": torch.get_num_threads(), "device": "cpu", "python": platform.python_version()}
 
 
-def run_once(config: str) -> dict:
+def tree_rss_mb(root: int) -> float:
+    """Resident memory of a process and all its descendants (the env workers), from /proc."""
+    parents, rss = {}, {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = dict(line.split(":", 1) for line in (entry / "status").read_text().splitlines()
+                              if ":" in line)
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(fields["PPid"])
+            rss[int(entry.name)] = int(fields.get("VmRSS", "0 kB").split()[0])
+    tree, grew = {root}, True
+    while grew:
+        more = {pid for pid, parent in parents.items() if parent in tree} - tree
+        tree |= more
+        grew = bool(more)
+    return sum(rss.get(pid, 0) for pid in tree) / 1024
+
+
+def run_once(config: str, overrides: list[str]) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        result = subprocess.run([sys.executable, str(ROOT / "train.py"), "--config", str(ROOT / config),
-                                 "--run-id", "bench", "--cpu"], cwd=tmp, capture_output=True, text=True)
+        command = [sys.executable, str(ROOT / "train.py"), "--config", str(ROOT / config), "--run-id", "bench",
+                   "--cpu", *(a for o in overrides for a in ("--set", o))]
+        process = subprocess.Popen(command, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        peak = 0.0
+        while process.poll() is None:  # sample the whole process tree's memory while it runs
+            peak = max(peak, tree_rss_mb(process.pid))
+            time.sleep(0.2)
+        out, err = process.communicate()
         wall = time.perf_counter() - start
-    if result.returncode != 0:
-        raise SystemExit(f"train.py failed on {config}:\n{result.stderr}")
-    timings = json.loads(next(l for l in result.stdout.splitlines() if l.startswith("timings: "))[9:])
-    rewards = [l.split("reward")[1].split()[0] for l in result.stdout.splitlines() if l.startswith("update")]
-    return {"wall_seconds": wall, "final_reward": float(rewards[-1]), **timings}
+    if process.returncode != 0:
+        raise SystemExit(f"train.py failed on {config}:\n{err}")
+    timings = json.loads(next(l for l in out.splitlines() if l.startswith("timings: "))[9:])
+    rewards = [l.split("reward")[1].split()[0] for l in out.splitlines() if l.startswith("update")]
+    final = rewards[-1]
+    return {"wall_seconds": wall, "final_reward": None if final == "-" else float(final),
+            "peak_rss_all_processes_mb": peak, **timings}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", action="append", required=True)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--set", action="append", default=[], help="config override for every run, key=value")
+    parser.add_argument("--name", default="benchmark", help="output file name (results/<name>.json, .md)")
     parser.add_argument("--out", default=str(ROOT / "results"))
     args = parser.parse_args()
     report = {"machine": machine(), "command": "python results/benchmark.py " +
-              " ".join(f"--config {c}" for c in args.config) + f" --repeats {args.repeats}", "configs": {}}
+              " ".join(f"--config {c}" for c in args.config) + f" --repeats {args.repeats}" +
+              "".join(f" --set {o}" for o in args.set) + (f" --name {args.name}" if args.name != "benchmark" else ""),
+              "configs": {}}
     for config in args.config:
         runs = []
         for _ in range(args.repeats):
-            runs.append(run_once(config))
+            runs.append(run_once(config, args.set))
             print(config, json.dumps(runs[-1]), flush=True)
         report["configs"][config] = runs
     out = Path(args.out)
-    (out / "benchmark.json").write_text(json.dumps(report, indent=2) + "\n")
+    (out / f"{args.name}.json").write_text(json.dumps(report, indent=2) + "\n")
 
     m = report["machine"]
     lines = ["# Benchmark", "", f"Command: `{report['command']}`  ",
              f"Machine: {m['cpu']}, {m['cores']} cores, torch {m['torch']} on the CPU, Python {m['python']}", "",
              "| config | env steps | wall s (median, min-max) | steps/s (end to end) | env | inference | buffer "
-             "| update | peak RSS MB |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| update | peak RSS MB, trainer | peak RSS MB, all processes |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for config, runs in report["configs"].items():
         walls = [r["wall_seconds"] for r in runs]
         med = statistics.median(walls)
@@ -83,9 +116,10 @@ def main():
         share = {k: 100 * mid[f"{k}_seconds"] / loop for k in ("env", "inference", "buffer", "update")}
         lines.append(f"| {config} | {mid['env_steps']} | {med:.1f} ({min(walls):.1f}-{max(walls):.1f}) | "
                      f"{mid['env_steps'] / med:.0f} | {share['env']:.0f}% | {share['inference']:.0f}% | "
-                     f"{share['buffer']:.1f}% | {share['update']:.0f}% | {max(r['peak_rss_mb'] for r in runs):.0f} |")
+                     f"{share['buffer']:.1f}% | {share['update']:.0f}% | {max(r['peak_rss_mb'] for r in runs):.0f} | "
+                     f"{max(r['peak_rss_all_processes_mb'] for r in runs):.0f} |")
     lines += ["", "Phases are shares of the training loop (the median run); the wall time also counts start-up."]
-    (out / "benchmark.md").write_text("\n".join(lines) + "\n")
+    (out / f"{args.name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -1,0 +1,30 @@
+"""Every shipped config trains two (small) updates with finite losses and a checkpoint that loads."""
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from checkpoint import load_checkpoint
+from config import config_from_dict, load_config
+from trainer import Trainer
+
+CONFIGS = sorted(Path(__file__).resolve().parent.parent.glob("configs/*.yaml"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
+def test_config_trains_two_updates(path, tmp_path):
+    config = load_config(path, ["updates=2", "n_workers=4", "worker_steps=32", "n_mini_batch=2"])
+    trainer = Trainer(config, run_id=path.stem, summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
+    history = trainer.run()
+    assert len(history) == 2
+    for log in history:
+        assert all(math.isfinite(v) for v in log.metrics.values()), log.metrics
+    checkpoint = load_checkpoint(tmp_path / f"{path.stem}.pt")
+    assert checkpoint["update"] == 2
+    again = Trainer(config_from_dict(checkpoint["config"]), run_id="again", summaries_dir=tmp_path,
+                    models_dir=tmp_path, verbose=False)
+    again.restore(checkpoint)
+    for a, b in zip(trainer.model.parameters(), again.model.parameters()):
+        assert torch.equal(a, b)
+    again.close()

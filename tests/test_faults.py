@@ -151,11 +151,14 @@ def test_resume_is_bit_identical_to_an_uninterrupted_run(tmp_path, base, process
     straight = trainer("straight", 20)
     straight.run()
     first = trainer("split", 10)
+    workers = first.envs.pids
     first.run()
     checkpoint = load_checkpoint(tmp_path / "m/split.pt")
     second = trainer("split", 20)
     second.restore(checkpoint)
+    workers += second.envs.pids
     second.run()
+    assert all(not Path(f"/proc/{pid}").exists() for pid in workers)  # every env worker is gone
     assert second.update == straight.update == 20
     for (name, a), b in zip(straight.model.state_dict().items(), second.model.state_dict().values()):
         assert torch.equal(a, b), name

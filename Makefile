@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.requirements-installed
 
-.PHONY: install train test test-fast bench clean
+.PHONY: install video-extra train test test-fast bench clean
 
 install: $(STAMP)
 
@@ -13,6 +13,10 @@ $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --disable-pip-version-check -q -r requirements.txt
 	touch $(STAMP)
+
+# MP4 output for enjoy.py (GIFs need nothing extra).
+video-extra: $(STAMP)
+	$(BIN)/pip install --disable-pip-version-check -q -r requirements-video.txt
 
 train: $(STAMP)
 	$(BIN)/python train.py --config configs/poc_memory_env.yaml --run-id poc_memory_env

@@ -11,6 +11,7 @@ import resource
 import signal
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -95,6 +96,7 @@ class Trainer:
             Path(summaries_dir) / run_id / datetime.now().strftime("%Y%m%d-%H%M%S")
         self.writer: SummaryWriter | None = None
         self.saved_update: int | None = None  # the update of the last checkpoint written
+        self.recent_rewards: deque = deque(maxlen=100)  # the reference baseline's reward_mean window
         self._stop_signal: int | None = None
 
         self.obs = self.envs.reset()  # (W, *obs_shape) host array
@@ -161,6 +163,7 @@ class Trainer:
         clip = polynomial_decay(c.clip_range_schedule, self.update)
 
         episodes = self.collect(times)
+        self.recent_rewards.extend(e["reward"] for e in episodes)
         start = time.perf_counter()
         last_values = self.model.value(torch.from_numpy(self.obs).to(self.device), self.state).cpu().numpy()
         self.buffer.finish(last_values, c.gamma, c.lamda, c.recurrence.sequence_length)
@@ -247,6 +250,7 @@ class Trainer:
         sps = c.n_workers * c.worker_steps / max(seconds, 1e-9)
         if log.reward_mean is not None:
             w.add_scalar("episode/reward_mean", log.reward_mean, log.update)
+            w.add_scalar("episode/reward_mean_last100", float(np.mean(self.recent_rewards)), log.update)
             w.add_scalar("episode/length_mean", log.length_mean, log.update)
         if log.success_mean is not None:
             w.add_scalar("episode/success_mean", log.success_mean, log.update)
@@ -284,6 +288,7 @@ class Trainer:
             "environments": self.envs.get_state(),
             "obs": torch.from_numpy(self.obs.copy()),
             "state": self.state.cpu(),
+            "recent_rewards": list(self.recent_rewards),
         })
         self.saved_update = self.update
         return self.checkpoint_path
@@ -302,6 +307,7 @@ class Trainer:
         self.envs.set_state(checkpoint["environments"])
         self.obs = checkpoint["obs"].numpy().copy()
         self.state = checkpoint["state"].to(self.device)
+        self.recent_rewards.extend(checkpoint.get("recent_rewards", []))
 
     def close(self) -> None:
         self.envs.close()

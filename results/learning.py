@@ -4,7 +4,8 @@
 
 Writes results/learning_<config name>.json and .md: per seed the mean episode
 reward (and success) of the last update and the best update, the mean over the
-last five updates, the environment steps and the wall time.
+last five updates, the environment steps and the wall time. With --summaries
+DIR, each run's TensorBoard summaries stay in DIR/<config name>_seed<N>/.
 """
 from __future__ import annotations
 
@@ -37,12 +38,13 @@ def summarise(history) -> dict:
     }
 
 
-def run_seed(config_path: str, seed: int) -> dict:
+def run_seed(config_path: str, seed: int, summaries: str | None) -> dict:
     config = load_config(config_path)
     config.seed = seed
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        trainer = Trainer(config, run_id=f"learning-{seed}", summaries_dir=tmp, models_dir=tmp, verbose=False)
+        trainer = Trainer(config, run_id=f"{Path(config_path).stem}_seed{seed}", summaries_dir=summaries or tmp,
+                          models_dir=tmp, verbose=False)
         history = trainer.run()
         wall = time.perf_counter() - start
     return {"seed": seed, **summarise(history), "wall_s": wall}
@@ -53,10 +55,11 @@ def main():
     parser.add_argument("--config", required=True)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--out", default=str(ROOT / "results"))
+    parser.add_argument("--summaries", help="keep each run's TensorBoard summaries here (for results/plot.py)")
     args = parser.parse_args()
     rows = []
     for seed in args.seeds:
-        row = run_seed(args.config, seed)
+        row = run_seed(args.config, seed, args.summaries)
         print(json.dumps(row), flush=True)
         rows.append(row)
     name = Path(args.config).stem

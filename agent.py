@@ -1,0 +1,66 @@
+"""A trained agent for use outside training (a notebook, another program, enjoy.py).
+
+    agent = Agent.load("models/cartpole_masked.pt")
+    state, start = None, np.ones(n_envs, dtype=bool)
+    actions, state = agent.act(obs, state, episode_start=start, deterministic=True)
+
+Like sb3-contrib's predict(): the caller carries the recurrent state from step to
+step and says which environments begin an episode; the agent resets their state
+exactly as training did (when the config's reset_hidden_state is on).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from checkpoint import load_checkpoint
+from config import Config, config_from_dict
+from environments import make_env
+from model import ActorCritic
+
+
+class AgentStep(NamedTuple):
+    actions: np.ndarray  # (n,) for a Discrete action space, (n, k) for MultiDiscrete
+    state: torch.Tensor  # (n, S): pass it back in at the next step
+    log_probs: np.ndarray  # (n,) of the chosen actions
+    values: np.ndarray  # (n,)
+
+
+class Agent:
+    def __init__(self, model: ActorCritic, config: Config, action_space: gym.Space, device: str = "cpu"):
+        self.model, self.config, self.action_space = model.eval(), config, action_space
+        self.device = torch.device(device)
+
+    @classmethod
+    def load(cls, path: str | Path, device: str = "cpu") -> "Agent":
+        """Rebuilds the model from the checkpoint alone (an environment is made once, for its spaces)."""
+        checkpoint = load_checkpoint(path, map_location=device)
+        config = config_from_dict(checkpoint["config"])
+        env = make_env(config.environment)
+        model = ActorCritic(env.observation_space, env.action_space, config.hidden_layer_size, config.recurrence,
+                            config.vector_encoder_size)
+        model.load_state_dict(checkpoint["model"])
+        env.close()
+        return cls(model.to(device), config, env.action_space, device)
+
+    def initial_state(self, n: int) -> torch.Tensor:
+        return self.model.initial_state(n, self.device)
+
+    def act(self, obs: np.ndarray, state: torch.Tensor | None, episode_start: np.ndarray,
+            deterministic: bool = False) -> AgentStep:
+        """obs (n, *obs_shape), state (n, S) or None (a fresh start), episode_start (n,) bool."""
+        n = obs.shape[0]
+        if state is None:
+            state = self.initial_state(n)
+        elif self.config.recurrence.reset_hidden_state:
+            start = torch.as_tensor(np.asarray(episode_start, dtype=bool), device=self.device).unsqueeze(1)
+            state = torch.where(start, self.initial_state(1), state)
+        out = self.model.act(torch.as_tensor(obs, device=self.device), state, deterministic)
+        actions = out.actions.cpu().numpy()
+        if isinstance(self.action_space, gym.spaces.Discrete):
+            actions = actions[:, 0]  # (n, 1) -> (n,)
+        return AgentStep(actions, out.state, out.log_probs.cpu().numpy(), out.values.cpu().numpy())

@@ -1,0 +1,199 @@
+"""Watch, record and score a trained agent.
+
+Usage:
+  enjoy.py --model=<path> [options]
+  enjoy.py --help
+
+Options:
+  --model=<path>     A checkpoint written by train.py (models/<run-id>.pt).
+  --episodes=<n>     Episodes to run [default: 10].
+  --seed=<s>         Evaluation seed; environments get seeds disjoint from any training seed [default: 0].
+  --deterministic    Take the most probable action instead of sampling.
+  --video=<path>     Record the episodes to a .gif (Pillow) or .mp4 (needs the video extra:
+                     pip install -r requirements-video.txt).
+  --render           Show the episodes in a window; without a display, record them to
+                     <model name>.gif instead.
+
+Without --video or --render the episodes run in parallel across the config's
+number of environments. Every episode prints one line; a summary follows.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+from docopt import docopt
+
+from checkpoint import CheckpointError
+from config import ConfigError
+
+HELD_OUT = 2 ** 31  # training seeds are below 2**31 - 1; evaluation seeds start here
+
+
+def evaluation_seeds(seed: int, count: int) -> list[int]:
+    from trainer import environment_seeds
+    return [HELD_OUT + s for s in environment_seeds(seed, count)]
+
+
+def evaluate(agent, episodes: int, seed: int = 0, deterministic: bool = False, workers: int | None = None,
+             on_episode=None) -> list[dict]:
+    """Runs `episodes` episodes across parallel environments on held-out seeds.
+
+    Environment w runs a fixed quota of episodes (not "the first N to finish",
+    which would favour short episodes); extra episodes it finishes are ignored.
+    """
+    from worker import VecEnv
+    W = max(1, min(workers or agent.config.n_workers, episodes))
+    quota = [episodes // W + (w < episodes % W) for w in range(W)]
+    envs = VecEnv(agent.config.environment, evaluation_seeds(seed, W), processes=0)
+    results, state = [], None
+    obs, start = envs.reset(), np.ones(W, dtype=bool)
+    try:
+        while len(results) < episodes:
+            step = agent.act(obs, state, start, deterministic)
+            state = step.state
+            out = envs.step(step.actions.reshape(W, -1))
+            obs, start = out.obs, out.terminated | out.truncated
+            for w, stats in zip(np.flatnonzero(start), out.episodes):  # episodes come in worker order
+                if quota[w] > 0:
+                    quota[w] -= 1
+                    results.append(stats)
+                    if on_episode:
+                        on_episode(len(results), stats)
+    finally:
+        envs.close()
+    return results
+
+
+def record(agent, episodes: int, seed: int = 0, deterministic: bool = False, on_episode=None):
+    """Runs episodes one after another in one environment; returns (stats, frames).
+
+    Frames: the first observation of each episode and one after every step, so an
+    episode of length n gives n + 1 frames.
+    """
+    from environments import make_env
+    env = make_env(agent.config.environment, render_mode="rgb_array")
+    results, frames = [], []
+    try:
+        for episode, env_seed in enumerate(evaluation_seeds(seed, episodes)):
+            obs, _ = env.reset(seed=env_seed)
+            state, t = None, 0
+            frames.append(_stamp(env.render(), t))
+            while True:
+                step = agent.act(obs[None], state, np.ones(1, dtype=bool) if t == 0 else np.zeros(1, dtype=bool),
+                                 deterministic)
+                state = step.state
+                obs, _, terminated, truncated, info = env.step(step.actions[0])
+                t += 1
+                frames.append(_stamp(env.render(), t))
+                if terminated or truncated:
+                    results.append(info["episode"])
+                    if on_episode:
+                        on_episode(len(results), info["episode"])
+                    break
+    finally:
+        env.close()
+    return results, frames
+
+
+def _stamp(frame: np.ndarray, t: int) -> np.ndarray:
+    """A step counter bar along the bottom: shows time, and keeps consecutive frames
+    distinct (GIF writers merge identical frames, which would hide frozen steps)."""
+    frame = np.array(frame, dtype=np.uint8, copy=True)
+    height, width = frame.shape[:2]
+    frame[height - 3:, :] = 0
+    frame[height - 3:, : min(width, 3 * t)] = 255
+    return frame
+
+
+def write_video(path: Path, frames: list[np.ndarray], fps: int = 8) -> None:
+    if path.suffix.lower() == ".gif":
+        from PIL import Image
+        images = [Image.fromarray(f) for f in frames]
+        images[0].save(path, save_all=True, append_images=images[1:], duration=int(1000 / fps), loop=0)
+    elif path.suffix.lower() == ".mp4":
+        try:
+            import imageio.v2 as imageio
+            import imageio_ffmpeg  # noqa: F401  (the ffmpeg binary imageio writes MP4 with)
+        except ImportError:
+            raise ConfigError("writing .mp4 needs the video extra: pip install -r requirements-video.txt "
+                              "(or use a .gif)") from None
+        # h264 wants even sides: pad by a row/column where needed
+        h, w = frames[0].shape[:2]
+        frames = [np.pad(f, ((0, h % 2), (0, w % 2), (0, 0))) for f in frames]
+        imageio.mimwrite(path, frames, fps=fps, codec="libx264", macro_block_size=1)
+    else:
+        raise ConfigError(f"--video {path}: use a .gif or .mp4 file name")
+
+
+def show(frames: list[np.ndarray], fps: int = 8) -> None:
+    import pygame
+    pygame.init()
+    h, w = frames[0].shape[:2]
+    screen = pygame.display.set_mode((w * 2, h * 2))
+    clock = pygame.time.Clock()
+    for frame in frames:
+        pygame.event.pump()
+        surface = pygame.surfarray.make_surface(frame.swapaxes(0, 1))
+        screen.blit(pygame.transform.scale(surface, (w * 2, h * 2)), (0, 0))
+        pygame.display.flip()
+        clock.tick(fps)
+    pygame.quit()
+
+
+def summary(results: list[dict]) -> str:
+    rewards = np.array([r["reward"] for r in results])
+    lengths = np.array([r["length"] for r in results])
+    line = (f"{len(results)} episodes: return {rewards.mean():.3f} +- {rewards.std():.3f} "
+            f"(min {rewards.min():.3f}, max {rewards.max():.3f}), length {lengths.mean():.1f}")
+    if all("success" in r for r in results):
+        line += f", success rate {np.mean([r['success'] for r in results]):.3f}"
+    return line
+
+
+def main(argv=None) -> int:
+    args = docopt(__doc__, argv=argv)
+    try:
+        episodes, seed = int(args["--episodes"]), int(args["--seed"])
+        if episodes < 1:
+            raise ValueError
+    except ValueError:
+        print("error: --episodes must be a positive integer and --seed an integer", file=sys.stderr)
+        return 2
+
+    def on_episode(i, stats):
+        success = f"  success {int(stats['success'])}" if "success" in stats else ""
+        print(f"episode {i:4d}  return {stats['reward']:9.3f}  length {stats['length']:5d}{success}", flush=True)
+
+    from agent import Agent
+    try:
+        agent = Agent.load(args["--model"])
+        video = Path(args["--video"]) if args["--video"] else None
+        window = False
+        if args["--render"]:
+            window = bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+            if not window and video is None:
+                video = Path(Path(args["--model"]).stem + ".gif")
+                print(f"no display: recording to {video} instead", flush=True)
+        if video is not None and video.suffix.lower() not in (".gif", ".mp4"):
+            raise ConfigError(f"--video {video}: use a .gif or .mp4 file name")
+        if video or window:
+            results, frames = record(agent, episodes, seed, args["--deterministic"], on_episode)
+            if video:
+                write_video(video, frames)
+                print(f"wrote {video} ({len(frames)} frames)")
+            if window:
+                show(frames)
+        else:
+            results = evaluate(agent, episodes, seed, args["--deterministic"], on_episode=on_episode)
+    except (CheckpointError, ConfigError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(summary(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""Learning curves from TensorBoard summaries: mean and min-max band over runs against env steps.
+
+    python results/plot.py --runs summaries/cartpole_masked_seed* \\
+        --reference ../shared/reference/cartpole_masked.csv --title "Masked CartPole" \\
+        --out results/cartpole_masked.png
+
+Each run folder holds one run's event files (train.py writes summaries/<run-id>/<time>/).
+The curve is `episode/reward_mean_last100`: the mean return of the last 100
+episodes, the reference baseline's definition of its reward_mean, so both sets
+of curves can be read at equal environment steps. The reference CSV holds the
+baseline's published 10-run curves (update, env_steps, mean, min, max).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: write files, never open a window
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+TAG = "episode/reward_mean_last100"
+
+
+def read_run(folder: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(env steps, reward) per update of one run, from all event files under `folder`."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    by_update: dict[int, dict] = {}
+    for events in sorted({p.parent for p in folder.rglob("events.out.tfevents.*")}):
+        accumulator = EventAccumulator(str(events), size_guidance={"scalars": 0})
+        accumulator.Reload()
+        tags = accumulator.Tags()["scalars"]
+        if TAG not in tags:
+            continue
+        for name, key in ((TAG, "reward"), ("time/env_steps", "steps")):
+            for event in accumulator.Scalars(name):
+                by_update.setdefault(event.step, {})[key] = event.value
+    rows = sorted((u, v["steps"], v["reward"]) for u, v in by_update.items() if {"steps", "reward"} <= v.keys())
+    if not rows:
+        raise SystemExit(f"{folder}: no '{TAG}' summaries found")
+    _, steps, rewards = map(np.array, zip(*rows))
+    return steps, rewards
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", nargs="+", required=True, help="one summaries folder per run (seed)")
+    parser.add_argument("--reference", help="the reference baseline's curve (CSV)")
+    parser.add_argument("--title", default="")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+
+    runs = [read_run(Path(folder)) for folder in args.runs]
+    n = min(len(steps) for steps, _ in runs)  # updates every run reached
+    steps = runs[0][0][:n]
+    rewards = np.stack([r[:n] for _, r in runs])  # (runs, updates)
+    figure, axes = plt.subplots(figsize=(7, 4))
+    axes.plot(steps, rewards.mean(0), color="tab:blue", label=f"this repository ({len(runs)} runs)")
+    axes.fill_between(steps, rewards.min(0), rewards.max(0), color="tab:blue", alpha=0.25)
+    if args.reference:
+        with open(args.reference) as file:
+            ref = list(csv.DictReader(file))
+        x = np.array([float(r["env_steps"]) for r in ref])
+        axes.plot(x, [float(r["reward_mean_over_runs"]) for r in ref], color="tab:orange",
+                  label=f"reference baseline ({ref[0]['runs']} runs)")
+        axes.fill_between(x, [float(r["reward_min_over_runs"]) for r in ref],
+                          [float(r["reward_max_over_runs"]) for r in ref], color="tab:orange", alpha=0.25)
+    axes.set_xlabel("environment steps")
+    axes.set_ylabel("mean return, last 100 episodes")
+    axes.set_title(args.title)
+    axes.legend(loc="lower right")
+    axes.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(args.out, dpi=120)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

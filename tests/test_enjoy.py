@@ -1,0 +1,119 @@
+"""enjoy.py and the Agent API: the same hidden-state handling as training, videos, scores, bad input."""
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from agent import Agent
+from config import config_from_dict
+from enjoy import HELD_OUT, evaluate, evaluation_seeds, record, write_video
+from trainer import PhaseTimes, Trainer, environment_seeds
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def small(env: str, layer: str, reset: bool):
+    return config_from_dict({
+        "environment": {"type": env}, "n_workers": 4, "worker_steps": 48, "n_mini_batch": 2, "updates": 1,
+        "recurrence": {"layer_type": layer, "hidden_state_size": 16, "reset_hidden_state": reset}})
+
+
+@pytest.mark.parametrize("env,layer,reset", [("PocMemoryEnv", "gru", True), ("PocMemoryEnv", "lstm", False),
+                                             ("CartPoleMasked", "lstm", True)])
+def test_agent_reproduces_the_training_rollout(tmp_path, env, layer, reset):
+    trainer = Trainer(small(env, layer, reset), summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
+    with torch.no_grad():
+        trainer.model.policy_out.weight.mul_(300.0)  # a sharp policy: a wrong state changes the actions
+    rng = torch.get_rng_state()
+    trainer.collect(PhaseTimes())
+    trainer.close()
+    b = trainer.buffer
+    agent = Agent(trainer.model, trainer.config, trainer.envs.action_space)
+    torch.set_rng_state(rng)  # the same sampling noise as the rollout drew
+    state, start = None, np.ones(4, dtype=bool)
+    for t in range(b.T):
+        step = agent.act(b.obs[:, t], state, start)
+        np.testing.assert_array_equal(step.actions, b.actions[:, t, 0])
+        np.testing.assert_array_equal(step.log_probs, b.log_probs[:, t])
+        state, start = step.state, b.terminated[:, t] | b.truncated[:, t]
+    assert start.any() or b.terminated.any() or b.truncated.any()
+
+
+def trained(tmp_path, name="poc", **changes) -> Path:
+    raw = yaml.safe_load((ROOT / "configs/poc_memory_env.yaml").read_text())
+    raw.update(changes)
+    trainer = Trainer(config_from_dict(raw), run_id=name, summaries_dir=tmp_path, models_dir=tmp_path,
+                      verbose=False)
+    trainer.run()
+    return tmp_path / f"{name}.pt"
+
+
+def test_held_out_seeds_are_disjoint_from_training_seeds():
+    training = set(environment_seeds(0, 1000))
+    held_out = evaluation_seeds(0, 1000)
+    assert not training & set(held_out) and min(held_out) >= HELD_OUT
+
+
+def test_evaluate_runs_exactly_the_asked_episodes_in_parallel(tmp_path):
+    agent = Agent.load(trained(tmp_path, updates=2))
+    results = evaluate(agent, episodes=21, seed=3, workers=4)
+    assert len(results) == 21 and all({"reward", "length", "success"} <= r.keys() for r in results)
+
+
+def test_gif_has_one_frame_per_step_plus_one_per_episode(tmp_path):
+    from PIL import Image
+    agent = Agent.load(trained(tmp_path, updates=2))
+    results, frames = record(agent, episodes=3, seed=1, deterministic=True)
+    path = tmp_path / "out.gif"
+    write_video(path, frames)
+    with Image.open(path) as gif:
+        assert gif.n_frames == sum(r["length"] + 1 for r in results)
+
+
+def run_enjoy(tmp_path, *args):
+    env = {"SDL_VIDEODRIVER": "dummy", "PATH": "/usr/bin:/bin"}
+    return subprocess.run([sys.executable, str(ROOT / "enjoy.py"), *args], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, env=env)
+
+
+def test_enjoy_cli_prints_episodes_and_summary_headless(tmp_path):
+    model = trained(tmp_path, updates=2)
+    result = run_enjoy(tmp_path, "--model", str(model), "--episodes", "5", "--deterministic")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert sum(l.startswith("episode") for l in lines) == 5
+    assert lines[-1].startswith("5 episodes: return") and "success rate" in lines[-1]
+    result = run_enjoy(tmp_path, "--model", str(model), "--episodes", "2", "--render")  # no display here
+    assert result.returncode == 0, result.stderr
+    assert "no display: recording to poc.gif" in result.stdout and (tmp_path / "poc.gif").exists()
+
+
+def test_mp4_without_the_extra_is_one_clear_line_or_a_file(tmp_path):
+    model = trained(tmp_path, updates=1)
+    result = run_enjoy(tmp_path, "--model", str(model), "--episodes", "1", "--video", "out.mp4")
+    try:
+        import imageio_ffmpeg  # noqa: F401
+    except ImportError:
+        assert result.returncode == 2 and "pip install -r requirements-video.txt" in result.stderr
+        assert result.stderr.count("\n") == 1
+    else:
+        import imageio.v2 as imageio
+        assert result.returncode == 0, result.stderr
+        written = int(result.stdout.split("out.mp4 (")[1].split()[0])
+        assert imageio.get_reader(tmp_path / "out.mp4").count_frames() == written
+
+
+def test_bad_model_files_are_one_line_and_exit_2(tmp_path):
+    (tmp_path / "text.pt").write_text("hello")
+    checkpoint = torch.load(trained(tmp_path, updates=1), weights_only=False)
+    checkpoint["config"]["environment"] = {"type": "gym", "name": "a_package_not_installed:Thing-v0"}
+    torch.save(checkpoint, tmp_path / "foreign_env.pt")
+    for name, words in (("missing.pt", "not found"), ("text.pt", "not a readable checkpoint"),
+                        ("foreign_env.pt", "a_package_not_installed")):
+        result = run_enjoy(tmp_path, "--model", name)
+        assert result.returncode == 2, result.stdout
+        assert words in result.stderr and result.stderr.count("\n") == 1

@@ -1,0 +1,37 @@
+"""The models that ship in models/ load and keep their published scores on held-out episodes."""
+import subprocess
+import sys
+from pathlib import Path
+
+from agent import Agent
+from enjoy import evaluate
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_cartpole_masked_model_scores_at_least_190():
+    results = evaluate(Agent.load(ROOT / "models/cartpole_masked.pt"), episodes=100, deterministic=True)
+    mean = sum(r["reward"] for r in results) / len(results)
+    assert len(results) == 100 and mean >= 190, mean
+
+
+def test_poc_model_succeeds_in_98_percent_of_held_out_episodes():
+    results = evaluate(Agent.load(ROOT / "models/poc_memory_env.pt"), episodes=100, deterministic=True)
+    assert sum(r["success"] for r in results) / len(results) >= 0.98
+
+
+def test_plot_script_writes_a_png_with_the_reference(tmp_path):
+    from config import load_config
+    from trainer import Trainer
+    for seed in (0, 1):
+        config = load_config(ROOT / "configs/poc_memory_env.yaml", ["updates=3", f"seed={seed}"])
+        Trainer(config, run_id=f"seed{seed}", summaries_dir=tmp_path, models_dir=tmp_path, verbose=False).run()
+    out = tmp_path / "curve.png"
+    reference = ROOT.parent / "shared/reference/poc_memory_env.csv"  # shared/ sits beside the checkout
+    command = [sys.executable, str(ROOT / "results/plot.py"), "--runs", str(tmp_path / "seed0"),
+               str(tmp_path / "seed1"), "--out", str(out)]
+    if reference.exists():
+        command += ["--reference", str(reference)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from config import RecurrenceConfig
+from config import ConfigError, RecurrenceConfig
 
 # layer class for sequences, its one-step function, tensors in its state
 CORES = {"gru": (nn.GRU, torch.gru_cell, 1), "lstm": (nn.LSTM, torch.lstm_cell, 2)}
@@ -93,14 +93,15 @@ class ActorCritic(nn.Module):
                  hidden_layer_size: int, recurrence: RecurrenceConfig, vector_encoder_size: int = 0):
         super().__init__()
         if not isinstance(observation_space, gym.spaces.Box) or len(observation_space.shape) not in (1, 3):
-            raise ValueError(f"observation space {observation_space} is not supported "
-                             "(Box vectors, or Box images height x width x channels)")
+            raise ConfigError(f"the environment's observation space {observation_space} is not supported "
+                              "(Box vectors, or Box images height x width x channels)")
         if isinstance(action_space, gym.spaces.Discrete):
             self.nvec = [int(action_space.n)]
         elif isinstance(action_space, gym.spaces.MultiDiscrete):
             self.nvec = [int(n) for n in np.asarray(action_space.nvec).ravel()]
         else:
-            raise ValueError(f"action space {action_space} is not supported (Discrete, MultiDiscrete)")
+            raise ConfigError(f"the environment's action space {action_space} is not supported "
+                              "(Discrete, MultiDiscrete)")
 
         self.encoder = (_ImageEncoder(observation_space) if _is_image(observation_space)
                         else _VectorEncoder(observation_space, vector_encoder_size))
@@ -135,11 +136,6 @@ class ActorCritic(nn.Module):
         parts = state.view(state.shape[0], self._parts, self.hidden_size).transpose(0, 1).contiguous()
         parts = parts.unsqueeze(1)  # (parts, B, H) -> (parts, 1, B, H)
         return parts[0] if self._parts == 1 else (parts[0], parts[1])
-
-    def _pack(self, hx) -> torch.Tensor:
-        # parts x (1, B, H) -> (B, parts*H)
-        parts = (hx,) if self._parts == 1 else hx
-        return torch.cat([p.squeeze(0) for p in parts], dim=-1)
 
     # ------------------------------------------------------------------ forward
     def _step(self, obs: torch.Tensor, state: torch.Tensor):

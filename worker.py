@@ -20,7 +20,7 @@ from multiprocessing.connection import wait
 import gymnasium as gym
 import numpy as np
 
-from config import EnvironmentConfig
+from config import ConfigError, EnvironmentConfig
 from environments import make_env
 
 
@@ -46,7 +46,7 @@ def action_shape(space: gym.Space) -> tuple[int, ...]:
         return (1,)
     if isinstance(space, gym.spaces.MultiDiscrete):
         return (int(np.prod(space.shape)),)
-    raise ValueError(f"action space {space} is not supported (Discrete, MultiDiscrete)")
+    raise ConfigError(f"the environment's action space {space} is not supported (Discrete, MultiDiscrete)")
 
 
 class _Shared:

@@ -28,9 +28,12 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	SDL_VIDEODRIVER=dummy $(BIN)/python -m pytest -q -m "not learning"
 
-# Wall time, steps/s and the per-phase split of the shipped fast configs.
+# Wall time, steps/s and the per-phase split of the shipped fast configs, the
+# env-only ceiling, and sb3-contrib's RecurrentPPO side by side (its own extra).
 bench: $(STAMP)
-	$(BIN)/python results/benchmark.py --config configs/cartpole_masked.yaml --config configs/poc_memory_env.yaml
+	$(BIN)/pip install --disable-pip-version-check -q -r requirements-bench.txt
+	$(BIN)/python results/benchmark.py --config configs/cartpole_masked.yaml --config configs/poc_memory_env.yaml \
+		--repeats 3 --ceiling --sb3
 
 clean:
 	rm -rf $(VENV) summaries .pytest_cache

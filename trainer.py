@@ -153,6 +153,7 @@ class Trainer:
         peak_kib = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
         return {"updates": len(self.history), "env_steps": steps, "train_seconds": seconds,
+                "reward_mean_last100": float(np.mean(self.recent_rewards)) if self.recent_rewards else None,
                 "steps_per_second": steps / seconds, "peak_rss_mb": peak_kib / 1024,
                 **{f"{k}_seconds": v for k, v in phases.items()}}
 

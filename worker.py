@@ -3,7 +3,7 @@
 W environments are stepped either in the trainer's own process (fastest for cheap
 environments such as CartPole, where a process round trip costs more than the
 step) or by P worker processes, each owning a contiguous slice of them. Worker
-processes exchange nothing per step but a one-word command and its reply:
+processes exchange nothing per step but a short command and its reply:
 actions, observations, rewards and done flags live in shared memory. Finished
 episodes are reset in place (autoreset), and the final observation of a
 truncated episode is kept so that the trainer can bootstrap from it.

@@ -81,6 +81,37 @@ def run_once(config: str, overrides: list[str]) -> dict:
             "peak_rss_all_processes_mb": peak, **timings}
 
 
+def env_ceiling(config_path: str, steps: int) -> float:
+    """Env-only steps/s: the config's workers (same count, same processes) stepping random actions."""
+    sys.path.insert(0, str(ROOT))
+    import numpy as np
+    from config import load_config
+    from trainer import environment_seeds
+    from worker import VecEnv
+    config = load_config(ROOT / config_path)
+    W = config.n_workers
+    envs = VecEnv(config.environment, environment_seeds(0, W), config.worker_processes)
+    rng = np.random.default_rng(0)
+    n = envs.action_space.n
+    actions = rng.integers(0, n, size=(max(1, steps // W), W, 1))
+    envs.reset()
+    start = time.perf_counter()
+    for a in actions:
+        envs.step(a)
+    seconds = time.perf_counter() - start
+    envs.close()
+    return len(actions) * W / seconds
+
+
+def run_sb3(steps: int) -> dict:
+    result = subprocess.run([sys.executable, str(ROOT / "results/sb3_cartpole.py"), "--steps", str(steps)],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SystemExit("sb3-contrib run failed (install it with: pip install -r requirements-bench.txt):\n"
+                         + result.stderr[-2000:])
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", action="append", required=True)
@@ -88,17 +119,27 @@ def main():
     parser.add_argument("--set", action="append", default=[], help="config override for every run, key=value")
     parser.add_argument("--name", default="benchmark", help="output file name (results/<name>.json, .md)")
     parser.add_argument("--out", default=str(ROOT / "results"))
+    parser.add_argument("--ceiling", action="store_true", help="also measure the env-only ceiling (random actions)")
+    parser.add_argument("--sb3", action="store_true",
+                        help="alternate each masked-CartPole run with sb3-contrib's RecurrentPPO (bench extra)")
     args = parser.parse_args()
     report = {"machine": machine(), "command": "python results/benchmark.py " +
               " ".join(f"--config {c}" for c in args.config) + f" --repeats {args.repeats}" +
-              "".join(f" --set {o}" for o in args.set) + (f" --name {args.name}" if args.name != "benchmark" else ""),
-              "configs": {}}
+              "".join(f" --set {o}" for o in args.set) + (f" --name {args.name}" if args.name != "benchmark" else "")
+              + (" --ceiling" if args.ceiling else "") + (" --sb3" if args.sb3 else ""),
+              "configs": {}, "ceiling": {}, "sb3": []}
     for config in args.config:
         runs = []
         for _ in range(args.repeats):
             runs.append(run_once(config, args.set))
             print(config, json.dumps(runs[-1]), flush=True)
+            if args.sb3 and Path(config).stem == "cartpole_masked":
+                report["sb3"].append(run_sb3(runs[-1]["env_steps"]))
+                print("sb3-contrib", json.dumps(report["sb3"][-1]), flush=True)
         report["configs"][config] = runs
+        if args.ceiling:
+            report["ceiling"][config] = env_ceiling(config, min(runs[0]["env_steps"], 409_600))
+            print(config, "env-only ceiling steps/s", round(report["ceiling"][config]), flush=True)
     out = Path(args.out)
     (out / f"{args.name}.json").write_text(json.dumps(report, indent=2) + "\n")
 
@@ -119,6 +160,25 @@ def main():
                      f"{share['buffer']:.1f}% | {share['update']:.0f}% | {max(r['peak_rss_mb'] for r in runs):.0f} | "
                      f"{max(r['peak_rss_all_processes_mb'] for r in runs):.0f} |")
     lines += ["", "Phases are shares of the training loop (the median run); the wall time also counts start-up."]
+    if report["ceiling"]:
+        lines += ["", "| config | env-only ceiling, steps/s (random actions, same workers) | training steps/s "
+                  "(training loop, median run) | training / ceiling |", "|---|---:|---:|---:|"]
+        for config, ceiling in report["ceiling"].items():
+            runs = report["configs"][config]
+            loop = statistics.median(r["steps_per_second"] for r in runs)
+            lines.append(f"| {config} | {ceiling:.0f} | {loop:.0f} | {100 * loop / ceiling:.1f}% |")
+    if report["sb3"]:
+        ours = report["configs"]["configs/cartpole_masked.yaml"]
+        ours_sps = statistics.median(r["env_steps"] / r["wall_seconds"] for r in ours)
+        theirs_sps = statistics.median(r["steps_per_second"] for r in report["sb3"])
+        lines += ["", "Side by side on masked CartPole, same environment and budget, runs alternated "
+                  "(steps/s end to end, start-up included; final return = mean of the last 100 episodes):", "",
+                  "| implementation | steps/s (median) | final return per run |", "|---|---:|---|",
+                  f"| this repository | {ours_sps:.0f} | "
+                  + ", ".join(f"{r['reward_mean_last100']:.1f}" for r in ours) + " |",
+                  f"| sb3-contrib RecurrentPPO 2.9.2 | {theirs_sps:.0f} | "
+                  + ", ".join(f"{r['final_reward']:.1f}" for r in report["sb3"]) + " |",
+                  "", f"Speed ratio: {ours_sps / theirs_sps:.1f}x."]
     (out / f"{args.name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

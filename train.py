@@ -20,6 +20,7 @@ a second one stops at once without saving.
 """
 from __future__ import annotations
 
+import os
 import sys
 
 from docopt import docopt
@@ -96,4 +97,9 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # Everything is saved and closed by now. Skipping the interpreter's teardown
+    # (unloading torch's libraries) saves about half a second per run.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

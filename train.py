@@ -10,7 +10,7 @@ Options:
                           (models/<run-id>.pt) [default: run].
   --seed=<n>              The run seed; overrides the config's seed.
   --cpu                   Train on the CPU even when a GPU is available.
-  --set=<kv>       Override one config key, e.g. --set recurrence.layer_type=gru (repeatable).
+  --set=<kv>       Override one config key, e.g. --set recurrence.sequence_length=16 (repeatable).
   --resume=<checkpoint>   Continue a run from its checkpoint (its config, run id, seed and
                           summaries); --config, --run-id and --seed do not apply, overrides do
                           (e.g. a larger updates).

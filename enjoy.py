@@ -33,7 +33,7 @@ HELD_OUT = 2 ** 31  # training seeds are below 2**31 - 1; evaluation seeds start
 
 
 def evaluation_seeds(seed: int, count: int) -> list[int]:
-    from trainer import environment_seeds
+    from worker import environment_seeds
     return [HELD_OUT + s for s in environment_seeds(seed, count)]
 
 

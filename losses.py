@@ -17,10 +17,6 @@ def mean_weights(mask: torch.Tensor) -> torch.Tensor:
     return mask / mask.sum().clamp(min=1)
 
 
-def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    return (x * mean_weights(mask)).sum()
-
-
 def masked_normalize(x: torch.Tensor, weights: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
     """(x - mean) / std over the real steps only; weights from mean_weights()."""
     mean = (x * weights).sum()

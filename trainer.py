@@ -26,21 +26,11 @@ from config import Config, polynomial_decay
 from losses import Losses, ppo_loss
 from model import ActorCritic
 from optimizer import AdamW
-from worker import VecEnv, action_shape
+from worker import VecEnv, action_shape, environment_seeds
 
 
 class NonFiniteError(RuntimeError):
     """A loss or gradient that is NaN or infinite: the update stops, nothing is saved."""
-
-
-def environment_seeds(seed: int, count: int) -> list[int]:
-    """Distinct seeds for `count` environments, derived from the run seed.
-
-    Each environment is reset once with its own seed and keeps its own generator
-    afterwards, so no two environments replay the same episodes.
-    """
-    rng = np.random.default_rng(seed)
-    return [int(s) for s in rng.choice(2 ** 31 - 1, size=count, replace=False)]
 
 
 @dataclass
@@ -148,7 +138,7 @@ class Trainer:
         """Totals over the updates run so far: the per-phase split of `seconds`."""
         phases = {name: sum(getattr(h.times, name) for h in self.history)
                   for name in ("env", "inference", "buffer", "update")}
-        steps = sum(self.config.n_workers * self.config.worker_steps for _ in self.history)
+        steps = len(self.history) * self.config.n_workers * self.config.worker_steps
         # ru_maxrss is in KiB on Linux; worker processes count as children
         peak_kib = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)

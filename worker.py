@@ -40,6 +40,16 @@ class Step:
     episodes: list[dict]  # stats of the episodes that ended: reward, length[, success]
 
 
+def environment_seeds(seed: int, count: int) -> list[int]:
+    """Distinct seeds for `count` environments, derived from the run seed.
+
+    Each environment is reset once with its own seed and keeps its own generator
+    afterwards, so no two environments replay the same episodes.
+    """
+    rng = np.random.default_rng(seed)
+    return [int(s) for s in rng.choice(2 ** 31 - 1, size=count, replace=False)]
+
+
 def action_shape(space: gym.Space) -> tuple[int, ...]:
     """Actions are stored as int64 (k,) rows: one entry per categorical branch."""
     if isinstance(space, gym.spaces.Discrete):

@@ -86,8 +86,7 @@ def env_ceiling(config_path: str, steps: int) -> float:
     sys.path.insert(0, str(ROOT))
     import numpy as np
     from config import load_config
-    from trainer import environment_seeds
-    from worker import VecEnv
+    from worker import VecEnv, environment_seeds
     config = load_config(ROOT / config_path)
     W = config.n_workers
     envs = VecEnv(config.environment, environment_seeds(0, W), config.worker_processes)

@@ -51,7 +51,7 @@ def main():
 
     from config import EnvironmentConfig
     from environments import make_env
-    from trainer import environment_seeds
+    from worker import environment_seeds
 
     seeds = environment_seeds(args.seed, 16)
 

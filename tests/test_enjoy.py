@@ -11,7 +11,8 @@ import yaml
 from agent import Agent
 from config import config_from_dict
 from enjoy import HELD_OUT, evaluate, evaluation_seeds, record, write_video
-from trainer import PhaseTimes, Trainer, environment_seeds
+from trainer import PhaseTimes, Trainer
+from worker import environment_seeds
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,7 +7,7 @@ from config import EnvironmentConfig
 from environments import make_env
 from environments.cartpole import CartPole
 from environments.poc_memory import PocMemoryEnv
-from trainer import environment_seeds
+from worker import environment_seeds
 from worker import VecEnv, WorkerError
 
 RIGHT, LEFT = 1, 0

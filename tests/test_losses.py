@@ -2,14 +2,14 @@
 import torch
 
 from buffer import Minibatch
-from losses import masked_mean, masked_normalize, mean_weights, ppo_loss
+from losses import masked_normalize, mean_weights, ppo_loss
 from model import EvaluateOutput
 
 
 def test_masked_mean_and_normalize_ignore_padding():
     x = torch.tensor([[1.0, 2.0, 3.0, 1000.0], [4.0, 5.0, -7e6, 9e9]])
     mask = torch.tensor([[True, True, True, False], [True, True, False, False]])
-    assert masked_mean(x, mask).item() == 3.0
+    assert (x * mean_weights(mask)).sum().item() == 3.0  # the masked mean
     normalized = masked_normalize(x, mean_weights(mask))
     real = normalized[mask]
     assert abs(real.mean().item()) < 1e-6

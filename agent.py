@@ -19,21 +19,24 @@ import torch
 
 from checkpoint import load_checkpoint
 from config import Config, config_from_dict
-from environments import make_env
-from model import ActorCritic
+from environments import make_env, model_observation_space
+from model import ActorCritic, build_model
+from normalization import Normalizers
 
 
 class AgentStep(NamedTuple):
-    actions: np.ndarray  # (n,) for a Discrete action space, (n, k) for MultiDiscrete
+    actions: np.ndarray  # (n,) for a Discrete action space, else (n, k) (Box actions not yet clipped to bounds)
     state: torch.Tensor  # (n, S): pass it back in at the next step
     log_probs: np.ndarray  # (n,) of the chosen actions
     values: np.ndarray  # (n,)
 
 
 class Agent:
-    def __init__(self, model: ActorCritic, config: Config, action_space: gym.Space, device: str = "cpu"):
+    def __init__(self, model: ActorCritic, config: Config, action_space: gym.Space, device: str = "cpu",
+                 normalizers: Normalizers | None = None):
         self.model, self.config, self.action_space = model.eval(), config, action_space
         self.device = torch.device(device)
+        self.normalizers = normalizers  # frozen: statistics from training, never updated here
 
     @classmethod
     def load(cls, path: str | Path, device: str = "cpu") -> "Agent":
@@ -41,26 +44,36 @@ class Agent:
         checkpoint = load_checkpoint(path, map_location=device)
         config = config_from_dict(checkpoint["config"])
         env = make_env(config.environment)
-        model = ActorCritic(env.observation_space, env.action_space, config.hidden_layer_size, config.recurrence,
-                            config.vector_encoder_size)
+        space = model_observation_space(env)
+        model = build_model(config, space, env.action_space)
         model.load_state_dict(checkpoint["model"])
+        normalizers = Normalizers(config, space)
+        normalizers.load_state_dict(checkpoint.get("normalization", {}))
         env.close()
-        return cls(model.to(device), config, env.action_space, device)
+        return cls(model.to(device), config, env.action_space, device, normalizers)
 
     def initial_state(self, n: int) -> torch.Tensor:
         return self.model.initial_state(n, self.device)
 
     def act(self, obs: np.ndarray, state: torch.Tensor | None, episode_start: np.ndarray,
-            deterministic: bool = False) -> AgentStep:
-        """obs (n, *obs_shape), state (n, S) or None (a fresh start), episode_start (n,) bool."""
+            deterministic: bool = False, action_mask: np.ndarray | None = None) -> AgentStep:
+        """obs (n, *obs_shape) as the environment gives it (a Dict packed as make_env() does),
+        state (n, S) or None (a fresh start), episode_start (n,) bool, action_mask (n, A) bool or None."""
         n = obs.shape[0]
         if state is None:
             state = self.initial_state(n)
         elif self.config.recurrence.reset_hidden_state:
             start = torch.as_tensor(np.asarray(episode_start, dtype=bool), device=self.device).unsqueeze(1)
             state = torch.where(start, self.initial_state(1), state)
-        out = self.model.act(torch.as_tensor(obs, device=self.device), state, deterministic)
+        n = self.normalizers
+        if n is not None and n.observations is not None:
+            obs = n.observations(np.asarray(obs), update=False)
+        mask = None if action_mask is None else torch.as_tensor(np.asarray(action_mask, dtype=bool), device=self.device)
+        out = self.model.act(torch.as_tensor(obs, device=self.device), state, deterministic, mask)
         actions = out.actions.cpu().numpy()
         if isinstance(self.action_space, gym.spaces.Discrete):
             actions = actions[:, 0]  # (n, 1) -> (n,)
-        return AgentStep(actions, out.state, out.log_probs.cpu().numpy(), out.values.cpu().numpy())
+        values = out.values.cpu().numpy()
+        if n is not None and n.values is not None:
+            values = n.values.denormalize(values)
+        return AgentStep(actions, out.state, out.log_probs.cpu().numpy(), values)

@@ -17,6 +17,9 @@ from typing import Iterator, NamedTuple
 import numpy as np
 import torch
 
+from normalization import ValueNormalizer
+from spaces import ActionFormat
+
 
 def compute_gae(rewards: np.ndarray, values: np.ndarray, final_values: np.ndarray,
                 terminated: np.ndarray, truncated: np.ndarray, last_values: np.ndarray,
@@ -77,17 +80,18 @@ def sequence_index(dones: np.ndarray, sequence_length: int) -> SequenceIndex:
 class Minibatch(NamedTuple):
     obs: torch.Tensor  # (n, L, *obs_shape)
     states: torch.Tensor  # (n, S) recurrent state before each sequence's first step
-    actions: torch.Tensor  # (n, L, k)
+    actions: torch.Tensor  # (n, L, k) int64, or float32 for continuous actions
     log_probs: torch.Tensor  # (n, L) of the rollout policy
     values: torch.Tensor  # (n, L) of the rollout policy
     advantages: torch.Tensor  # (n, L)
     returns: torch.Tensor  # (n, L) value targets: advantages + values
     mask: torch.Tensor  # (n, L) True on real steps, False on padding
+    action_mask: torch.Tensor | None = None  # (n, L, A) the actions allowed at each step; None: no masking
 
 
 class RolloutBuffer:
     def __init__(self, workers: int, steps: int, obs_shape: tuple, obs_dtype: np.dtype,
-                 action_size: int, state_size: int, device: torch.device):
+                 actions: ActionFormat, masked: bool, state_size: int, device: torch.device):
         W, T = workers, steps
         self.W, self.T, self.device = W, T, device
 
@@ -97,9 +101,12 @@ class RolloutBuffer:
         self._flat = {
             "obs": field(*obs_shape, dtype=obs_dtype),
             "states": field(state_size),  # the state the policy used at each step
-            "actions": field(action_size, dtype=np.int64),
+            "actions": field(actions.size, dtype=actions.dtype),
             "log_probs": field(), "values": field(), "advantages": field(), "returns": field(),
         }
+        if masked:  # the allowed actions at each step, so the update samples from the same support
+            self._flat["action_mask"] = field(actions.mask_size, dtype=bool)
+        self.masked = masked
         for name, storage in self._flat.items():  # (W*T + 1, ...) -> (W, T, ...) views
             setattr(self, name, storage[:W * T].reshape(W, T, *storage.shape[1:]))
         self.rewards = np.zeros((W, T), dtype=np.float32)
@@ -109,11 +116,21 @@ class RolloutBuffer:
         self.index: SequenceIndex | None = None
         self._train: dict[str, torch.Tensor] = {}
 
-    def finish(self, last_values: np.ndarray, gamma: float, lamda: float, sequence_length: int) -> None:
-        """After the rollout: advantages, returns, the sequence index map, and the move to torch."""
+    def finish(self, last_values: np.ndarray, gamma: float, lamda: float, sequence_length: int,
+               value_normalizer: ValueNormalizer | None = None) -> None:
+        """After the rollout: advantages, returns, the sequence index map, and the move to torch.
+
+        Values are stored in the returns' own units. With a value normalizer, its
+        statistics take in this rollout's returns, and then the value targets and the
+        rollout's values are mapped into the value head's standardised scale.
+        """
         self.advantages[:] = compute_gae(self.rewards, self.values, self.final_values, self.terminated,
                                          self.truncated, last_values, gamma, lamda)
         self.returns[:] = self.advantages + self.values
+        if value_normalizer is not None:
+            value_normalizer.update(self.returns)
+            self.returns[:] = value_normalizer.normalize(self.returns)
+            self.values[:] = value_normalizer.normalize(self.values)
         self.index = sequence_index(self.terminated | self.truncated, sequence_length)
         # On the CPU these share memory with the numpy storage; on a GPU, one copy each.
         self._train = {name: torch.from_numpy(a).to(self.device) for name, a in self._flat.items()}
@@ -137,4 +154,5 @@ class RolloutBuffer:
             yield Minibatch(
                 obs=f["obs"][rows], states=f["states"][f["starts"][ids]], actions=f["actions"][rows],
                 log_probs=f["log_probs"][rows], values=f["values"][rows],
-                advantages=f["advantages"][rows], returns=f["returns"][rows], mask=f["mask"][ids])
+                advantages=f["advantages"][rows], returns=f["returns"][rows], mask=f["mask"][ids],
+                action_mask=f["action_mask"][rows] if self.masked else None)

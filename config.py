@@ -26,7 +26,9 @@ class EnvironmentConfig:
     type: str = "PocMemoryEnv"  # environment family: PocMemoryEnv, CartPoleMasked, CartPole, Minigrid, gym
     name: str = ""  # Gymnasium id for families that wrap one (Minigrid, gym)
     kwargs: dict = field(default_factory=dict)  # passed to the environment's constructor / gym.make
+    reset_params: dict = field(default_factory=dict)  # passed to every reset as options= (Memory Gym's reset parameters)
     reward_scale: float | None = None  # training reward multiplier; None: the family's default (CartPole 0.01)
+    observation_mask: list | None = None  # indices of vector-observation entries to hide (e.g. [2]: Pendulum's velocity)
 
 
 @dataclass
@@ -35,14 +37,36 @@ class RecurrenceConfig:
     hidden_state_size: int = 32  # units of the recurrent layer
     layer_type: str = "gru"  # gru or lstm
     reset_hidden_state: bool = True  # zero the recurrent state when an episode starts
+    num_layers: int = 1  # stacked recurrent layers
+    separate_critic_core: bool = False  # the value function gets its own recurrent core (sb3-contrib's option)
 
 
 @dataclass
 class ScheduleConfig:
+    shape: str = "polynomial"  # polynomial (decays from initial to final) or constant (initial throughout)
     initial: float = 3.0e-4  # value at update 0
     final: float = 3.0e-4  # value from max_decay_steps on
     power: float = 1.0  # polynomial power of the decay (1: linear)
     max_decay_steps: int = 1  # updates until the final value is reached
+
+
+@dataclass
+class NormalizationConfig:
+    observations: bool = False  # running mean/std per feature of vector observations (never images), then clipped
+    observation_clip: float = 10.0  # normalised observations are clipped to [-clip, clip]
+    rewards: bool = False  # divide rewards by the running std of the discounted return
+    reward_clip: float = 10.0  # scaled rewards are clipped to [-clip, clip]
+    value_targets: bool = False  # the value head learns returns standardised by their running mean/std
+    advantages: bool = True  # standardise advantages per minibatch (over real steps only)
+
+
+@dataclass
+class InitializationConfig:
+    orthogonal: bool = True  # orthogonal weights and zero biases everywhere (recurrent layers included); else torch's defaults
+    hidden_gain: float = 1.4142135623730951  # gain of the encoder and hidden layers (sqrt 2, for ReLU)
+    policy_gain: float = 0.01  # gain of the policy head: a near-uniform first policy
+    value_gain: float = 1.0  # gain of the value head
+    recurrent_gain: float = 1.0  # gain of the recurrent layers' weights
 
 
 @dataclass
@@ -65,6 +89,11 @@ class Config:
         default_factory=lambda: ScheduleConfig(initial=0.001, final=0.001))
     clip_range_schedule: ScheduleConfig = field(  # PPO ratio clip range
         default_factory=lambda: ScheduleConfig(initial=0.2, final=0.2))
+    value_clip: bool = True  # clip the value loss around the rollout's values (as the reference)
+    value_clip_range: float | None = None  # its clip range; None: the policy's clip range of the update
+    target_kl: float | None = None  # stop the update's epochs once a minibatch's approx-KL exceeds it; None: never
+    normalization: NormalizationConfig = field(default_factory=NormalizationConfig)
+    initialization: InitializationConfig = field(default_factory=InitializationConfig)
     seed: int = 0  # run seed: torch, numpy and every environment's seed derive from it
     device: str = "auto"  # auto (cuda when available), cpu, cuda, cuda:N
     worker_processes: int = 0  # processes stepping the environments; 0: step them in the trainer's process
@@ -154,6 +183,9 @@ def _coerce(hint, value, key: str):
     elif hint is dict:
         if isinstance(value, dict):
             return value
+    elif hint is list:
+        if isinstance(value, list):
+            return value
     name = getattr(hint, "__name__", str(hint))
     raise ConfigError(f"config key '{key}' must be of type {name}, got {value!r}")
 
@@ -184,6 +216,7 @@ def validate(config: Config) -> None:
          "one of auto, cpu, cuda, cuda:N")
 
     rec = config.recurrence
+    need(rec.num_layers > 0, "recurrence.num_layers", rec.num_layers, "must be > 0")
     need(rec.layer_type in ("gru", "lstm"), "recurrence.layer_type", rec.layer_type, "one of gru, lstm")
     need(rec.hidden_state_size > 0, "recurrence.hidden_state_size", rec.hidden_state_size, "must be > 0")
     need(rec.sequence_length <= config.worker_steps, "recurrence.sequence_length", rec.sequence_length,
@@ -198,6 +231,8 @@ def validate(config: Config) -> None:
 
     for name in ("learning_rate_schedule", "beta_schedule", "clip_range_schedule"):
         schedule: ScheduleConfig = getattr(config, name)
+        need(schedule.shape in ("polynomial", "constant"), f"{name}.shape", schedule.shape,
+             "one of polynomial, constant")
         need(schedule.initial >= 0, f"{name}.initial", schedule.initial, "must be >= 0")
         need(schedule.final >= 0, f"{name}.final", schedule.final, "must be >= 0")
         need(schedule.power > 0, f"{name}.power", schedule.power, "must be > 0")
@@ -207,16 +242,29 @@ def validate(config: Config) -> None:
     need(config.clip_range_schedule.final > 0, "clip_range_schedule.final",
          config.clip_range_schedule.final, "must be > 0")
 
+    need(config.value_clip_range is None or config.value_clip_range > 0, "value_clip_range",
+         config.value_clip_range, "must be > 0 (or null: the policy's clip range)")
+    need(config.target_kl is None or config.target_kl > 0, "target_kl", config.target_kl,
+         "must be > 0 (or null: no early stop)")
+    norm = config.normalization
+    need(norm.observation_clip > 0, "normalization.observation_clip", norm.observation_clip, "must be > 0")
+    need(norm.reward_clip > 0, "normalization.reward_clip", norm.reward_clip, "must be > 0")
+    mask = config.environment.observation_mask
+    need(mask is None or (len(mask) > 0 and all(isinstance(i, int) and not isinstance(i, bool) for i in mask)),
+         "environment.observation_mask", mask, "a non-empty list of integer indices (or null)")
+
     scale = config.environment.reward_scale
     need(scale is None or scale > 0, "environment.reward_scale", scale, "must be > 0")
 
 
-def polynomial_decay(schedule: ScheduleConfig, update: int) -> float:
+def schedule_value(schedule: ScheduleConfig, update: int) -> float:
     """Decays from initial to final over max_decay_steps updates; final afterwards.
 
     As in the reference baseline, a schedule whose initial is below its final stays
-    at final (the schedules only decay).
+    at final (the schedules only decay). A constant schedule is initial throughout.
     """
+    if schedule.shape == "constant":
+        return schedule.initial
     if update >= schedule.max_decay_steps or schedule.initial < schedule.final:
         return schedule.final
     remaining = 1.0 - update / schedule.max_decay_steps

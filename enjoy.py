@@ -52,7 +52,7 @@ def evaluate(agent, episodes: int, seed: int = 0, deterministic: bool = False, w
     obs, start = envs.reset(), np.ones(W, dtype=bool)
     try:
         while len(results) < episodes:
-            step = agent.act(obs, state, start, deterministic)
+            step = agent.act(obs, state, start, deterministic, envs.action_mask)
             state = step.state
             out = envs.step(step.actions.reshape(W, -1))
             obs, start = out.obs, out.terminated | out.truncated
@@ -74,18 +74,21 @@ def record(agent, episodes: int, seed: int = 0, deterministic: bool = False, on_
     episode of length n gives n + 1 frames.
     """
     from environments import make_env
+    from spaces import MASK_KEY, env_actions
     env = make_env(agent.config.environment, render_mode="rgb_array")
     results, frames = [], []
     try:
         for episode, env_seed in enumerate(evaluation_seeds(seed, episodes)):
-            obs, _ = env.reset(seed=env_seed)
+            obs, info = env.reset(seed=env_seed)
             state, t = None, 0
             frames.append(_stamp(env.render(), t))
             while True:
+                mask = info[MASK_KEY][None] if MASK_KEY in info else None
                 step = agent.act(obs[None], state, np.ones(1, dtype=bool) if t == 0 else np.zeros(1, dtype=bool),
-                                 deterministic)
+                                 deterministic, mask)
                 state = step.state
-                obs, _, terminated, truncated, info = env.step(step.actions[0])
+                action = env_actions(env.action_space, step.actions.reshape(1, -1))[0]  # (1, k) row -> env's form
+                obs, _, terminated, truncated, info = env.step(action)
                 t += 1
                 frames.append(_stamp(env.render(), t))
                 if terminated or truncated:

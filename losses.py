@@ -33,19 +33,22 @@ class Losses(NamedTuple):
     clip_frac: torch.Tensor
 
 
-def ppo_loss(out: EvaluateOutput, mb: Minibatch, clip_range: float, beta: float,
-             value_coefficient: float) -> Losses:
+def ppo_loss(out: EvaluateOutput, mb: Minibatch, clip_range: float, beta: float, value_coefficient: float,
+             normalize_advantages: bool = True, value_clip_range: float | None = None) -> Losses:
+    """value_clip_range None: the plain squared value error, unclipped."""
     w = mean_weights(mb.mask)  # (n, L): 1 / real steps on real steps, 0 on padding
-    advantages = masked_normalize(mb.advantages, w)
+    advantages = masked_normalize(mb.advantages, w) if normalize_advantages else mb.advantages
     log_ratio = out.log_probs - mb.log_probs
     ratio = log_ratio.exp()
     surrogate = torch.min(ratio * advantages, ratio.clamp(1 - clip_range, 1 + clip_range) * advantages)
     pg_loss = -(surrogate * w).sum()
 
-    # Clipped value loss (as the reference): the new value may not move further than
-    # clip_range from the rollout's value without paying the unclipped error.
-    values_clipped = mb.values + (out.values - mb.values).clamp(-clip_range, clip_range)
-    v_error = torch.max((out.values - mb.returns).square(), (values_clipped - mb.returns).square())
+    v_error = (out.values - mb.returns).square()
+    if value_clip_range is not None:
+        # Clipped value loss (as the reference): the new value may not move further
+        # than the clip range from the rollout's value without paying the unclipped error.
+        values_clipped = mb.values + (out.values - mb.values).clamp(-value_clip_range, value_clip_range)
+        v_error = torch.max(v_error, (values_clipped - mb.returns).square())
     v_loss = (v_error * w).sum()
 
     entropy = (out.entropy * w).sum()

@@ -3,7 +3,9 @@
 This is the only module that knows a GRU from an LSTM. Everyone else sees the
 recurrent state as one tensor of shape (B, S) (`state_size`), made by
 `initial_state(B)`, returned by `act()` and taken by `act()`, `value()` and
-`evaluate()`: for a GRU S = H, for an LSTM S = 2H (h and c side by side).
+`evaluate()`. Inside, S = cores x parts x layers x H: one or two cores (the
+critic's own core when `separate_critic_core` is on), parts 1 for a GRU and 2
+for an LSTM (h and c), then each stacked layer's H units.
 """
 from __future__ import annotations
 
@@ -15,14 +17,16 @@ import numpy as np
 import torch
 from torch import nn
 
-from config import ConfigError, RecurrenceConfig
+from config import ConfigError, InitializationConfig, RecurrenceConfig
+from distributions import make_distribution
+from spaces import dict_layout, image_channels_last, is_image
 
 # layer class for sequences, its one-step function, tensors in its state
 CORES = {"gru": (nn.GRU, torch.gru_cell, 1), "lstm": (nn.LSTM, torch.lstm_cell, 2)}
 
 
 class ActOutput(NamedTuple):
-    actions: torch.Tensor  # (B, k) int64, one entry per categorical branch
+    actions: torch.Tensor  # (B, k) stored action rows (spaces.py)
     log_probs: torch.Tensor  # (B,)
     values: torch.Tensor  # (B,)
     state: torch.Tensor  # (B, S) the state after this step
@@ -34,175 +38,231 @@ class EvaluateOutput(NamedTuple):
     values: torch.Tensor  # (N, L)
 
 
-def _init(layer: nn.Module, gain: float) -> nn.Module:
-    nn.init.orthogonal_(layer.weight, gain)
-    nn.init.zeros_(layer.bias)
-    return layer
+class _Init:
+    """Applies the config's initialisation: orthogonal weights with a gain and zero
+    biases, or (orthogonal off) torch's default initialisation left as it is."""
 
+    def __init__(self, config: InitializationConfig):
+        self.config = config
 
-def _is_image(space: gym.spaces.Box) -> bool:
-    return len(space.shape) == 3
+    def __call__(self, layer: nn.Module, gain: float) -> nn.Module:
+        if self.config.orthogonal:
+            for name, param in layer.named_parameters():
+                if "weight" in name:
+                    nn.init.orthogonal_(param, gain)
+                else:
+                    nn.init.zeros_(param)
+        return layer
 
 
 class _ImageEncoder(nn.Module):
-    """The three-layer CNN of the reference baseline (seed 000) on HWC images."""
+    """The three-layer CNN of the reference baseline (seed 000) on HWC or CHW images."""
 
-    def __init__(self, space: gym.spaces.Box):
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype, init: _Init):
         super().__init__()
-        H, W, C = space.shape
-        self._scale = 1.0 / 255.0 if space.dtype == np.uint8 else 1.0
-        gain = math.sqrt(2)
+        self._channels_last = image_channels_last(shape)
+        H, W, C = shape if self._channels_last else (shape[1], shape[2], shape[0])
+        self._scale = 1.0 / 255.0 if dtype == np.uint8 else 1.0
+        gain = init.config.hidden_gain
         self.conv = nn.Sequential(
-            _init(nn.Conv2d(C, 32, 8, stride=4), gain), nn.ReLU(),
-            _init(nn.Conv2d(32, 64, 4, stride=2), gain), nn.ReLU(),
-            _init(nn.Conv2d(64, 64, 3, stride=1), gain), nn.ReLU(),
+            init(nn.Conv2d(C, 32, 8, stride=4), gain), nn.ReLU(),
+            init(nn.Conv2d(32, 64, 4, stride=2), gain), nn.ReLU(),
+            init(nn.Conv2d(64, 64, 3, stride=1), gain), nn.ReLU(),
             nn.Flatten())
         with torch.no_grad():
             self.out_features = self.conv(torch.zeros(1, C, H, W)).shape[1]
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        # (B, H, W, C) -> (B, C, H, W); uint8 images become float only here
-        x = obs.permute(0, 3, 1, 2).float() * self._scale
-        return self.conv(x)
+        if self._channels_last:
+            obs = obs.permute(0, 3, 1, 2)  # (B, H, W, C) -> (B, C, H, W)
+        return self.conv(obs.float() * self._scale)  # uint8 images become float only here
 
 
 class _VectorEncoder(nn.Module):
     """A Linear+ReLU layer of `width` units; width 0 feeds the observation to the
     recurrent core as it is (the reference baseline's choice for vectors)."""
 
-    def __init__(self, space: gym.spaces.Box, width: int):
+    def __init__(self, shape: tuple[int, ...], width: int, init: _Init):
         super().__init__()
-        size = int(np.prod(space.shape))
-        self.net = (nn.Sequential(_init(nn.Linear(size, width), math.sqrt(2)), nn.ReLU()) if width > 0
-                    else nn.Identity())
+        size = int(np.prod(shape))
+        self.net = (nn.Sequential(init(nn.Linear(size, width), init.config.hidden_gain), nn.ReLU())
+                    if width > 0 else nn.Identity())
         self.out_features = width if width > 0 else size
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.net(obs.flatten(1).float())  # (B, *shape) -> (B, obs)
 
 
-def _categorical(logits: torch.Tensor, nvec: list[int]):
-    """Per-branch log-softmax of the concatenated logits (B, sum(nvec))."""
-    if len(nvec) == 1:
-        return [logits.log_softmax(-1)]
-    return [branch.log_softmax(-1) for branch in logits.split(nvec, dim=-1)]
+def _encoder(shape, dtype, vector_width: int, init: _Init) -> nn.Module:
+    if is_image(shape):
+        return _ImageEncoder(shape, dtype, init)
+    if len(shape) in (1, 2):
+        return _VectorEncoder(shape, vector_width, init)
+    raise ConfigError(f"observation shape {shape} is not supported (vectors, or 3-D images HWC / CHW)")
+
+
+class _DictEncoder(nn.Module):
+    """A packed Dict observation (B, D) float -> each key unpacked and encoded -> features concatenated."""
+
+    def __init__(self, space: gym.spaces.Dict, vector_width: int, init: _Init):
+        super().__init__()
+        self.layout = dict_layout(space)
+        self.encoders = nn.ModuleList(
+            _encoder(f.shape, space.spaces[f.key].dtype, vector_width, init) for f in self.layout)
+        self.out_features = sum(e.out_features for e in self.encoders)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        B = obs.shape[0]
+        parts = [encoder(obs[:, f.start:f.start + f.size].reshape(B, *f.shape))  # (B, D) -> (B, *key shape)
+                 for f, encoder in zip(self.layout, self.encoders)]
+        return torch.cat(parts, dim=-1)  # (B, sum of the keys' features)
 
 
 class ActorCritic(nn.Module):
-    def __init__(self, observation_space: gym.Space, action_space: gym.Space,
-                 hidden_layer_size: int, recurrence: RecurrenceConfig, vector_encoder_size: int = 0):
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space, hidden_layer_size: int,
+                 recurrence: RecurrenceConfig, vector_encoder_size: int = 0,
+                 initialization: InitializationConfig | None = None):
         super().__init__()
-        if not isinstance(observation_space, gym.spaces.Box) or len(observation_space.shape) not in (1, 3):
-            raise ConfigError(f"the environment's observation space {observation_space} is not supported "
-                              "(Box vectors, or Box images height x width x channels)")
-        if isinstance(action_space, gym.spaces.Discrete):
-            self.nvec = [int(action_space.n)]
-        elif isinstance(action_space, gym.spaces.MultiDiscrete):
-            self.nvec = [int(n) for n in np.asarray(action_space.nvec).ravel()]
+        init = _Init(initialization or InitializationConfig())
+        gains = init.config
+        if isinstance(observation_space, gym.spaces.Dict):
+            self.encoder = _DictEncoder(observation_space, vector_encoder_size, init)
+        elif isinstance(observation_space, gym.spaces.Box):
+            self.encoder = _encoder(observation_space.shape, observation_space.dtype, vector_encoder_size, init)
         else:
-            raise ConfigError(f"the environment's action space {action_space} is not supported "
-                              "(Discrete, MultiDiscrete)")
+            raise ConfigError(f"the environment's observation space {observation_space} is not supported "
+                              "(Box vectors or images, or a Dict of them)")
+        self.distribution = make_distribution(action_space)
 
-        self.encoder = (_ImageEncoder(observation_space) if _is_image(observation_space)
-                        else _VectorEncoder(observation_space, vector_encoder_size))
         layer, self._cell, self._parts = CORES[recurrence.layer_type]
-        self.hidden_size = recurrence.hidden_state_size
-        self.core = layer(self.encoder.out_features, self.hidden_size, batch_first=True)
-        for name, param in self.core.named_parameters():
-            (nn.init.orthogonal_ if "weight" in name else nn.init.zeros_)(param)
+        self.hidden_size, self.layers = recurrence.hidden_state_size, recurrence.num_layers
+        width = hidden_layer_size
 
-        gain, width = math.sqrt(2), hidden_layer_size
-        self.hidden = _init(nn.Linear(self.hidden_size, width), gain)
+        def core():
+            return init(layer(self.encoder.out_features, self.hidden_size, num_layers=self.layers,
+                              batch_first=True), gains.recurrent_gain)
+
+        self.core = core()
+        self.hidden = init(nn.Linear(self.hidden_size, width), gains.hidden_gain)
+        # With a separate critic core the value function has its own core and hidden
+        # layer: actor and critic then share only the encoder.
+        self.critic_core = core() if recurrence.separate_critic_core else None
+        self.critic_hidden = (init(nn.Linear(self.hidden_size, width), gains.hidden_gain)
+                              if recurrence.separate_critic_core else None)
+        self._cores = 2 if recurrence.separate_critic_core else 1
         # The policy and value branches' hidden layers side by side in one Linear
-        # (the same function as two, in one matrix product); each half has its own
-        # orthogonal init.
+        # (the same function as two, in one matrix product); rows [0, width) feed
+        # the policy, rows [width, 2 width) the value, each with its own init.
         self.branches = nn.Linear(width, 2 * width)
-        for half in self.branches.weight.data.chunk(2, dim=0):
-            nn.init.orthogonal_(half, gain)
-        nn.init.zeros_(self.branches.bias)
-        self.policy_out = _init(nn.Linear(width, sum(self.nvec)), 0.01)
-        self.value_out = _init(nn.Linear(width, 1), 1.0)
+        if gains.orthogonal:
+            for half in self.branches.weight.data.chunk(2, dim=0):
+                nn.init.orthogonal_(half, gains.hidden_gain)
+            nn.init.zeros_(self.branches.bias)
+        self.policy_out = init(nn.Linear(width, self.distribution.n_params), gains.policy_gain)
+        self.value_out = init(nn.Linear(width, 1), gains.value_gain)
 
     # ---------------------------------------------------------- recurrent state
     @property
     def state_size(self) -> int:
-        return self._parts * self.hidden_size
+        return self._cores * self._parts * self.layers * self.hidden_size
 
     def initial_state(self, batch: int, device=None) -> torch.Tensor:
         return torch.zeros(batch, self.state_size, device=device)
 
-    def _unpack(self, state: torch.Tensor):
-        # (B, parts*H) -> parts x (1, B, H), the layout torch's GRU/LSTM take
-        parts = state.view(state.shape[0], self._parts, self.hidden_size).transpose(0, 1).contiguous()
-        parts = parts.unsqueeze(1)  # (parts, B, H) -> (parts, 1, B, H)
-        return parts[0] if self._parts == 1 else (parts[0], parts[1])
+    def _split(self, state: torch.Tensor) -> torch.Tensor:
+        # (B, S) -> (cores, parts, layers, B, H)
+        B = state.shape[0]
+        return state.view(B, self._cores, self._parts, self.layers, self.hidden_size).permute(1, 2, 3, 0, 4)
+
+    def _join(self, parts: torch.Tensor) -> torch.Tensor:
+        # (cores, parts, layers, B, H) -> (B, S)
+        return parts.permute(3, 0, 1, 2, 4).reshape(parts.shape[3], self.state_size)
+
+    def _layer_state(self, parts: torch.Tensor):
+        # (parts, layers, B, H) -> what torch's GRU (h) / LSTM ((h, c)) take
+        return parts[0].contiguous() if self._parts == 1 else (parts[0].contiguous(), parts[1].contiguous())
 
     # ------------------------------------------------------------------ forward
-    def _step(self, obs: torch.Tensor, state: torch.Tensor):
-        """One step for B environments: obs (B, *obs_shape), state (B, S).
+    def _step_core(self, core: nn.Module, x: torch.Tensor, parts: torch.Tensor):
+        """One step of one core: x (B, F), parts (parts, layers, B, H) -> output (B, H), new parts.
 
         Uses the layer's one-step function on the layer's own weights: the same
         arithmetic as the sequence call in evaluate(), at a third of its overhead
         for a single step.
         """
-        x = self.encoder(obs)  # (B, F)
-        c = self.core
-        weights = (c.weight_ih_l0, c.weight_hh_l0, c.bias_ih_l0, c.bias_hh_l0)
-        if self._parts == 1:
-            state = self._cell(x, state, *weights)
-            h = state
-        else:
-            H = self.hidden_size
-            h, cell = self._cell(x, (state[:, :H], state[:, H:]), *weights)
-            state = torch.cat((h, cell), dim=1)  # (B, 2H): h and c side by side
-        return h, state
+        new = []
+        for k in range(self.layers):
+            weights = (getattr(core, f"weight_ih_l{k}"), getattr(core, f"weight_hh_l{k}"),
+                       getattr(core, f"bias_ih_l{k}"), getattr(core, f"bias_hh_l{k}"))
+            if self._parts == 1:
+                x = self._cell(x, parts[0, k], *weights)
+                new.append(x.unsqueeze(0))  # (1, B, H)
+            else:
+                x, cell = self._cell(x, (parts[0, k], parts[1, k]), *weights)
+                new.append(torch.stack((x, cell)))  # (2, B, H)
+        return x, torch.stack(new, dim=1)  # (parts, layers, B, H)
 
-    def _heads(self, h: torch.Tensor):
-        """Recurrent output (B, H) -> policy logits (B, sum(nvec)), values (B,)."""
-        policy, value = torch.relu(self.branches(torch.relu(self.hidden(h)))).chunk(2, dim=-1)
+    def _step(self, obs: torch.Tensor, state: torch.Tensor):
+        """One step for B environments: obs (B, *obs_shape), state (B, S) -> core output, next state."""
+        x = self.encoder(obs)  # (B, F)
+        parts = self._split(state)
+        y, new = self._step_core(self.core, x, parts[0])
+        if self.critic_core is None:
+            return y, self._join(new.unsqueeze(0))
+        y_critic, new_critic = self._step_core(self.critic_core, x, parts[1])
+        # (B, H) twice -> (B, 2H): actor and critic outputs side by side
+        return torch.cat((y, y_critic), dim=-1), self._join(torch.stack((new, new_critic)))
+
+    def _heads(self, y: torch.Tensor):
+        """Core output (B, H), or (B, 2H) with a critic core -> policy parameters (B, P), values (B,)."""
+        if self.critic_core is None:
+            policy, value = torch.relu(self.branches(torch.relu(self.hidden(y)))).chunk(2, dim=-1)
+        else:
+            actor, critic = y.chunk(2, dim=-1)
+            # The branches layer's policy rows see only the actor's features, its value rows only the critic's.
+            policy = torch.relu(self.branches(torch.relu(self.hidden(actor)))).chunk(2, dim=-1)[0]
+            value = torch.relu(self.branches(torch.relu(self.critic_hidden(critic)))).chunk(2, dim=-1)[1]
         return self.policy_out(policy), self.value_out(value).squeeze(-1)
 
     @torch.inference_mode()
-    def act(self, obs: torch.Tensor, state: torch.Tensor, deterministic: bool = False) -> ActOutput:
-        h, state = self._step(obs, state)
-        logits, values = self._heads(h)
-        actions, log_probs = [], []
-        for lp in _categorical(logits, self.nvec):
-            if deterministic:
-                a = lp.argmax(-1, keepdim=True)
-            else:
-                # Gumbel-max: argmax(log p - log E), E ~ Exp(1), samples from p in
-                # three cheap ops where torch.multinomial costs several times more.
-                a = (lp - torch.empty_like(lp).exponential_().log()).argmax(-1, keepdim=True)
-            actions.append(a)
-            log_probs.append(lp.gather(-1, a))
-        if len(actions) == 1:
-            return ActOutput(actions[0], log_probs[0].squeeze(-1), values, state)
-        # k branches: (B, 1) each -> (B, k); the joint log-prob is their sum
-        return ActOutput(torch.cat(actions, dim=-1), torch.cat(log_probs, dim=-1).sum(-1), values, state)
+    def act(self, obs: torch.Tensor, state: torch.Tensor, deterministic: bool = False,
+            action_mask: torch.Tensor | None = None) -> ActOutput:
+        """obs (B, *obs_shape), state (B, S), action_mask (B, A) bool or None."""
+        y, state = self._step(obs, state)
+        params, values = self._heads(y)
+        actions, log_probs = self.distribution.sample(params, action_mask, deterministic)
+        return ActOutput(actions, log_probs, values, state)
 
     @torch.inference_mode()
     def value(self, obs: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
         """V(obs) for B environments given the state before obs: (B,)."""
-        h, _ = self._step(obs, state)
-        return self._heads(h)[1]
+        y, _ = self._step(obs, state)
+        return self._heads(y)[1]
 
-    def evaluate(self, obs: torch.Tensor, state: torch.Tensor, actions: torch.Tensor) -> EvaluateOutput:
-        """Training pass over N sequences of length L with one recurrent call.
+    def evaluate(self, obs: torch.Tensor, state: torch.Tensor, actions: torch.Tensor,
+                 action_mask: torch.Tensor | None = None) -> EvaluateOutput:
+        """Training pass over N sequences of length L with one recurrent call per core.
 
-        obs (N, L, *obs_shape), state (N, S) before each sequence's first step, actions (N, L, k).
+        obs (N, L, *obs_shape), state (N, S) before each sequence's first step,
+        actions (N, L, k), action_mask (N, L, A) or None.
         """
         N, L = obs.shape[:2]
         x = self.encoder(obs.reshape(N * L, *obs.shape[2:]))  # (N, L, *obs) -> (N*L, F)
         x = x.reshape(N, L, -1)  # (N*L, F) -> (N, L, F): batch_first, never (L, N, F)
-        y, _ = self.core(x, self._unpack(state))  # (N, L, H)
-        logits, values = self._heads(y.reshape(N * L, -1))  # (N, L, H) -> (N*L, H)
-        flat_actions = actions.reshape(N * L, -1)  # (N, L, k) -> (N*L, k)
-        log_prob = entropy = None
-        for i, lp in enumerate(_categorical(logits, self.nvec)):
-            branch_log_prob = lp.gather(-1, flat_actions[:, i:i + 1]).squeeze(-1)
-            branch_entropy = -(lp.exp() * lp).sum(-1)
-            log_prob = branch_log_prob if log_prob is None else log_prob + branch_log_prob
-            entropy = branch_entropy if entropy is None else entropy + branch_entropy
+        parts = self._split(state)
+        y, _ = self.core(x, self._layer_state(parts[0]))  # (N, L, H)
+        if self.critic_core is not None:
+            y_critic, _ = self.critic_core(x, self._layer_state(parts[1]))
+            y = torch.cat((y, y_critic), dim=-1)  # (N, L, 2H)
+        params, values = self._heads(y.reshape(N * L, -1))  # (N, L, H) -> (N*L, H)
+        flat_mask = None if action_mask is None else action_mask.reshape(N * L, -1)  # (N, L, A) -> (N*L, A)
+        log_prob, entropy = self.distribution.evaluate(
+            params, actions.reshape(N * L, -1), flat_mask)  # actions (N, L, k) -> (N*L, k)
         # (N*L,) -> (N, L)
         return EvaluateOutput(log_prob.reshape(N, L), entropy.reshape(N, L), values.reshape(N, L))
+
+
+def build_model(config, observation_space: gym.Space, action_space: gym.Space) -> ActorCritic:
+    """The model a config describes, for the environment's spaces (the model's view: a Dict stays a Dict)."""
+    return ActorCritic(observation_space, action_space, config.hidden_layer_size, config.recurrence,
+                       config.vector_encoder_size, config.initialization)

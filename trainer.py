@@ -22,11 +22,13 @@ from torch.utils.tensorboard import SummaryWriter
 
 from buffer import RolloutBuffer
 from checkpoint import save_checkpoint
-from config import Config, polynomial_decay
+from config import Config, schedule_value
 from losses import Losses, ppo_loss
-from model import ActorCritic
+from model import build_model
+from normalization import Normalizers
 from optimizer import AdamW
-from worker import VecEnv, action_shape, environment_seeds
+from spaces import action_format
+from worker import VecEnv, environment_seeds
 
 
 class NonFiniteError(RuntimeError):
@@ -72,12 +74,13 @@ class Trainer:
 
         W, T = config.n_workers, config.worker_steps
         self.envs = VecEnv(config.environment, environment_seeds(config.seed, W), config.worker_processes)
-        obs_space = self.envs.observation_space
-        self.model = ActorCritic(obs_space, self.envs.action_space, config.hidden_layer_size,
-                                 config.recurrence, config.vector_encoder_size).to(self.device)
+        self.model = build_model(config, self.envs.model_space, self.envs.action_space).to(self.device)
         self.optimizer = AdamW(self.model.parameters(), lr=config.learning_rate_schedule.initial)
-        self.buffer = RolloutBuffer(W, T, obs_space.shape, obs_space.dtype, action_shape(self.envs.action_space)[0],
-                                    self.model.state_size, self.device)
+        self.normalizers = Normalizers(config, self.envs.model_space)
+        obs_space = self.envs.observation_space
+        obs_dtype = np.float32 if self.normalizers.observations else obs_space.dtype
+        self.buffer = RolloutBuffer(W, T, obs_space.shape, obs_dtype, action_format(self.envs.action_space),
+                                    self.envs.masked, self.model.state_size, self.device)
         self.update = 0
         self.steps = 0
         self.history: list[UpdateLog] = []
@@ -149,15 +152,16 @@ class Trainer:
 
     def _one_update(self) -> UpdateLog:
         c, times = self.config, PhaseTimes()
-        lr = polynomial_decay(c.learning_rate_schedule, self.update)
-        beta = polynomial_decay(c.beta_schedule, self.update)
-        clip = polynomial_decay(c.clip_range_schedule, self.update)
+        lr = schedule_value(c.learning_rate_schedule, self.update)
+        beta = schedule_value(c.beta_schedule, self.update)
+        clip = schedule_value(c.clip_range_schedule, self.update)
 
         episodes = self.collect(times)
         self.recent_rewards.extend(e["reward"] for e in episodes)
         start = time.perf_counter()
-        last_values = self.model.value(torch.from_numpy(self.obs).to(self.device), self.state).cpu().numpy()
-        self.buffer.finish(last_values, c.gamma, c.lamda, c.recurrence.sequence_length)
+        n = self.normalizers
+        last_values = self._values(self._model_obs(self.obs, update=False), self.state)
+        self.buffer.finish(last_values, c.gamma, c.lamda, c.recurrence.sequence_length, n.values)
         times.buffer = time.perf_counter() - start
 
         start = time.perf_counter()
@@ -177,35 +181,54 @@ class Trainer:
                          mean("success"), metrics, times)
 
     # -------------------------------------------------------------- collect
+    def _model_obs(self, obs: np.ndarray, update: bool) -> np.ndarray:
+        """Raw observations (W, ...) -> what the model and the buffer see (normalised when switched on)."""
+        n = self.normalizers.observations
+        return obs if n is None else n(obs, update)
+
+    def _values(self, obs: np.ndarray, state: torch.Tensor) -> np.ndarray:
+        """V(obs) in the returns' units (the value head's output denormalised when switched on)."""
+        values = self.model.value(torch.from_numpy(obs).to(self.device), state).cpu().numpy()
+        n = self.normalizers.values
+        return values if n is None else n.denormalize(values)
+
     def collect(self, times: PhaseTimes) -> list[dict]:
         """Fills the buffer with T steps of all W environments; returns the finished episodes."""
-        b, model, device = self.buffer, self.model, self.device
+        b, model, device, norm = self.buffer, self.model, self.device, self.normalizers
         reset_state = self.config.recurrence.reset_hidden_state
         initial = model.initial_state(1, device)  # (1, S), broadcast over the rows to reset
         episodes = []
         torch.set_num_threads(1)  # W-row inference: more threads only add synchronisation
         start, env_time = time.perf_counter(), 0.0
         for t in range(self.config.worker_steps):
-            b.obs[:, t] = self.obs
+            obs = self._model_obs(self.obs, update=True)
+            b.obs[:, t] = obs
             b.states[:, t] = self.state.cpu().numpy()  # the state this step's policy uses, saved before any reset
-            out = model.act(torch.from_numpy(self.obs).to(device), self.state)
+            mask = None
+            if b.masked:  # the actions allowed now; stored so the update uses the same support
+                b.action_mask[:, t] = self.envs.action_mask
+                mask = torch.from_numpy(b.action_mask[:, t]).to(device)
+            out = model.act(torch.from_numpy(obs).to(device), self.state, action_mask=mask)
             actions = out.actions.cpu().numpy()
-            b.actions[:, t], b.log_probs[:, t], b.values[:, t] = actions, out.log_probs.cpu(), out.values.cpu()
+            values = out.values.cpu().numpy()
+            b.actions[:, t], b.log_probs[:, t] = actions, out.log_probs.cpu()
+            b.values[:, t] = values if norm.values is None else norm.values.denormalize(values)
 
             tick = time.perf_counter()
             step = self.envs.step(actions)
             env_time += time.perf_counter() - tick
 
-            b.rewards[:, t], b.terminated[:, t], b.truncated[:, t] = step.rewards, step.terminated, step.truncated
+            done = step.terminated | step.truncated
+            rewards = step.rewards if norm.rewards is None else norm.rewards(step.rewards, done)
+            b.rewards[:, t], b.terminated[:, t], b.truncated[:, t] = rewards, step.terminated, step.truncated
             if step.truncated.any():
                 # Bootstrap a time-limit cut from V(final observation) under the state
                 # that followed the last step, before that state is reset.
                 rows = np.flatnonzero(step.truncated)
-                final_obs = torch.from_numpy(step.final_obs[rows]).to(device)
-                b.final_values[rows, t] = model.value(final_obs, out.state[rows]).cpu().numpy()
+                final_obs = self._model_obs(step.final_obs[rows], update=False)
+                b.final_values[rows, t] = self._values(final_obs, out.state[rows])
             self.obs = step.obs  # a view of the workers' shared array: read before the next step overwrites it
             self.state = out.state
-            done = step.terminated | step.truncated
             if reset_state and done.any():
                 self.state = torch.where(torch.from_numpy(done).to(device).unsqueeze(1), initial, self.state)
             episodes.extend(step.episodes)
@@ -218,11 +241,19 @@ class Trainer:
         c = self.config
         torch.set_num_threads(self.update_threads)
         self.optimizer.lr = lr
+        value_clip = (c.value_clip_range or clip) if c.value_clip else None
         stats = []  # per minibatch: the losses and the gradient norm, read back once at the end
+        early_stop = False
         for _ in range(c.epochs):
             for mb in self.buffer.minibatches(c.n_mini_batch):
-                out = self.model.evaluate(mb.obs, mb.states, mb.actions)
-                losses = ppo_loss(out, mb, clip, beta, c.value_loss_coefficient)
+                out = self.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask)
+                losses = ppo_loss(out, mb, clip, beta, c.value_loss_coefficient,
+                                  c.normalization.advantages, value_clip)
+                if c.target_kl is not None and losses.approx_kl.item() > c.target_kl:
+                    # The policy has moved too far from the rollout's: this minibatch's
+                    # step is skipped and the update's remaining epochs too.
+                    early_stop = True
+                    break
                 self.optimizer.zero_grad()
                 losses.total.backward()
                 grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), c.max_grad_norm, foreach=True)
@@ -232,8 +263,14 @@ class Trainer:
                                          f"({terms}, grad_norm {grad_norm.item():.4g}); the model was not saved")
                 self.optimizer.step()
                 stats.append(torch.stack([*(v.detach() for v in losses), grad_norm]))
+            if early_stop:
+                break
+        steps = len(stats)
+        if not stats:  # stopped before the first step: report that minibatch's losses
+            stats.append(torch.stack([*(v.detach() for v in losses), torch.tensor(0.0)]))
         means = torch.stack(stats).mean(0).tolist()
-        return dict(zip([*Losses._fields, "grad_norm"], means))
+        return {**dict(zip([*Losses._fields, "grad_norm"], means)),
+                "early_stop": float(early_stop), "minibatch_steps": float(steps)}
 
     # ------------------------------------------------------------- report
     def _report(self, log: UpdateLog, seconds: float) -> None:
@@ -280,6 +317,7 @@ class Trainer:
             "obs": torch.from_numpy(self.obs.copy()),
             "state": self.state.cpu(),
             "recent_rewards": list(self.recent_rewards),
+            "normalization": self.normalizers.state_dict(),
         })
         self.saved_update = self.update
         return self.checkpoint_path
@@ -299,6 +337,7 @@ class Trainer:
         self.obs = checkpoint["obs"].numpy().copy()
         self.state = checkpoint["state"].to(self.device)
         self.recent_rewards.extend(checkpoint.get("recent_rewards", []))
+        self.normalizers.load_state_dict(checkpoint.get("normalization", {}))
 
     def close(self) -> None:
         self.envs.close()

@@ -20,8 +20,9 @@ from multiprocessing.connection import wait
 import gymnasium as gym
 import numpy as np
 
-from config import ConfigError, EnvironmentConfig
-from environments import make_env
+from config import EnvironmentConfig
+from environments import make_env, model_observation_space
+from spaces import MASK_KEY, action_format, env_actions
 
 
 class WorkerError(RuntimeError):
@@ -38,6 +39,7 @@ class Step:
     truncated: np.ndarray  # (W,) bool: the episode was cut (time limit); bootstrap from final_obs
     final_obs: np.ndarray  # (W, *obs_shape) last observation of truncated episodes; else stale
     episodes: list[dict]  # stats of the episodes that ended: reward, length[, success]
+    action_mask: np.ndarray | None  # (W, A) bool: the actions allowed at obs; None if the env masks nothing
 
 
 def environment_seeds(seed: int, count: int) -> list[int]:
@@ -50,26 +52,19 @@ def environment_seeds(seed: int, count: int) -> list[int]:
     return [int(s) for s in rng.choice(2 ** 31 - 1, size=count, replace=False)]
 
 
-def action_shape(space: gym.Space) -> tuple[int, ...]:
-    """Actions are stored as int64 (k,) rows: one entry per categorical branch."""
-    if isinstance(space, gym.spaces.Discrete):
-        return (1,)
-    if isinstance(space, gym.spaces.MultiDiscrete):
-        return (int(np.prod(space.shape)),)
-    raise ConfigError(f"the environment's action space {space} is not supported (Discrete, MultiDiscrete)")
-
-
 class _Shared:
     """The step's arrays in shared memory, allocated once."""
 
-    def __init__(self, W: int, obs_space: gym.spaces.Box, n_action: int, ctx):
+    def __init__(self, W: int, obs_space: gym.spaces.Box, action_space: gym.Space, masked: bool, ctx):
+        actions = action_format(action_space)
         self.specs = {
             "obs": ((W, *obs_space.shape), obs_space.dtype),
             "final_obs": ((W, *obs_space.shape), obs_space.dtype),
             "rewards": ((W,), np.float32),
             "terminated": ((W,), np.bool_),
             "truncated": ((W,), np.bool_),
-            "actions": ((W, n_action), np.int64),
+            "actions": ((W, actions.size), actions.dtype),
+            "action_mask": ((W, actions.mask_size if masked else 0), np.bool_),
         }
         self.raw = {name: ctx.RawArray("b", max(1, int(np.prod(shape)) * np.dtype(dtype).itemsize))
                     for name, (shape, dtype) in self.specs.items()}
@@ -96,17 +91,21 @@ class _EnvFault(Exception):
 
 
 def _reset_slice(envs, lo: int, seeds, shared: _Shared):
+    masked = shared.action_mask.shape[1] > 0
     for i, (env, seed) in enumerate(zip(envs, seeds)):
         try:
-            shared.obs[lo + i], _ = env.reset(seed=seed)
+            shared.obs[lo + i], info = env.reset(seed=seed)
+            if masked:
+                shared.action_mask[lo + i] = info[MASK_KEY]
         except Exception as error:
             raise _EnvFault(lo + i) from error
 
 
-def _step_slice(envs, lo: int, shared: _Shared, discrete: bool) -> list[dict]:
+def _step_slice(envs, lo: int, shared: _Shared) -> list[dict]:
     """Steps envs[i] as environment lo + i; per-environment work is kept to the step itself."""
     hi = lo + len(envs)
-    actions = shared.actions[lo:hi, 0].tolist() if discrete else list(shared.actions[lo:hi])
+    actions = env_actions(envs[0].action_space, shared.actions[lo:hi])
+    masked = shared.action_mask.shape[1] > 0
     rewards, terminated, truncated, episodes = [], [], [], []
     for i, (env, action) in enumerate(zip(envs, actions)):
         try:
@@ -115,7 +114,9 @@ def _step_slice(envs, lo: int, shared: _Shared, discrete: bool) -> list[dict]:
                 if trunc:
                     shared.final_obs[lo + i] = obs
                 episodes.append(info["episode"])
-                obs, _ = env.reset()
+                obs, info = env.reset()
+            if masked:
+                shared.action_mask[lo + i] = info[MASK_KEY]
         except Exception as error:
             raise _EnvFault(lo + i) from error
         shared.obs[lo + i] = obs
@@ -138,11 +139,10 @@ def _worker_main(conn, config: EnvironmentConfig, lo: int, seeds: list[int], sha
     envs = []
     try:
         envs = [make_env(config) for _ in seeds]
-        discrete = isinstance(envs[0].action_space, gym.spaces.Discrete)
         while True:
             command, argument = conn.recv()
             if command == "step":
-                conn.send(("ok", _step_slice(envs, lo, shared, discrete)))
+                conn.send(("ok", _step_slice(envs, lo, shared)))
             elif command == "reset":
                 _reset_slice(envs, lo, seeds, shared)
                 conn.send(("ok", None))
@@ -173,11 +173,17 @@ class VecEnv:
         self.config = config
         self.seeds = [int(s) for s in seeds]
         probe = make_env(config)
+        # observation_space: what each step's array holds; model_space: what the model
+        # is built for (they differ for a packed Dict observation)
         self.observation_space, self.action_space = probe.observation_space, probe.action_space
-        self._discrete = isinstance(self.action_space, gym.spaces.Discrete)
+        self.model_space = model_observation_space(probe)
+        action_format(self.action_space)  # an unsupported action space fails here, in one line
+        # An environment that masks actions says so in the info of its first reset.
+        _, info = probe.reset(seed=self.seeds[0])
+        self.masked = MASK_KEY in info
         W = len(self.seeds)
         ctx = mp.get_context("forkserver")
-        self._shared = _Shared(W, self.observation_space, action_shape(self.action_space)[0], ctx)
+        self._shared = _Shared(W, self.observation_space, self.action_space, self.masked, ctx)
         self._envs, self._workers = [], []
         if processes == 0:
             self._envs = [probe] + [make_env(config) for _ in range(W - 1)]
@@ -210,14 +216,20 @@ class VecEnv:
         return self._shared.obs
 
     def step(self, actions: np.ndarray) -> Step:
-        """actions (W, k) int64 -> Step. Ended episodes are reset before returning."""
+        """actions (W, k) stored rows (spaces.py) -> Step. Ended episodes are reset before returning."""
         self._shared.actions[:] = actions
         if self._envs:
-            episodes = self._run_in_process(_step_slice, self._envs, 0, self._shared, self._discrete)
+            episodes = self._run_in_process(_step_slice, self._envs, 0, self._shared)
         else:
             episodes = [e for part in self._command("step") for e in part]
         s = self._shared
-        return Step(s.obs, s.rewards, s.terminated, s.truncated, s.final_obs, episodes)
+        return Step(s.obs, s.rewards, s.terminated, s.truncated, s.final_obs, episodes,
+                    s.action_mask if self.masked else None)
+
+    @property
+    def action_mask(self) -> np.ndarray | None:
+        """(W, A) the actions allowed at the current observations; None if the env masks nothing."""
+        return self._shared.action_mask if self.masked else None
 
     def get_state(self) -> list[bytes]:
         """Every environment's full state (pickled), for a checkpoint that resumes exactly."""

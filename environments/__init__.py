@@ -93,7 +93,25 @@ def check_family(config: EnvironmentConfig) -> None:
 
 
 def make_env(config: EnvironmentConfig, render_mode: str | None = None) -> gym.Env:
+    """The family's environment, its observation mask applied, a Dict observation
+    packed into one vector (spaces.py), and EpisodeStats outermost."""
+    from environments.wrappers import HideEntries, PackDict
     check_family(config)
     builder, default_scale = FAMILIES[config.type]
     scale = default_scale if config.reward_scale is None else config.reward_scale
-    return EpisodeStats(builder(config, render_mode), scale)
+    env = builder(config, render_mode)
+    if config.observation_mask is not None:
+        env = HideEntries(env, config.observation_mask)
+    if isinstance(env.observation_space, gym.spaces.Dict):
+        env = PackDict(env)
+    return EpisodeStats(env, scale)
+
+
+def model_observation_space(env: gym.Env) -> gym.Space:
+    """The space the model is built for: a packed Dict's original space, else the env's own."""
+    inner = env
+    while isinstance(inner, gym.Wrapper):
+        if hasattr(inner, "dict_space"):
+            return inner.dict_space
+        inner = inner.env
+    return env.observation_space

@@ -1,7 +1,7 @@
 """Config loading: the reference's keys, typed checks, and the schedules."""
 import pytest
 
-from config import ConfigError, ScheduleConfig, config_from_dict, load_config, polynomial_decay
+from config import ConfigError, ScheduleConfig, config_from_dict, load_config, schedule_value
 
 # The reference baseline's cartpole.yaml, key for key (its published hyperparameters).
 REFERENCE_YAML = """
@@ -100,16 +100,16 @@ def test_bad_configs_name_the_key(raw, words):
         assert word in message
 
 
-def test_polynomial_decay_known_points():
+def test_schedule_value_known_points():
     linear = ScheduleConfig(initial=1.0, final=0.0, power=1.0, max_decay_steps=10)
-    assert polynomial_decay(linear, 0) == 1.0
-    assert polynomial_decay(linear, 5) == pytest.approx(0.5)
-    assert polynomial_decay(linear, 10) == 0.0
-    assert polynomial_decay(linear, 50) == 0.0
+    assert schedule_value(linear, 0) == 1.0
+    assert schedule_value(linear, 5) == pytest.approx(0.5)
+    assert schedule_value(linear, 10) == 0.0
+    assert schedule_value(linear, 50) == 0.0
     quadratic = ScheduleConfig(initial=3e-4, final=1e-5, power=2.0, max_decay_steps=100)
-    assert polynomial_decay(quadratic, 50) == pytest.approx((3e-4 - 1e-5) * 0.25 + 1e-5)
+    assert schedule_value(quadratic, 50) == pytest.approx((3e-4 - 1e-5) * 0.25 + 1e-5)
     rising = ScheduleConfig(initial=0.1, final=0.2, power=1.0, max_decay_steps=10)
-    assert polynomial_decay(rising, 0) == 0.2  # schedules only decay, as in the reference
+    assert schedule_value(rising, 0) == 0.2  # schedules only decay, as in the reference
 
 
 @pytest.mark.parametrize("override,words", [

@@ -65,3 +65,45 @@ def test_stored_state_is_zero_at_episode_start_only_when_reset():
                 assert (norms[starts] > 0).all()
         finally:
             trainer.close()
+
+
+VARIANTS = {
+    "box-actions": {"environment": {"type": "gym", "name": "Pendulum-v1", "observation_mask": [2]}},
+    "multidiscrete": {"environment": {"type": "gym", "name": "tests.memory_tasks:CueMultiDiscrete-v0"}},
+    "dict-obs": {"environment": {"type": "gym", "name": "tests.memory_tasks:CueDict-v0"}},
+    "mask-in-info": {"environment": {"type": "gym", "name": "tests.memory_tasks:MaskedChoice-v0"}},
+    "mask-in-obs": {"environment": {"type": "gym", "name": "tests.memory_tasks:MaskedChoice-v0",
+                                    "kwargs": {"mask_in": "obs"}}},
+    "separate-critic-2-layers": {"environment": {"type": "PocMemoryEnv"},
+                                 "recurrence": {"layer_type": "lstm", "num_layers": 2,
+                                                "separate_critic_core": True}},
+    "normalised": {"environment": {"type": "CartPoleMasked"},
+                   "normalization": {"observations": True, "rewards": True, "value_targets": True}},
+}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_recomputed_log_probs_match_rollout_for_every_space_and_switch(tmp_path, variant):
+    raw = {"n_workers": 4, "worker_steps": 40, "n_mini_batch": 2, "updates": 1, "hidden_layer_size": 32,
+           "recurrence": {"sequence_length": 8, "hidden_state_size": 16}}
+    for key, value in VARIANTS[variant].items():
+        raw[key] = {**raw.get(key, {}), **value}
+    trainer = Trainer(config_from_dict(raw), summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
+    with torch.no_grad():
+        trainer.model.policy_out.weight.mul_(300.0)
+    try:
+        for rollout in range(2):
+            if rollout:  # the second rollout follows a real update, and the normalisers have moved
+                trainer._one_update()
+            trainer.collect(PhaseTimes())
+            obs = trainer._model_obs(trainer.obs, update=False)
+            trainer.buffer.finish(trainer._values(obs, trainer.state), 0.99, 0.95, 8, trainer.normalizers.values)
+            for mb in trainer.buffer.minibatches(2):
+                with torch.no_grad():
+                    out = trainer.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask)
+                assert torch.isfinite(out.log_probs).all() and torch.isfinite(out.entropy).all()
+                torch.testing.assert_close(out.log_probs[mb.mask], mb.log_probs[mb.mask], atol=1e-4, rtol=0)
+                if trainer.normalizers.values is None:  # else the targets' scale moved with this rollout
+                    torch.testing.assert_close(out.values[mb.mask], mb.values[mb.mask], atol=1e-5, rtol=0)
+    finally:
+        trainer.close()

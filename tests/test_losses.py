@@ -37,9 +37,10 @@ def _batch(seed: int, poison: float | None):
 
 
 def test_ppo_loss_terms_and_statistics_do_not_see_padding():
-    clean = ppo_loss(*_batch(0, None), clip_range=0.2, beta=0.01, value_coefficient=0.5)
+    clean = ppo_loss(*_batch(0, None), clip_range=0.2, beta=0.01, value_coefficient=0.5, value_clip_range=0.2)
     for poison in (1e3, -1e3, 7.0):
-        dirty = ppo_loss(*_batch(0, poison), clip_range=0.2, beta=0.01, value_coefficient=0.5)
+        dirty = ppo_loss(*_batch(0, poison), clip_range=0.2, beta=0.01, value_coefficient=0.5,
+                         value_clip_range=0.2)
         for name in clean._fields:
             torch.testing.assert_close(getattr(dirty, name), getattr(clean, name), msg=name)
 
@@ -48,7 +49,7 @@ def test_ppo_loss_gradient_is_zero_on_padding():
     out, mb = _batch(1, None)
     log_probs = out.log_probs.clone().requires_grad_(True)
     values = out.values.clone().requires_grad_(True)
-    losses = ppo_loss(EvaluateOutput(log_probs, out.entropy, values), mb, 0.2, 0.01, 0.5)
+    losses = ppo_loss(EvaluateOutput(log_probs, out.entropy, values), mb, 0.2, 0.01, 0.5, value_clip_range=0.2)
     losses.total.backward()
     assert (log_probs.grad[~mb.mask] == 0).all() and (values.grad[~mb.mask] == 0).all()
     assert log_probs.grad[mb.mask].abs().sum() > 0

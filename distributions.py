@@ -1,0 +1,124 @@
+"""Action distributions over the policy head's output, one per kind of action space.
+
+Each takes the head's parameters (B, n_params) and works on stored action rows
+(B, k) (spaces.py): it samples (with the joint log-prob), and evaluates the
+log-prob and entropy of given actions. Categorical branches honour an action
+mask: a masked action gets probability exactly zero; a row that allows nothing
+(the buffer's zero padding row) is treated as allowing everything, so padding
+stays finite.
+"""
+from __future__ import annotations
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from spaces import action_format
+
+
+def _masked_logits(logits: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    if mask is None:
+        return logits
+    mask = mask | ~mask.any(-1, keepdim=True)  # nothing allowed (padding): allow everything
+    return logits.masked_fill(~mask, -math.inf)
+
+
+class Categorical(nn.Module):
+    """Discrete (one branch) and MultiDiscrete (one independent categorical per branch)."""
+
+    def __init__(self, nvec: list[int]):
+        super().__init__()
+        self.nvec = nvec
+        self.n_params = sum(nvec)
+
+    def _log_softmax(self, logits: torch.Tensor, mask: torch.Tensor | None) -> list[torch.Tensor]:
+        logits = _masked_logits(logits, mask)
+        if len(self.nvec) == 1:
+            return [logits.log_softmax(-1)]
+        # (B, sum(nvec)) -> one (B, n_i) block per branch; a mask is laid out the same way
+        branches = logits.split(self.nvec, dim=-1)
+        if mask is not None:  # each branch needs its own "nothing allowed" guard
+            branches = [_masked_logits(b, torch.isfinite(b)) for b in branches]
+        return [b.log_softmax(-1) for b in branches]
+
+    def sample(self, params, mask, deterministic: bool):
+        actions, log_probs = [], []
+        for lp in self._log_softmax(params, mask):
+            if deterministic:
+                a = lp.argmax(-1, keepdim=True)
+            else:
+                # Gumbel-max: argmax(log p - log E), E ~ Exp(1), samples from p in
+                # three cheap ops where torch.multinomial costs several times more.
+                # A masked action has log p = -inf and can never win.
+                a = (lp - torch.empty_like(lp).exponential_().log()).argmax(-1, keepdim=True)
+            actions.append(a)
+            log_probs.append(lp.gather(-1, a))
+        if len(actions) == 1:
+            return actions[0], log_probs[0].squeeze(-1)
+        # k branches: (B, 1) each -> (B, k); the joint log-prob is their sum
+        return torch.cat(actions, dim=-1), torch.cat(log_probs, dim=-1).sum(-1)
+
+    def evaluate(self, params, actions, mask):
+        log_prob = entropy = 0
+        for i, lp in enumerate(self._log_softmax(params, mask)):
+            log_prob = log_prob + lp.gather(-1, actions[:, i:i + 1]).squeeze(-1)
+            # p log p of a masked action is 0 (p = 0), not 0 * -inf
+            entropy = entropy - (lp.exp() * lp.clamp(min=torch.finfo(lp.dtype).min)).sum(-1)
+        return log_prob, entropy
+
+
+class Bernoulli(nn.Module):
+    """MultiBinary: one independent Bernoulli per entry, from its logit."""
+
+    def __init__(self, n: int):
+        super().__init__()
+        self.n_params = n
+
+    def sample(self, params, mask, deterministic: bool):
+        p = torch.sigmoid(params)
+        actions = (params > 0) if deterministic else (torch.rand_like(p) < p)
+        actions = actions.long()
+        return actions, self.evaluate(params, actions, mask)[0]
+
+    def evaluate(self, params, actions, mask):
+        # log sigmoid(x) for a 1, log sigmoid(-x) for a 0
+        log_prob = nn.functional.logsigmoid(params * (2 * actions - 1)).sum(-1)
+        p = torch.sigmoid(params)
+        entropy = (nn.functional.softplus(params) - p * params).sum(-1)  # Bernoulli entropy from the logit
+        return log_prob, entropy
+
+
+class Gaussian(nn.Module):
+    """Box: a diagonal Gaussian; the head gives the means, the log-std is one learned
+    vector independent of the state. Samples are unclipped here: the bounds apply
+    only when the action is sent to the environment (spaces.env_actions)."""
+
+    def __init__(self, n: int):
+        super().__init__()
+        self.n_params = n
+        self.log_std = nn.Parameter(torch.zeros(n))
+
+    def sample(self, params, mask, deterministic: bool):
+        actions = params if deterministic else params + self.log_std.exp() * torch.randn_like(params)
+        return actions, self.evaluate(params, actions, mask)[0]
+
+    def evaluate(self, params, actions, mask):
+        log_std = self.log_std.expand_as(params)
+        z = (actions - params) * torch.exp(-log_std)
+        log_prob = (-0.5 * z.square() - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
+        entropy = (log_std + 0.5 * (1 + math.log(2 * math.pi))).sum(-1)
+        return log_prob, entropy
+
+
+def make_distribution(space: gym.Space) -> nn.Module:
+    action_format(space)  # unsupported spaces fail here with one line
+    if isinstance(space, gym.spaces.Discrete):
+        return Categorical([int(space.n)])
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return Categorical([int(n) for n in np.asarray(space.nvec).ravel()])
+    if isinstance(space, gym.spaces.MultiBinary):
+        return Bernoulli(int(np.prod(space.shape)))
+    return Gaussian(int(space.shape[0]))

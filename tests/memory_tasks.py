@@ -1,0 +1,131 @@
+"""Tiny memory tasks for the spaces the shipped environments do not cover.
+
+Used as `environment: {type: gym, name: "tests.memory_tasks:<Id>"}` (gym.make
+imports this module, in worker processes too). Each shows a cue only on the
+first step and asks for it back on the last one, so none can be solved without
+memory; each finishes in a handful of steps, so a learning test takes seconds.
+"""
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+
+class _CueTask(gym.Env):
+    """Shared clock: the cue is drawn at reset, the episode lasts `length` steps."""
+
+    def __init__(self, length: int = 4):
+        self.length = length
+        self._t = 0
+
+    def _draw(self):
+        raise NotImplementedError
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._t = 0
+        self._draw()
+        return self._obs(), {}
+
+
+class CueMultiDiscrete(_CueTask):
+    """MultiDiscrete([2, 3]) actions. Step 0 shows two cues (one-hot 2 and one-hot 3);
+    the action of the last step scores 0.5 per branch that repeats its cue. Acting
+    at random scores 0.5 * (1/2 + 1/3) = 0.42 on average; remembering scores 1."""
+
+    def __init__(self, length: int = 4):
+        super().__init__(length)
+        self.observation_space = spaces.Box(0.0, 1.0, (6,), np.float32)  # 2 + 3 cue entries, 1 "answer now" flag
+        self.action_space = spaces.MultiDiscrete([2, 3])
+
+    def _draw(self):
+        self._cue = (int(self.np_random.integers(2)), int(self.np_random.integers(3)))
+
+    def _obs(self):
+        obs = np.zeros(6, np.float32)
+        if self._t == 0:
+            obs[self._cue[0]] = 1.0
+            obs[2 + self._cue[1]] = 1.0
+        obs[5] = float(self._t == self.length - 1)
+        return obs
+
+    def step(self, action):
+        self._t += 1
+        done = self._t == self.length
+        reward = 0.0
+        if done:
+            reward = 0.5 * (int(action[0]) == self._cue[0]) + 0.5 * (int(action[1]) == self._cue[1])
+        return self._obs(), reward, done, False, {"success": reward == 1.0} if done else {}
+
+
+class CueDict(_CueTask):
+    """Dict observation {"cue": one-hot of 3 shown on step 0 only, "clock": steps left / length},
+    Discrete(3) actions: the last step's action must repeat the cue (reward 1, else 0)."""
+
+    def __init__(self, length: int = 4):
+        super().__init__(length)
+        self.observation_space = spaces.Dict({
+            "cue": spaces.Box(0.0, 1.0, (3,), np.float32),
+            "clock": spaces.Box(0.0, 1.0, (1,), np.float32),
+        })
+        self.action_space = spaces.Discrete(3)
+
+    def _draw(self):
+        self._cue = int(self.np_random.integers(3))
+
+    def _obs(self):
+        cue = np.zeros(3, np.float32)
+        if self._t == 0:
+            cue[self._cue] = 1.0
+        return {"cue": cue, "clock": np.array([(self.length - self._t) / self.length], np.float32)}
+
+    def step(self, action):
+        self._t += 1
+        done = self._t == self.length
+        reward = float(done and int(action) == self._cue)
+        return self._obs(), reward, done, False, {"success": reward == 1.0} if done else {}
+
+
+class MaskedChoice(gym.Env):
+    """Discrete(5) actions of which only some are allowed at each step (a random subset,
+    never empty). An invalid action raises, so a run that finishes never took one.
+    Reward 1 for the highest allowed action: learnable only by reading the mask,
+    which comes in info["action_mask"] or (mask_in="obs") as a Dict key."""
+
+    N = 5
+
+    def __init__(self, mask_in: str = "info", length: int = 8):
+        self.mask_in, self.length = mask_in, length
+        self.action_space = spaces.Discrete(self.N)
+        vector = spaces.Box(0.0, 1.0, (self.N,), np.float32)
+        self.observation_space = vector if mask_in == "info" else spaces.Dict(
+            {"allowed": vector, "action_mask": spaces.MultiBinary(self.N)})
+
+    def _new_mask(self):
+        self._mask = self.np_random.random(self.N) < 0.5
+        self._mask[self.np_random.integers(self.N)] = True
+
+    def _out(self):
+        allowed = self._mask.astype(np.float32)
+        if self.mask_in == "info":
+            return allowed, {"action_mask": self._mask.copy()}
+        return {"allowed": allowed, "action_mask": self._mask.astype(np.int8)}, {}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._t = 0
+        self._new_mask()
+        return self._out()
+
+    def step(self, action):
+        if not self._mask[int(action)]:
+            raise RuntimeError(f"invalid action {action} taken; allowed {np.flatnonzero(self._mask)}")
+        reward = float(int(action) == np.flatnonzero(self._mask).max())
+        self._t += 1
+        self._new_mask()
+        obs, info = self._out()
+        return obs, reward, False, self._t == self.length, info
+
+
+gym.register("CueMultiDiscrete-v0", entry_point=CueMultiDiscrete)
+gym.register("CueDict-v0", entry_point=CueDict)
+gym.register("MaskedChoice-v0", entry_point=MaskedChoice)

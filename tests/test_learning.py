@@ -44,3 +44,26 @@ def test_cartpole_masked_lstm_learns(seed, tmp_path):
     assert history[-1].steps <= 409_600
     reward = last5(history, "reward_mean")
     assert reward >= 180, f"seed {seed}: mean return over the last 5 updates {reward:.1f}"
+
+
+def tiny_task(name: str, seed: int) -> dict:
+    """A tiny cue-recall task (tests/memory_tasks.py): 4-step episodes, reward only at the last step."""
+    return {"environment": {"type": "gym", "name": f"tests.memory_tasks:{name}"}, "seed": seed,
+            "updates": 40, "n_workers": 16, "worker_steps": 32, "epochs": 8, "n_mini_batch": 4,
+            "hidden_layer_size": 32, "torch_threads": 1,
+            "recurrence": {"sequence_length": 8, "hidden_state_size": 32},
+            "learning_rate_schedule": {"initial": 1e-3, "final": 1e-3},
+            "beta_schedule": {"initial": 0.01, "final": 0.001, "max_decay_steps": 40}}
+
+
+@pytest.mark.learning
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("task,chance", [("CueMultiDiscrete-v0", 0.42), ("CueDict-v0", 0.33)])
+def test_multidiscrete_and_dict_observation_memory_tasks_learn(task, chance, seed, tmp_path):
+    """Recalling the step-0 cue at step 4 needs memory; chance level is `chance`, recall scores 1."""
+    from config import config_from_dict
+    trainer = Trainer(config_from_dict(tiny_task(task, seed)), run_id=f"{task}{seed}", summaries_dir=tmp_path,
+                      models_dir=tmp_path, verbose=False)
+    history = trainer.run()
+    reward = last5(history, "reward_mean")
+    assert reward >= 0.9, f"{task} seed {seed}: mean reward over the last 5 updates {reward:.3f} (chance {chance})"

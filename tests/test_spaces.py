@@ -1,0 +1,154 @@
+"""Observation and action spaces: layouts, distributions, action masks, observation masks."""
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from config import ConfigError, EnvironmentConfig, RecurrenceConfig, config_from_dict
+from distributions import Bernoulli, Categorical, Gaussian, make_distribution
+from environments import make_env, model_observation_space
+from model import ActorCritic
+from spaces import action_format, dict_layout, env_actions, pack
+from trainer import Trainer
+
+import tests.memory_tasks  # noqa: F401  (registers the tiny tasks)
+
+
+def test_gaussian_log_prob_and_entropy_match_torch():
+    d = Gaussian(3)
+    with torch.no_grad():
+        d.log_std.copy_(torch.tensor([-0.5, 0.0, 0.7]))
+    mean, actions = torch.randn(5, 3), torch.randn(5, 3) * 3
+    log_prob, entropy = d.evaluate(mean, actions, None)
+    reference = torch.distributions.Normal(mean, d.log_std.exp())
+    torch.testing.assert_close(log_prob, reference.log_prob(actions).sum(-1))
+    torch.testing.assert_close(entropy, reference.entropy().sum(-1))
+
+
+def test_gaussian_samples_stay_unclipped_and_only_the_env_gets_clipped_actions():
+    space = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
+    d = make_distribution(space)
+    mean = torch.full((4000, 1), 1.5)
+    actions, log_prob = d.sample(mean, None, deterministic=False)
+    assert actions.max() > 2.0  # the sample itself is not clipped...
+    torch.testing.assert_close(log_prob, d.evaluate(mean, actions, None)[0])  # ...and its log-prob is its own
+    sent = np.stack(env_actions(space, actions.detach().numpy()))
+    assert sent.max() == 2.0 and sent.min() >= -2.0 and sent.dtype == np.float32
+
+
+def test_bernoulli_log_prob_and_entropy_match_torch():
+    d = Bernoulli(4)
+    logits = torch.randn(6, 4) * 2
+    actions, log_prob = d.sample(logits, None, deterministic=False)
+    reference = torch.distributions.Bernoulli(logits=logits)
+    torch.testing.assert_close(log_prob, reference.log_prob(actions.float()).sum(-1))
+    torch.testing.assert_close(d.evaluate(logits, actions, None)[1], reference.entropy().sum(-1))
+    assert set(np.unique(np.stack(env_actions(gym.spaces.MultiBinary(4), actions.numpy())))) <= {0, 1}
+
+
+def test_multidiscrete_is_one_categorical_per_branch():
+    d = Categorical([2, 3])
+    logits = torch.randn(5, 5)
+    actions = torch.tensor([[0, 2], [1, 0], [1, 1], [0, 0], [1, 2]])
+    log_prob, entropy = d.evaluate(logits, actions, None)
+    a, b = torch.distributions.Categorical(logits=logits[:, :2]), torch.distributions.Categorical(logits=logits[:, 2:])
+    torch.testing.assert_close(log_prob, a.log_prob(actions[:, 0]) + b.log_prob(actions[:, 1]))
+    torch.testing.assert_close(entropy, a.entropy() + b.entropy())
+
+
+def test_masked_actions_are_never_sampled_and_get_zero_probability():
+    d = Categorical([5])
+    logits = torch.randn(2000, 5, requires_grad=True)
+    mask = torch.rand(2000, 5) < 0.5
+    mask[torch.arange(2000), torch.randint(0, 5, (2000,))] = True
+    actions, log_prob = d.sample(logits.detach(), mask, deterministic=False)
+    assert mask.gather(1, actions).all()
+    assert torch.isfinite(log_prob).all()
+    banned = (~mask).float().argmax(1, keepdim=True)  # a masked action where the row has one
+    has_banned = (~mask).any(1)
+    lp, entropy = d.evaluate(logits, banned, mask)
+    assert (lp[has_banned] == -math.inf).all()  # log-prob of a masked action: -inf
+    lp_ok, entropy = d.evaluate(logits, actions, mask)
+    (lp_ok.sum() + entropy.sum()).backward()
+    assert torch.isfinite(logits.grad).all() and torch.isfinite(entropy).all()
+    assert (logits.grad[~mask] == 0).all()  # masked logits get no gradient
+    # The entropy counts the allowed actions only
+    single = torch.zeros(1, 5, dtype=torch.bool)
+    single[0, 3] = True
+    assert d.evaluate(torch.randn(1, 5), torch.tensor([[3]]), single)[1].item() == pytest.approx(0.0, abs=1e-6)
+
+
+def test_a_row_that_allows_nothing_is_buffer_padding_and_stays_finite():
+    d = Categorical([2, 3])
+    log_prob, entropy = d.evaluate(torch.randn(1, 5), torch.zeros(1, 2, dtype=torch.long),
+                                   torch.zeros(1, 5, dtype=torch.bool))
+    assert torch.isfinite(log_prob).all() and torch.isfinite(entropy).all()
+
+
+@pytest.mark.parametrize("mask_in", ["info", "obs"])
+def test_masked_env_trains_without_an_invalid_action_and_stores_its_masks(tmp_path, mask_in):
+    config = config_from_dict({
+        "environment": {"type": "gym", "name": "tests.memory_tasks:MaskedChoice-v0", "kwargs": {"mask_in": mask_in}},
+        "n_workers": 4, "worker_steps": 32, "n_mini_batch": 2, "updates": 3, "hidden_layer_size": 32,
+        "worker_processes": 2, "recurrence": {"hidden_state_size": 16}})
+    trainer = Trainer(config, summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
+    try:
+        history = trainer.run()  # the env raises on any invalid action, in its worker process
+        assert all(math.isfinite(v) for h in history for v in h.metrics.values())
+        b = trainer.buffer
+        assert b.masked and b.action_mask.shape == (4, 32, 5)
+        taken = np.take_along_axis(b.action_mask, b.actions, axis=-1)  # (W, T, 1): the stored actions allowed
+        assert taken.all()
+    finally:
+        trainer.close()
+
+
+def test_observation_mask_hides_entries_from_yaml():
+    env = make_env(EnvironmentConfig(type="gym", name="Pendulum-v1", observation_mask=[2]))
+    obs, _ = env.reset(seed=0)
+    full = gym.make("Pendulum-v1")
+    full_obs, _ = full.reset(seed=0)
+    assert env.observation_space.shape == (2,)
+    np.testing.assert_array_equal(obs, full_obs[:2])
+    with pytest.raises(ConfigError, match="observation_mask"):
+        make_env(EnvironmentConfig(type="gym", name="Pendulum-v1", observation_mask=[3]))
+    with pytest.raises(ConfigError, match="observation_mask"):
+        config_from_dict({"environment": {"type": "gym", "name": "Pendulum-v1", "observation_mask": ["x"]}})
+
+
+def test_dict_observation_is_packed_and_each_key_gets_its_own_encoder():
+    env = make_env(EnvironmentConfig(type="gym", name="tests.memory_tasks:CueDict-v0"))
+    space = model_observation_space(env)
+    assert isinstance(space, gym.spaces.Dict) and env.observation_space.shape == (4,)
+    obs, _ = env.reset(seed=0)
+    layout = dict_layout(space)
+    assert [f.key for f in layout] == ["clock", "cue"]
+    raw = env.unwrapped._obs()
+    np.testing.assert_array_equal(obs, pack(raw, layout))
+    model = ActorCritic(space, env.action_space, 16, RecurrenceConfig(hidden_state_size=8), vector_encoder_size=5)
+    assert len(model.encoder.encoders) == 2 and model.encoder.out_features == 10
+    with pytest.raises(ConfigError, match="Dict"):
+        ActorCritic(gym.spaces.Dict({"a": gym.spaces.Discrete(3)}), env.action_space, 16, RecurrenceConfig())
+
+
+def test_channels_first_and_last_images_give_the_same_features():
+    hwc = gym.spaces.Box(0, 255, (36, 36, 3), np.uint8)
+    chw = gym.spaces.Box(0, 255, (3, 36, 36), np.uint8)
+    torch.manual_seed(0)
+    a = ActorCritic(hwc, gym.spaces.Discrete(2), 16, RecurrenceConfig(hidden_state_size=8))
+    b = ActorCritic(chw, gym.spaces.Discrete(2), 16, RecurrenceConfig(hidden_state_size=8))
+    b.load_state_dict(a.state_dict())
+    image = torch.randint(0, 256, (2, 36, 36, 3), dtype=torch.uint8)
+    torch.testing.assert_close(a.encoder(image), b.encoder(image.permute(0, 3, 1, 2)))
+    floats = gym.spaces.Box(0.0, 1.0, (36, 36, 3), np.float32)  # float images are taken as they are
+    c = ActorCritic(floats, gym.spaces.Discrete(2), 16, RecurrenceConfig(hidden_state_size=8))
+    c.load_state_dict(a.state_dict())
+    torch.testing.assert_close(c.encoder(image.float() / 255), a.encoder(image))
+
+
+def test_unsupported_action_space_is_one_line():
+    with pytest.raises(ConfigError, match="action space"):
+        action_format(gym.spaces.Box(-1, 1, (2, 2)))
+    assert action_format(gym.spaces.MultiBinary(3)).size == 3

@@ -9,9 +9,13 @@ STAMP  := $(VENV)/.requirements-installed
 
 install: $(STAMP)
 
-$(STAMP): requirements.txt
+# memory-gym pins gymnasium 0.29 and pygame 2.4, which would replace our gymnasium
+# 1.4 and clash with pygame-ce: it is installed second, without its dependencies
+# (requirements-nodeps.txt); `pip check` then names those two pins, nothing else.
+$(STAMP): requirements.txt requirements-nodeps.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --disable-pip-version-check -q -r requirements.txt
+	$(BIN)/pip install --disable-pip-version-check -q --no-deps -r requirements-nodeps.txt
 	touch $(STAMP)
 
 # MP4 output for enjoy.py (GIFs need nothing extra).

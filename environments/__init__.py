@@ -65,6 +65,32 @@ def _minigrid(config: EnvironmentConfig, render_mode):
             from None
 
 
+def _memory_gym(config: EnvironmentConfig, render_mode):
+    from environments.memory_gym import make_memory_gym
+    try:
+        return make_memory_gym(config.name or "MortarMayhem-Grid-v0", reset_params=config.reset_params,
+                               render_mode=render_mode, **config.kwargs)
+    except ModuleNotFoundError as error:
+        raise ConfigError(f"environment.type 'MemoryGym' needs the {error.name} module: pip install -r "
+                          "requirements.txt && pip install --no-deps -r requirements-nodeps.txt") from None
+    except (gym.error.Error, TypeError, ValueError) as error:
+        raise ConfigError(f"environment '{config.name}' cannot be made: {' '.join(str(error).split())}") from None
+
+
+def _atari(config: EnvironmentConfig, render_mode):
+    from environments.atari import make_atari
+    if config.reset_params:
+        raise ConfigError("environment.reset_params is for MemoryGym only; Atari takes its settings in kwargs")
+    try:
+        return make_atari(config.name or "ALE/Breakout-v5", render_mode=render_mode, **config.kwargs)
+    except ModuleNotFoundError as error:
+        raise ConfigError(f"environment.type 'Atari' needs the {error.name} module: "
+                          "pip install -r requirements.txt") from None
+    except (gym.error.Error, TypeError, ValueError) as error:
+        raise ConfigError(f"environment.name '{config.name}' cannot be made: {' '.join(str(error).split())}") \
+            from None
+
+
 def _gym(config: EnvironmentConfig, render_mode):
     if not config.name:
         raise ConfigError("environment.type 'gym' needs environment.name, a Gymnasium id such as 'CartPole-v1'")
@@ -82,6 +108,8 @@ FAMILIES: dict[str, tuple[Callable, float]] = {
     "CartPoleMasked": (_cartpole(masked=True), 0.01),
     "CartPole": (_cartpole(masked=False), 0.01),
     "Minigrid": (_minigrid, 1.0),
+    "MemoryGym": (_memory_gym, 1.0),
+    "Atari": (_atari, 1.0),
     "gym": (_gym, 1.0),
 }
 

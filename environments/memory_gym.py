@@ -1,0 +1,155 @@
+"""Memory Gym (Mortar Mayhem, Mystery Path, Searing Spotlights): 84x84 RGB pictures.
+
+The ids that memory-gym 1.0.2 registers, with their action spaces:
+
+    MortarMayhem-Grid-v0, MysteryPath-Grid-v0, Endless-MysteryPath-v0   Discrete(4)
+    MortarMayhem-v0, MysteryPath-v0, SearingSpotlights-v0,
+    Endless-MortarMayhem-v0, Endless-SearingSpotlights-v0               MultiDiscrete([3, 3])
+    MortarMayhemB-v0, MortarMayhemB-Grid-v0   (Dict observations: picture + command vector)
+
+Every observation is Box(0, 255, (84, 84, 3), uint8), kept as uint8 like MiniGrid's.
+
+Memory Gym is configured through reset parameters, not constructor arguments:
+`environment.reset_params` goes to every reset as `options=`, including the
+resets our workers make without arguments. As in the reference baseline, the two
+keys `start-seed` and `num-seeds` are ours, not the environment's: every episode
+is played on a seed drawn from [start-seed, start-seed + num-seeds) by the
+wrapper's own generator, which reset(seed=...) seeds (unlimited seeds when
+they are not given).
+
+Two more things the wrapper adds:
+- Mystery Path and Searing Spotlights end an episode at their `max_steps` limit
+  with done=True; the agent is not shown the clock, so an episode cut by that
+  limit (and not won on that step) is reported as truncated, not terminated, and
+  the trainer bootstraps from it. (One that fails on exactly its last allowed
+  step is reported as truncated too; it cannot be told apart from outside.)
+- The environments hold pygame surfaces, which cannot be pickled. The wrapper
+  pickles what rebuilds them instead (id, parameters, its generator, the
+  episode's seed and the actions taken since the reset) and replays the episode
+  when unpickled, so a checkpoint resumes every environment exactly.
+
+pygame keeps one display per process, shared by the Memory Gym environments in
+it; each draws its whole picture on every step, so they can share it. Closing
+one would quit pygame for all, so pygame is quit only when the last one closes.
+"""
+from __future__ import annotations
+
+import os
+
+import gymnasium as gym
+import numpy as np
+
+SEED_KEYS = ("start-seed", "num-seeds")  # ours: the seed range episodes are drawn from
+UNLIMITED_SEEDS = 2 ** 31 - 1
+
+_open_envs = 0  # Memory Gym environments alive in this process (they share pygame)
+
+
+class MemoryGymEnv(gym.Wrapper):
+    """One Memory Gym id, reset with `reset_params` on every reset; see the module docstring."""
+
+    def __init__(self, name: str, reset_params: dict | None = None, render_mode: str | None = None):
+        self._name, self._render_mode = name, render_mode
+        params = dict(reset_params or {})
+        self._start = int(params.pop("start-seed", 0))
+        self._count = int(params.pop("num-seeds", UNLIMITED_SEEDS - self._start))
+        if self._start < 0 or self._count < 1:
+            raise ValueError(f"reset_params start-seed {self._start} must be >= 0 and num-seeds {self._count} >= 1")
+        self._params = params
+        super().__init__(_make(name, render_mode))
+        try:
+            _check_params(self.env.unwrapped, params)
+        except ValueError:
+            self.close()
+            raise
+        self._rng = np.random.default_rng()
+        self._episode_seed, self._episode_options, self._actions = None, params, []
+        # A time limit the environment applies but does not show: "max_steps" among its reset parameters.
+        self._has_time_limit = "max_steps" in self.env.unwrapped.default_reset_parameters
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        self._episode_seed = self._start + int(self._rng.integers(self._count))
+        self._episode_options = {**self._params, **(options or {})}
+        self._actions = []
+        obs, info = self.env.reset(seed=self._episode_seed, options=self._episode_options)
+        return _upright(obs), info
+
+    def step(self, action):
+        # The worker hands a view of its shared action row: keep a copy to replay.
+        self._actions.append(action.tolist() if isinstance(action, np.ndarray) else action)
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if terminated and self._has_time_limit and not info.get("success"):
+            limit = self.env.unwrapped.reset_params["max_steps"]
+            if len(self._actions) == limit:
+                terminated, truncated = False, True
+        return _upright(obs), reward, terminated, truncated, info
+
+    def close(self):
+        global _open_envs
+        if self.env is None:
+            return
+        _open_envs -= 1
+        if _open_envs == 0:
+            self.env.close()  # pygame.quit(): only once no other environment in this process needs pygame
+        self.env = None
+
+    def __getstate__(self):
+        return {"name": self._name, "render_mode": self._render_mode, "start": self._start, "count": self._count,
+                "params": self._params, "rng": self._rng, "episode_seed": self._episode_seed,
+                "episode_options": self._episode_options, "actions": list(self._actions)}
+
+    def __setstate__(self, state):
+        gym.Wrapper.__init__(self, _make(state["name"], state["render_mode"]))
+        self._name, self._render_mode = state["name"], state["render_mode"]
+        self._start, self._count, self._params = state["start"], state["count"], state["params"]
+        self._rng = state["rng"]
+        self._episode_seed, self._episode_options = state["episode_seed"], state["episode_options"]
+        self._actions = state["actions"]
+        self._has_time_limit = "max_steps" in self.env.unwrapped.default_reset_parameters
+        if self._episode_seed is not None:  # replay the current episode: the same seed and actions give the same state
+            self.env.reset(seed=self._episode_seed, options=self._episode_options)
+            for action in self._actions:
+                self.env.step(action)
+
+
+def _make(name: str, render_mode: str | None) -> gym.Env:
+    global _open_envs
+    if render_mode != "human":  # no window, no sound card needed
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+        os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+    import memory_gym  # noqa: F401  (registers the Memory Gym ids)
+    spec = gym.spec(name)  # raises gym.error.Error for an unknown id
+    if not str(spec.entry_point).startswith("memory_gym"):
+        ids = [i for i, s in gym.registry.items() if str(s.entry_point).startswith("memory_gym")]
+        raise ValueError(f"'{name}' is not a Memory Gym id; one of {', '.join(ids)}")
+    env = gym.make(name, render_mode=render_mode, disable_env_checker=True)
+    _open_envs += 1
+    return env
+
+
+def _check_params(env: gym.Env, params: dict) -> None:
+    """Wrong reset parameters fail here, once, rather than as a bare assert inside the first reset."""
+    valid = env.default_reset_parameters
+    unknown = [key for key in params if key not in valid]
+    if unknown:
+        raise ValueError(f"unknown reset_params {', '.join(map(repr, unknown))} for this id; "
+                         f"valid: {', '.join([*SEED_KEYS, *valid])}")
+    try:
+        type(env).process_reset_params(params)
+    except AssertionError:
+        raise ValueError(f"reset_params {params} are out of the ranges the environment accepts") from None
+
+
+def _upright(obs):
+    """pygame's pixel arrays are indexed [x, y]; return [y, x] pictures, as render() shows them."""
+    if isinstance(obs, dict):  # the MortarMayhemB ids: picture + command vector
+        return {**obs, "visual_observation": _upright(obs["visual_observation"])}
+    return np.ascontiguousarray(obs.transpose(1, 0, 2))
+
+
+def make_memory_gym(name: str = "MortarMayhem-Grid-v0", reset_params: dict | None = None,
+                    render_mode: str | None = None) -> gym.Env:
+    return MemoryGymEnv(name, reset_params, render_mode)

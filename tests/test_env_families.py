@@ -1,0 +1,246 @@
+"""The Memory Gym, Atari and MiniGrid (S13, S17Random) configs make working environments.
+
+Spaces and dtypes, seeding, reset parameters reaching every reset, episode
+statistics, exact resume after pickling, and one-line errors when a package or
+a parameter is wrong.
+"""
+import pickle
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+from config import ConfigError, EnvironmentConfig, load_config
+from environments import make_env
+from environments.memory_gym import MemoryGymEnv
+from worker import VecEnv, environment_seeds
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+RGB = ((84, 84, 3), np.uint8)
+
+# config -> (observation shape and dtype, action space, reports success)
+EXPECTED = {
+    "mortar_mayhem_grid": (RGB, spaces.Discrete(4), True),
+    "mystery_path_grid": (RGB, spaces.Discrete(4), True),
+    "mortar_mayhem": (RGB, spaces.MultiDiscrete([3, 3]), True),
+    "searing_spotlights": (RGB, spaces.MultiDiscrete([3, 3]), True),
+    "breakout": (((84, 84, 1), np.uint8), spaces.Discrete(4), False),
+    "minigrid_s13": (RGB, spaces.Discrete(3), True),
+    "minigrid_s17_random": (RGB, spaces.Discrete(3), True),
+}
+
+
+def environment(name: str, **changes) -> EnvironmentConfig:
+    config = load_config(CONFIGS / f"{name}.yaml").environment
+    for key, value in changes.items():
+        setattr(config, key, value)
+    return config
+
+
+def random_episode(env, seed: int, max_steps: int = 5000):
+    """Plays random actions until the episode ends; returns (steps, terminated, truncated, info)."""
+    env.reset(seed=seed)
+    env.action_space.seed(seed)
+    for step in range(1, max_steps + 1):
+        _, _, terminated, truncated, info = env.step(env.action_space.sample())
+        if terminated or truncated:
+            return step, terminated, truncated, info
+    raise AssertionError(f"no episode end in {max_steps} steps")
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_config_makes_env_with_its_spaces_seeding_and_episode_stats(name):
+    (shape, dtype), action_space, has_success = EXPECTED[name]
+    env = make_env(environment(name))
+    try:
+        assert env.observation_space.shape == shape and env.observation_space.dtype == dtype
+        assert env.action_space == action_space
+        first, _ = env.reset(seed=7)
+        assert first.shape == shape and first.dtype == dtype and env.observation_space.contains(first)
+        again, _ = env.reset(seed=7)
+        np.testing.assert_array_equal(first, again)
+        _, _, _, info = random_episode(env, seed=7)
+        assert set(info["episode"]) == ({"reward", "length", "success"} if has_success else {"reward", "length"})
+        assert info["episode"]["length"] > 0
+    finally:
+        env.close()
+
+
+def test_breakout_frame_stack_is_channels_first():
+    env = make_env(environment("breakout", kwargs={"frame_stack": 4}))
+    try:
+        assert env.observation_space.shape == (4, 84, 84) and env.observation_space.dtype == np.uint8
+        obs, _ = env.reset(seed=0)
+        assert obs.shape == (4, 84, 84)
+        np.testing.assert_array_equal(obs[0], obs[3])  # after a reset the first frame fills the stack
+        for _ in range(3):
+            obs, *_ = env.step(1)
+        assert obs.shape == (4, 84, 84) and obs.dtype == np.uint8
+    finally:
+        env.close()
+
+
+def test_memory_gym_wrapper_passes_reset_params_to_every_reset(monkeypatch):
+    params = {"start-seed": 100, "num-seeds": 10, "arena_size": 3, "command_count": [4]}
+    env = MemoryGymEnv("MortarMayhem-Grid-v0", params)
+    calls = []
+    inner_reset = env.env.reset
+
+    def spy(**kwargs):
+        calls.append(kwargs)
+        return inner_reset(**kwargs)
+
+    monkeypatch.setattr(env.env, "reset", spy)
+    try:
+        env.reset(seed=3)  # the trainer's first reset
+        env.reset()  # the workers' autoreset
+        env.reset(options={"arena_size": 4})  # a caller's options add to the config's
+        expected = {"arena_size": 3, "command_count": [4]}
+        assert [c["options"] for c in calls] == [expected, expected, {**expected, "arena_size": 4}]
+        assert all(100 <= c["seed"] < 110 for c in calls)  # episode seeds come from [start-seed, +num-seeds)
+        assert env.unwrapped.reset_params["arena_size"] == 4 and env.unwrapped.reset_params["command_count"] == [4]
+    finally:
+        env.close()
+
+
+def test_reset_params_change_the_environment():
+    # Mystery Path's time limit: every episode, autoreset ones included, is cut at max_steps
+    # and reported as a truncation (the agent is not shown the clock).
+    env = make_env(environment("mystery_path_grid", reset_params={"max_steps": 12}))
+    try:
+        env.reset(seed=0)
+        env.action_space.seed(0)
+        ends = []
+        while len(ends) < 3:
+            _, _, terminated, truncated, info = env.step(env.action_space.sample())
+            if terminated or truncated:
+                ends.append((info["episode"]["length"], terminated, truncated))
+                env.reset()
+        assert ends == [(12, False, True)] * 3
+    finally:
+        env.close()
+    # Mortar Mayhem's arena size shows in the picture; a single seed gives the same episode every time.
+    pictures = {}
+    for size in (3, 5):
+        env = make_env(environment("mortar_mayhem_grid", reset_params={"arena_size": size, "num-seeds": 1}))
+        try:
+            pictures[size], _ = env.reset(seed=1)
+            np.testing.assert_array_equal(env.reset(seed=2)[0], pictures[size])
+            np.testing.assert_array_equal(env.reset()[0], pictures[size])
+        finally:
+            env.close()
+    assert not np.array_equal(pictures[3], pictures[5])
+
+
+@pytest.mark.parametrize("reset_params, words", [
+    ({"arena_sise": 4}, "'arena_sise'"),
+    ({"allowed_commands": 12}, "out of the ranges"),
+    ({"num-seeds": 0}, "num-seeds"),
+])
+def test_wrong_reset_params_are_one_line_config_errors(reset_params, words):
+    with pytest.raises(ConfigError) as error:
+        make_env(EnvironmentConfig(type="MemoryGym", name="MortarMayhem-Grid-v0", reset_params=reset_params))
+    assert words in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_non_memory_gym_id_is_a_config_error():
+    with pytest.raises(ConfigError, match="not a Memory Gym id"):
+        make_env(EnvironmentConfig(type="MemoryGym", name="CartPole-v1"))
+
+
+@pytest.mark.parametrize("name, actions", [("mortar_mayhem_grid", 25), ("mortar_mayhem", 25), ("breakout", 60)])
+def test_pickled_env_resumes_exactly(name, actions):
+    """Checkpoints pickle every environment: the copy must go on exactly as the original."""
+    env = make_env(environment(name))
+    rng = np.random.default_rng(0)
+    sample = (lambda: int(rng.integers(env.action_space.n))) if isinstance(env.action_space, spaces.Discrete) \
+        else (lambda: rng.integers(env.action_space.nvec))
+    env.reset(seed=5)
+    for _ in range(actions):
+        if any(env.step(sample())[2:4]):
+            env.reset()
+    copy = pickle.loads(pickle.dumps(env))
+    try:
+        for _ in range(150):
+            action = sample()
+            a, b = env.step(action), copy.step(action)
+            np.testing.assert_array_equal(a[0], b[0])
+            assert a[1:4] == b[1:4]
+            if a[2] or a[3]:
+                assert a[4]["episode"] == b[4]["episode"]
+                np.testing.assert_array_equal(env.reset()[0], copy.reset()[0])
+    finally:
+        env.close()
+        copy.close()
+
+
+def test_vec_env_state_resumes_memory_gym_exactly():
+    # Saved mid-episode, while the agents move (3 commands: a short showing phase). The
+    # workers hand each environment a view of its shared action row, which the next step
+    # overwrites: the state must keep the actions' values.
+    config = environment("mortar_mayhem", reset_params={"command_count": [3]})
+    vec = VecEnv(config, environment_seeds(1, 3), processes=0)
+    actions = np.random.default_rng(0).integers(0, 3, size=(90, 3, 2))
+    try:
+        vec.reset()
+        for row in actions[:30]:
+            vec.step(row)
+        state = vec.get_state()
+        first = [vec.step(row).obs.copy() for row in actions[30:]]
+        vec.set_state(state)
+        again = [vec.step(row).obs.copy() for row in actions[30:]]
+    finally:
+        vec.close()
+    np.testing.assert_array_equal(np.stack(first), np.stack(again))
+
+
+def test_memory_gym_envs_share_pygame_in_one_process():
+    # pygame has one display per process: closing one environment must not break the others.
+    first, second = (make_env(environment("mortar_mayhem_grid")) for _ in range(2))
+    alone = make_env(environment("mortar_mayhem_grid"))
+    expected = [alone.reset(seed=9)[0]] + [alone.step(3)[0] for _ in range(5)]
+    alone.close()
+    first.reset(seed=0)
+    second.reset(seed=9)
+    first.close()
+    observed = [second.step(3)[0] for _ in range(5)]
+    second.close()
+    for a, b in zip(expected[1:], observed):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_memory_gym_steps_the_same_in_worker_processes():
+    config = environment("mortar_mayhem", reset_params={"agent_scale": 0.25})
+    seeds = environment_seeds(3, 4)
+    rng = np.random.default_rng(0)
+    actions = rng.integers(0, 3, size=(80, 4, 2))
+    runs = []
+    for processes in (0, 2):
+        vec = VecEnv(config, seeds, processes=processes)
+        try:
+            observations = [vec.reset().copy()]
+            for row in actions:
+                observations.append(vec.step(row).obs.copy())
+            runs.append(np.stack(observations))
+        finally:
+            vec.close()
+    np.testing.assert_array_equal(runs[0], runs[1])
+
+
+@pytest.mark.parametrize("family, module, words", [
+    ("MemoryGym", "memory_gym", "requirements-nodeps.txt"),
+    ("Atari", "ale_py", "requirements.txt"),
+])
+def test_missing_package_is_one_line(monkeypatch, family, module, words):
+    monkeypatch.setitem(sys.modules, module, None)  # makes `import module` fail as if not installed
+    with pytest.raises(ConfigError) as error:
+        make_env(EnvironmentConfig(type=family))
+    message = str(error.value)
+    assert "\n" not in message and module in message and "pip install" in message and words in message
+
+
+def test_reset_params_are_refused_outside_memory_gym():
+    with pytest.raises(ConfigError, match="reset_params"):
+        make_env(EnvironmentConfig(type="Atari", reset_params={"max_steps": 3}))

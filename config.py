@@ -23,8 +23,8 @@ class ConfigError(ValueError):
 
 @dataclass
 class EnvironmentConfig:
-    type: str = "PocMemoryEnv"  # environment family: PocMemoryEnv, CartPoleMasked, CartPole, Minigrid, gym
-    name: str = ""  # Gymnasium id for families that wrap one (Minigrid, gym)
+    type: str = "PocMemoryEnv"  # environment family: PocMemoryEnv, CartPoleMasked, CartPole, Minigrid, MemoryGym, Atari, gym
+    name: str = ""  # Gymnasium id for families that wrap one (Minigrid, MemoryGym, Atari, gym)
     kwargs: dict = field(default_factory=dict)  # passed to the environment's constructor / gym.make
     reset_params: dict = field(default_factory=dict)  # passed to every reset as options= (Memory Gym's reset parameters)
     reward_scale: float | None = None  # training reward multiplier; None: the family's default (CartPole 0.01)

@@ -86,13 +86,16 @@ def env_ceiling(config_path: str, steps: int) -> float:
     sys.path.insert(0, str(ROOT))
     import numpy as np
     from config import load_config
+    from spaces import action_format
     from worker import VecEnv, environment_seeds
     config = load_config(ROOT / config_path)
     W = config.n_workers
     envs = VecEnv(config.environment, environment_seeds(0, W), config.worker_processes)
-    rng = np.random.default_rng(0)
-    n = envs.action_space.n
-    actions = rng.integers(0, n, size=(max(1, steps // W), W, 1))
+    space = envs.action_space
+    space.seed(0)
+    # (steps / W, W, k) stored action rows (spaces.py), drawn before the clock starts
+    actions = np.array([[np.asarray(space.sample(), dtype=np.float64).reshape(-1) for _ in range(W)]
+                        for _ in range(max(1, steps // W))]).astype(action_format(space).dtype)
     envs.reset()
     start = time.perf_counter()
     for a in actions:

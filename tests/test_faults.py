@@ -137,11 +137,15 @@ def test_sigint_saves_then_resume_finishes_the_run(tmp_path):
     assert len(list((tmp_path / "summaries/interrupted").iterdir())) == 1  # the same summaries run
 
 
-@pytest.mark.parametrize("base,processes", [("configs/poc_memory_env.yaml", 0),
-                                            ("configs/cartpole_masked.yaml", 2)])
-def test_resume_is_bit_identical_to_an_uninterrupted_run(tmp_path, base, processes):
+@pytest.mark.parametrize("base,processes,extra", [
+    ("configs/poc_memory_env.yaml", 0, {}),
+    ("configs/cartpole_masked.yaml", 2, {}),
+    # Gaussian actions, the observation mask, observation and reward normalisers, value-target normalisation
+    ("configs/pendulum_masked.yaml", 0, {"normalization": {"observations": True, "rewards": True,
+                                                           "value_targets": True}})])
+def test_resume_is_bit_identical_to_an_uninterrupted_run(tmp_path, base, processes, extra):
     raw = yaml.safe_load((ROOT / base).read_text())
-    raw.update(updates=20, worker_processes=processes, checkpoint_interval=0, **SMALL)
+    raw.update(updates=20, worker_processes=processes, checkpoint_interval=0, **SMALL, **extra)
 
     def trainer(run_id, updates):
         config = config_from_dict({**raw, "updates": updates})

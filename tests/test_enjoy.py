@@ -118,3 +118,19 @@ def test_bad_model_files_are_one_line_and_exit_2(tmp_path):
         result = run_enjoy(tmp_path, "--model", name)
         assert result.returncode == 2, result.stdout
         assert words in result.stderr and result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("environment", [
+    {"type": "gym", "name": "Pendulum-v1", "observation_mask": [2]},  # Box actions, clipped on the way out
+    {"type": "gym", "name": "tests.memory_tasks:CueMultiDiscrete-v0"},
+    {"type": "gym", "name": "tests.memory_tasks:CueDict-v0"},  # a packed Dict observation
+    {"type": "gym", "name": "tests.memory_tasks:MaskedChoice-v0"},  # raises on a masked action
+])
+def test_evaluate_and_record_every_space(tmp_path, environment):
+    model = trained(tmp_path, updates=1, environment=environment, n_workers=4, worker_steps=32, n_mini_batch=2,
+                    normalization={"observations": True})
+    agent = Agent.load(model)
+    assert len(evaluate(agent, episodes=4, seed=0, workers=2)) == 4
+    if environment["name"] == "Pendulum-v1":
+        results, frames = record(agent, episodes=1, seed=0)
+        assert len(frames) == results[0]["length"] + 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing as mp
 import sys
 import tempfile
 import time
@@ -56,21 +57,27 @@ def main():
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--out", default=str(ROOT / "results"))
     parser.add_argument("--summaries", help="keep each run's TensorBoard summaries here (for results/plot.py)")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="seeds trained side by side (for configs with torch_threads: 1)")
     args = parser.parse_args()
     rows = []
-    for seed in args.seeds:
-        row = run_seed(args.config, seed, args.summaries)
-        print(json.dumps(row), flush=True)
-        rows.append(row)
+    jobs = [(args.config, seed, args.summaries) for seed in args.seeds]
+    with mp.get_context("spawn").Pool(args.processes) as pool:
+        for row in pool.starmap(run_seed, jobs):
+            print(json.dumps(row), flush=True)
+            rows.append(row)
     name = Path(args.config).stem
     m = machine()
     machine_text = f"{m['cpu']}, {m['cores']} cores, torch {m['torch']} on the CPU"
     report = {"config": args.config, "machine": machine_text,
-              "command": f"python results/learning.py --config {args.config} --seeds {' '.join(map(str, args.seeds))}",
+              "command": f"python results/learning.py --config {args.config} --seeds {' '.join(map(str, args.seeds))}"
+                         + (f" --processes {args.processes}" if args.processes > 1 else ""),
               "runs": rows}
     out = Path(args.out)
     (out / f"learning_{name}.json").write_text(json.dumps(report, indent=2) + "\n")
-    lines = [f"# Learning: {args.config}", "", f"Command: `{report['command']}`  ", f"Machine: {machine_text}", "",
+    side_by_side = f"; {args.processes} runs side by side" if args.processes > 1 else ""
+    lines = [f"# Learning: {args.config}", "", f"Command: `{report['command']}`  ",
+             f"Machine: {machine_text}{side_by_side}", "",
              "| seed | env steps | final reward | mean of last 5 updates | best update | final success | wall s |",
              "|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:

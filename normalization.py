@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from spaces import vector_features
+
 
 class RunningMeanStd:
     """Mean and variance of everything seen so far, per feature."""
@@ -121,7 +123,7 @@ class Normalizers:
     """The switched-on normalisers of a run (None where off), saved and restored together."""
 
     def __init__(self, config, model_space):
-        from spaces import vector_features
+        """config: the run's Config; model_space: the observation space the model is built for."""
         norm = config.normalization
         features = vector_features(model_space)
         # images are never normalised: a pure image observation has no features to normalise

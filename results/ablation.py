@@ -74,17 +74,22 @@ def plot(rows: list[dict], names: list[str], path: Path, title: str) -> None:
         lows.append(np.mean(values) - min(values))
         highs.append(max(values) - np.mean(values))
     y = np.arange(len(names))[::-1]
-    bars.barh(y, means, xerr=[lows, highs], color=["tab:gray"] + ["tab:blue"] * (len(names) - 1), capsize=3)
+    colors = plt.get_cmap("tab20")(np.arange(len(names)) % 20)
+    for i, name in enumerate(names):
+        bars.errorbar(means[i], y[i], xerr=[[lows[i]], [highs[i]]], fmt="o", capsize=3,
+                      color="black" if name == "default" else colors[i])
+    bars.axvline(means[0] if names[0] == "default" else np.nan, color="black", linewidth=0.5, linestyle=":")
     bars.set_yticks(y, names, fontsize=8)
-    bars.set_xlabel("mean return of the last 5 updates (bar: mean of seeds; whiskers: min-max)")
-    for name in names:
+    bars.set_xlabel("mean return of the last 5 updates (dot: mean of seeds; whiskers: min-max)")
+    for i, name in enumerate(names):
         runs = [r["curve"] for r in rows if r["variant"] == name]
         steps = [s for s, _ in runs[0]]
         smooth = []
         for run in runs:  # a trailing 5-update mean; updates where no episode ended are skipped
             values = np.array([np.nan if v is None else v for _, v in run], dtype=float)
             smooth.append([np.nanmean(values[max(0, i - 4):i + 1]) for i in range(len(values))])
-        style = {"color": "black", "linewidth": 2.5} if name == "default" else {"linewidth": 1, "alpha": 0.8}
+        style = ({"color": "black", "linewidth": 2.5} if name == "default"
+                 else {"color": colors[i], "linewidth": 1.2, "linestyle": ("-", "--")[i % 2]})
         curves.plot(steps, np.mean(smooth, axis=0), label=name, **style)
     curves.set_xlabel("environment steps")
     curves.set_ylabel("episode return (mean of seeds, 5-update moving mean)")
@@ -101,7 +106,14 @@ def main():
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--out", default=str(ROOT / "results"))
+    parser.add_argument("--replot", metavar="JSON", help="only redraw the plot from a results JSON")
     args = parser.parse_args()
+    if args.replot:
+        report = json.loads(Path(args.replot).read_text())
+        names = list(dict.fromkeys(r["variant"] for r in report["runs"]))
+        seeds = sorted({r["seed"] for r in report["runs"]})
+        plot(report["runs"], names, Path(args.replot).with_suffix(".png"), f"Ablation on {report['config']}, seeds {seeds}")
+        return
     from benchmark import machine
 
     jobs = [(args.config, name, VARIANTS[name][0], seed) for name in args.variants for seed in args.seeds]

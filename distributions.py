@@ -62,12 +62,15 @@ class Categorical(nn.Module):
         return torch.cat(actions, dim=-1), torch.cat(log_probs, dim=-1).sum(-1)
 
     def evaluate(self, params, actions, mask):
-        log_prob = entropy = 0
+        log_probs, entropies = [], []
         for i, lp in enumerate(self._log_softmax(params, mask)):
-            log_prob = log_prob + lp.gather(-1, actions[:, i:i + 1]).squeeze(-1)
+            log_probs.append(lp.gather(-1, actions[:, i:i + 1]).squeeze(-1))
             # p log p of a masked action is 0 (p = 0), not 0 * -inf
-            entropy = entropy - (lp.exp() * lp.clamp(min=torch.finfo(lp.dtype).min)).sum(-1)
-        return log_prob, entropy
+            finite = lp if mask is None else lp.clamp(min=torch.finfo(lp.dtype).min)
+            entropies.append(-(lp.exp() * finite).sum(-1))
+        if len(log_probs) == 1:
+            return log_probs[0], entropies[0]
+        return torch.stack(log_probs).sum(0), torch.stack(entropies).sum(0)  # k branches: the joint
 
 
 class Bernoulli(nn.Module):

@@ -3,9 +3,9 @@
 This is the only module that knows a GRU from an LSTM. Everyone else sees the
 recurrent state as one tensor of shape (B, S) (`state_size`), made by
 `initial_state(B)`, returned by `act()` and taken by `act()`, `value()` and
-`evaluate()`. Inside, S = cores x parts x layers x H: one or two cores (the
-critic's own core when `separate_critic_core` is on), parts 1 for a GRU and 2
-for an LSTM (h and c), then each stacked layer's H units.
+`evaluate()`. Inside, S = cores x layers x parts x H: one or two cores (the
+critic's own core when `separate_critic_core` is on), each stacked layer, and
+per layer 1 part for a GRU (h) or 2 for an LSTM (h, then c), of H units each.
 """
 from __future__ import annotations
 
@@ -143,6 +143,9 @@ class ActorCritic(nn.Module):
                               batch_first=True), gains.recurrent_gain)
 
         self.core = core()
+        # the one-step function's weights of layer k, by name (see _step_core)
+        self._weight_names = [(f"weight_ih_l{k}", f"weight_hh_l{k}", f"bias_ih_l{k}", f"bias_hh_l{k}")
+                              for k in range(self.layers)]
         self.hidden = init(nn.Linear(self.hidden_size, width), gains.hidden_gain)
         # With a separate critic core the value function has its own core and hidden
         # layer: actor and critic then share only the encoder.
@@ -169,49 +172,43 @@ class ActorCritic(nn.Module):
     def initial_state(self, batch: int, device=None) -> torch.Tensor:
         return torch.zeros(batch, self.state_size, device=device)
 
-    def _split(self, state: torch.Tensor) -> torch.Tensor:
-        # (B, S) -> (cores, parts, layers, B, H)
+    def _sequence_state(self, state: torch.Tensor, core: int):
+        """(B, S) -> core's state in the layout torch's GRU (h) / LSTM ((h, c)) take: (layers, B, H) each."""
         B = state.shape[0]
-        return state.view(B, self._cores, self._parts, self.layers, self.hidden_size).permute(1, 2, 3, 0, 4)
-
-    def _join(self, parts: torch.Tensor) -> torch.Tensor:
-        # (cores, parts, layers, B, H) -> (B, S)
-        return parts.permute(3, 0, 1, 2, 4).reshape(parts.shape[3], self.state_size)
-
-    def _layer_state(self, parts: torch.Tensor):
-        # (parts, layers, B, H) -> what torch's GRU (h) / LSTM ((h, c)) take
+        # (B, S) -> (B, cores, layers, parts, H) -> (parts, layers, B, H) of this core
+        parts = state.view(B, self._cores, self.layers, self._parts, self.hidden_size)[:, core].permute(2, 1, 0, 3)
         return parts[0].contiguous() if self._parts == 1 else (parts[0].contiguous(), parts[1].contiguous())
 
     # ------------------------------------------------------------------ forward
-    def _step_core(self, core: nn.Module, x: torch.Tensor, parts: torch.Tensor):
-        """One step of one core: x (B, F), parts (parts, layers, B, H) -> output (B, H), new parts.
+    def _step_core(self, index: int, core: nn.Module, x: torch.Tensor, state: torch.Tensor):
+        """One step of core `index`: x (B, F), state (B, S) -> output (B, H), its new state pieces (B, H) in order.
 
         Uses the layer's one-step function on the layer's own weights: the same
         arithmetic as the sequence call in evaluate(), at a third of its overhead
-        for a single step.
+        for a single step. Each piece of the state is a column slice of (B, S).
         """
-        new = []
-        for k in range(self.layers):
-            weights = (getattr(core, f"weight_ih_l{k}"), getattr(core, f"weight_hh_l{k}"),
-                       getattr(core, f"bias_ih_l{k}"), getattr(core, f"bias_hh_l{k}"))
-            if self._parts == 1:
-                x = self._cell(x, parts[0, k], *weights)
-                new.append(x.unsqueeze(0))  # (1, B, H)
+        H, parts, new = self.hidden_size, self._parts, []
+        for k, names in enumerate(self._weight_names):
+            weights = [getattr(core, name) for name in names]
+            col = (index * self.layers + k) * parts * H  # where this layer's h (then c) begins
+            if parts == 1:
+                x = self._cell(x, state[:, col:col + H], *weights)
+                new.append(x)
             else:
-                x, cell = self._cell(x, (parts[0, k], parts[1, k]), *weights)
-                new.append(torch.stack((x, cell)))  # (2, B, H)
-        return x, torch.stack(new, dim=1)  # (parts, layers, B, H)
+                x, cell = self._cell(x, (state[:, col:col + H], state[:, col + H:col + 2 * H]), *weights)
+                new += [x, cell]
+        return x, new
 
     def _step(self, obs: torch.Tensor, state: torch.Tensor):
-        """One step for B environments: obs (B, *obs_shape), state (B, S) -> core output, next state."""
+        """One step for B environments: obs (B, *obs_shape), state (B, S) -> core output, next state (B, S)."""
         x = self.encoder(obs)  # (B, F)
-        parts = self._split(state)
-        y, new = self._step_core(self.core, x, parts[0])
-        if self.critic_core is None:
-            return y, self._join(new.unsqueeze(0))
-        y_critic, new_critic = self._step_core(self.critic_core, x, parts[1])
-        # (B, H) twice -> (B, 2H): actor and critic outputs side by side
-        return torch.cat((y, y_critic), dim=-1), self._join(torch.stack((new, new_critic)))
+        y, new = self._step_core(0, self.core, x, state)
+        if self.critic_core is not None:
+            y_critic, new_critic = self._step_core(1, self.critic_core, x, state)
+            y = torch.cat((y, y_critic), dim=-1)  # (B, H) twice -> (B, 2H): actor and critic side by side
+            new += new_critic
+        # the pieces (B, H) in the state's order -> (B, S); a one-layer GRU's state is its output as it is
+        return y, new[0] if len(new) == 1 else torch.cat(new, dim=1)
 
     def _heads(self, y: torch.Tensor):
         """Core output (B, H), or (B, 2H) with a critic core -> policy parameters (B, P), values (B,)."""
@@ -249,10 +246,9 @@ class ActorCritic(nn.Module):
         N, L = obs.shape[:2]
         x = self.encoder(obs.reshape(N * L, *obs.shape[2:]))  # (N, L, *obs) -> (N*L, F)
         x = x.reshape(N, L, -1)  # (N*L, F) -> (N, L, F): batch_first, never (L, N, F)
-        parts = self._split(state)
-        y, _ = self.core(x, self._layer_state(parts[0]))  # (N, L, H)
+        y, _ = self.core(x, self._sequence_state(state, 0))  # (N, L, H)
         if self.critic_core is not None:
-            y_critic, _ = self.critic_core(x, self._layer_state(parts[1]))
+            y_critic, _ = self.critic_core(x, self._sequence_state(state, 1))
             y = torch.cat((y, y_critic), dim=-1)  # (N, L, 2H)
         params, values = self._heads(y.reshape(N * L, -1))  # (N, L, H) -> (N*L, H)
         flat_mask = None if action_mask is None else action_mask.reshape(N * L, -1)  # (N, L, A) -> (N*L, A)

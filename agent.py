@@ -66,14 +66,14 @@ class Agent:
             start = torch.as_tensor(np.asarray(episode_start, dtype=bool), device=self.device).unsqueeze(1)
             state = torch.where(start, self.initial_state(1), state)
         n = self.normalizers
-        if n is not None and n.observations is not None:
-            obs = n.observations(np.asarray(obs), update=False)
+        if n is not None:
+            obs = n.observation(np.asarray(obs), update=False)
         mask = None if action_mask is None else torch.as_tensor(np.asarray(action_mask, dtype=bool), device=self.device)
         out = self.model.act(torch.as_tensor(obs, device=self.device), state, deterministic, mask)
         actions = out.actions.cpu().numpy()
         if isinstance(self.action_space, gym.spaces.Discrete):
             actions = actions[:, 0]  # (n, 1) -> (n,)
         values = out.values.cpu().numpy()
-        if n is not None and n.values is not None:
-            values = n.values.denormalize(values)
+        if n is not None:
+            values = n.value_units(values)
         return AgentStep(actions, out.state, out.log_probs.cpu().numpy(), values)

@@ -132,6 +132,14 @@ class Normalizers:
         self.rewards = RewardScaler(config.n_workers, config.gamma, norm.reward_clip) if norm.rewards else None
         self.values = ValueNormalizer() if norm.value_targets else None
 
+    def observation(self, obs: np.ndarray, update: bool) -> np.ndarray:
+        """Raw observations (n, ...) -> what the model sees: normalised when switched on, else as they are."""
+        return obs if self.observations is None else self.observations(obs, update)
+
+    def value_units(self, values: np.ndarray) -> np.ndarray:
+        """The value head's output -> the returns' units: denormalised when switched on, else as it is."""
+        return values if self.values is None else self.values.denormalize(values)
+
     def state_dict(self) -> dict:
         return {name: part.state_dict() for name, part in vars(self).items() if part is not None}
 

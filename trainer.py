@@ -160,7 +160,7 @@ class Trainer:
         self.recent_rewards.extend(e["reward"] for e in episodes)
         start = time.perf_counter()
         n = self.normalizers
-        last_values = self._values(self._model_obs(self.obs, update=False), self.state)
+        last_values = self._values(n.observation(self.obs, update=False), self.state)
         self.buffer.finish(last_values, c.gamma, c.lamda, c.recurrence.sequence_length, n.values)
         times.buffer = time.perf_counter() - start
 
@@ -181,16 +181,10 @@ class Trainer:
                          mean("success"), metrics, times)
 
     # -------------------------------------------------------------- collect
-    def _model_obs(self, obs: np.ndarray, update: bool) -> np.ndarray:
-        """Raw observations (W, ...) -> what the model and the buffer see (normalised when switched on)."""
-        n = self.normalizers.observations
-        return obs if n is None else n(obs, update)
-
     def _values(self, obs: np.ndarray, state: torch.Tensor) -> np.ndarray:
-        """V(obs) in the returns' units (the value head's output denormalised when switched on)."""
+        """V(obs) in the returns' units, for observations as the model sees them."""
         values = self.model.value(torch.from_numpy(obs).to(self.device), state).cpu().numpy()
-        n = self.normalizers.values
-        return values if n is None else n.denormalize(values)
+        return self.normalizers.value_units(values)
 
     def collect(self, times: PhaseTimes) -> list[dict]:
         """Fills the buffer with T steps of all W environments; returns the finished episodes."""
@@ -201,7 +195,7 @@ class Trainer:
         torch.set_num_threads(1)  # W-row inference: more threads only add synchronisation
         start, env_time = time.perf_counter(), 0.0
         for t in range(self.config.worker_steps):
-            obs = self._model_obs(self.obs, update=True)
+            obs = norm.observation(self.obs, update=True)  # what the model and the buffer see
             b.obs[:, t] = obs
             b.states[:, t] = self.state.cpu().numpy()  # the state this step's policy uses, saved before any reset
             mask = None
@@ -210,9 +204,8 @@ class Trainer:
                 mask = torch.from_numpy(b.action_mask[:, t]).to(device)
             out = model.act(torch.from_numpy(obs).to(device), self.state, action_mask=mask)
             actions = out.actions.cpu().numpy()
-            values = out.values.cpu().numpy()
             b.actions[:, t], b.log_probs[:, t] = actions, out.log_probs.cpu()
-            b.values[:, t] = values if norm.values is None else norm.values.denormalize(values)
+            b.values[:, t] = norm.value_units(out.values.cpu().numpy())
 
             tick = time.perf_counter()
             step = self.envs.step(actions)
@@ -225,7 +218,7 @@ class Trainer:
                 # Bootstrap a time-limit cut from V(final observation) under the state
                 # that followed the last step, before that state is reset.
                 rows = np.flatnonzero(step.truncated)
-                final_obs = self._model_obs(step.final_obs[rows], update=False)
+                final_obs = norm.observation(step.final_obs[rows], update=False)
                 b.final_values[rows, t] = self._values(final_obs, out.state[rows])
             self.obs = step.obs  # a view of the workers' shared array: read before the next step overwrites it
             self.state = out.state

@@ -39,7 +39,6 @@ class Step:
     truncated: np.ndarray  # (W,) bool: the episode was cut (time limit); bootstrap from final_obs
     final_obs: np.ndarray  # (W, *obs_shape) last observation of truncated episodes; else stale
     episodes: list[dict]  # stats of the episodes that ended: reward, length[, success]
-    action_mask: np.ndarray | None  # (W, A) bool: the actions allowed at obs; None if the env masks nothing
 
 
 def environment_seeds(seed: int, count: int) -> list[int]:
@@ -177,7 +176,6 @@ class VecEnv:
         # is built for (they differ for a packed Dict observation)
         self.observation_space, self.action_space = probe.observation_space, probe.action_space
         self.model_space = model_observation_space(probe)
-        action_format(self.action_space)  # an unsupported action space fails here, in one line
         # An environment that masks actions says so in the info of its first reset.
         _, info = probe.reset(seed=self.seeds[0])
         self.masked = MASK_KEY in info
@@ -223,8 +221,7 @@ class VecEnv:
         else:
             episodes = [e for part in self._command("step") for e in part]
         s = self._shared
-        return Step(s.obs, s.rewards, s.terminated, s.truncated, s.final_obs, episodes,
-                    s.action_mask if self.masked else None)
+        return Step(s.obs, s.rewards, s.terminated, s.truncated, s.final_obs, episodes)
 
     @property
     def action_mask(self) -> np.ndarray | None:

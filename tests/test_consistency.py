@@ -96,7 +96,7 @@ def test_recomputed_log_probs_match_rollout_for_every_space_and_switch(tmp_path,
             if rollout:  # the second rollout follows a real update, and the normalisers have moved
                 trainer._one_update()
             trainer.collect(PhaseTimes())
-            obs = trainer._model_obs(trainer.obs, update=False)
+            obs = trainer.normalizers.observation(trainer.obs, update=False)
             trainer.buffer.finish(trainer._values(obs, trainer.state), 0.99, 0.95, 8, trainer.normalizers.values)
             for mb in trainer.buffer.minibatches(2):
                 with torch.no_grad():

@@ -237,14 +237,22 @@ class ActorCritic(nn.Module):
         return self._heads(y)[1]
 
     def evaluate(self, obs: torch.Tensor, state: torch.Tensor, actions: torch.Tensor,
-                 action_mask: torch.Tensor | None = None) -> EvaluateOutput:
+                 action_mask: torch.Tensor | None = None, mask: torch.Tensor | None = None) -> EvaluateOutput:
         """Training pass over N sequences of length L with one recurrent call per core.
 
         obs (N, L, *obs_shape), state (N, S) before each sequence's first step,
-        actions (N, L, k), action_mask (N, L, A) or None.
+        actions (N, L, k), action_mask (N, L, A) or None. With mask (N, L), True on
+        real steps, the encoder sees the real steps only and padding slots get zero
+        features: padding trails each sequence, so the core's outputs on real steps
+        never depend on it, and it enters no loss. Short episodes pad heavily (10-step
+        episodes in sequences of 8: 6 slots of 16), so an image encoder saves that share.
         """
         N, L = obs.shape[:2]
-        x = self.encoder(obs.reshape(N * L, *obs.shape[2:]))  # (N, L, *obs) -> (N*L, F)
+        if mask is None:
+            x = self.encoder(obs.reshape(N * L, *obs.shape[2:]))  # (N, L, *obs) -> (N*L, F)
+        else:
+            real = self.encoder(obs[mask])  # (N, L, *obs)[mask] -> (R, F) for the R real steps
+            x = real.new_zeros(N * L, real.shape[1]).index_put((mask.reshape(-1),), real)  # -> (N*L, F)
         x = x.reshape(N, L, -1)  # (N*L, F) -> (N, L, F): batch_first, never (L, N, F)
         y, _ = self.core(x, self._sequence_state(state, 0))  # (N, L, H)
         if self.critic_core is not None:

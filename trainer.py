@@ -239,7 +239,7 @@ class Trainer:
         early_stop = False
         for _ in range(c.epochs):
             for mb in self.buffer.minibatches(c.n_mini_batch):
-                out = self.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask)
+                out = self.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask)
                 losses = ppo_loss(out, mb, clip, beta, c.value_loss_coefficient,
                                   c.normalization.advantages, value_clip)
                 if c.target_kl is not None and losses.approx_kl.item() > c.target_kl:

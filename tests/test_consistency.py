@@ -3,11 +3,13 @@
 Recomputing log-probs and values over the padded sequences from their stored
 initial states catches wrong initial states, bad padding and bad reshapes at once.
 """
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
-from config import config_from_dict
+from config import RecurrenceConfig, config_from_dict
+from model import ActorCritic
 from trainer import PhaseTimes, Trainer
 
 
@@ -37,10 +39,11 @@ def test_recomputed_log_probs_and_values_match_rollout(tmp_path, layer, L, reset
             trainer.buffer.finish(last, 0.99, 0.95, L)
             checked = 0
             for mb in trainer.buffer.minibatches(2):
-                with torch.no_grad():
-                    out = trainer.model.evaluate(mb.obs, mb.states, mb.actions)
-                torch.testing.assert_close(out.log_probs[mb.mask], mb.log_probs[mb.mask], atol=1e-5, rtol=0)
-                torch.testing.assert_close(out.values[mb.mask], mb.values[mb.mask], atol=1e-5, rtol=0)
+                for encoded in (None, mb.mask):  # every slot encoded, or the real steps only (the trainer's way)
+                    with torch.no_grad():
+                        out = trainer.model.evaluate(mb.obs, mb.states, mb.actions, mask=encoded)
+                    torch.testing.assert_close(out.log_probs[mb.mask], mb.log_probs[mb.mask], atol=1e-5, rtol=0)
+                    torch.testing.assert_close(out.values[mb.mask], mb.values[mb.mask], atol=1e-5, rtol=0)
                 checked += int(mb.mask.sum())
             assert checked == 4 * 40
         assert trainer.buffer.terminated.any() or trainer.buffer.truncated.any() or env == "CartPoleMasked"
@@ -100,10 +103,35 @@ def test_recomputed_log_probs_match_rollout_for_every_space_and_switch(tmp_path,
             trainer.buffer.finish(trainer._values(obs, trainer.state), 0.99, 0.95, 8, trainer.normalizers.values)
             for mb in trainer.buffer.minibatches(2):
                 with torch.no_grad():
-                    out = trainer.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask)
+                    out = trainer.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask)
                 assert torch.isfinite(out.log_probs).all() and torch.isfinite(out.entropy).all()
                 torch.testing.assert_close(out.log_probs[mb.mask], mb.log_probs[mb.mask], atol=1e-4, rtol=0)
                 if trainer.normalizers.values is None:  # else the targets' scale moved with this rollout
                     torch.testing.assert_close(out.values[mb.mask], mb.values[mb.mask], atol=1e-5, rtol=0)
     finally:
         trainer.close()
+
+
+@pytest.mark.parametrize("layer", ["gru", "lstm"])
+def test_encoding_only_real_steps_leaves_outputs_and_gradients_unchanged(layer):
+    """evaluate(mask=...) skips the encoder on padding: the same outputs on real steps and the same gradients."""
+    torch.manual_seed(0)
+    space = gym.spaces.Box(0, 255, (36, 36, 3), np.uint8)
+    model = ActorCritic(space, gym.spaces.Discrete(3), 32, RecurrenceConfig(layer_type=layer, hidden_state_size=16))
+    N, L = 6, 5
+    lengths = torch.tensor([5, 1, 3, 5, 2, 4])
+    mask = torch.arange(L) < lengths[:, None]  # (N, L): padding trails each sequence, as the buffer makes it
+    obs = torch.randint(0, 256, (N, L, 36, 36, 3), dtype=torch.uint8) * mask[..., None, None, None]
+    state = torch.randn(N, model.state_size)
+    actions = torch.randint(0, 3, (N, L, 1))
+    results = []
+    for encoded in (None, mask):
+        model.zero_grad()
+        out = model.evaluate(obs, state, actions, mask=encoded)
+        ((out.log_probs + out.values + out.entropy) * mask).sum().backward()
+        results.append((out, [p.grad.clone() for p in model.parameters()]))
+    (full, full_grads), (real, real_grads) = results
+    for name in ("log_probs", "values", "entropy"):
+        torch.testing.assert_close(getattr(real, name)[mask], getattr(full, name)[mask])
+    for a, b in zip(full_grads, real_grads):
+        torch.testing.assert_close(a, b)

@@ -25,19 +25,25 @@ import numpy as np  # noqa: E402
 TAG = "episode/reward_mean_last100"
 
 
-def read_run(folder: Path) -> tuple[np.ndarray, np.ndarray]:
-    """(env steps, reward) per update of one run, from all event files under `folder`."""
+def read_scalars(folder: Path, tags: dict[str, str]) -> dict[int, dict[str, float]]:
+    """{update: {key: value}} for the TensorBoard tags {tag: key} of one run, from all
+    event files under `folder` (a resumed run appends to its own folder)."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     by_update: dict[int, dict] = {}
     for events in sorted({p.parent for p in folder.rglob("events.out.tfevents.*")}):
         accumulator = EventAccumulator(str(events), size_guidance={"scalars": 0})
         accumulator.Reload()
-        tags = accumulator.Tags()["scalars"]
-        if TAG not in tags:
-            continue
-        for name, key in ((TAG, "reward"), ("time/env_steps", "steps")):
-            for event in accumulator.Scalars(name):
-                by_update.setdefault(event.step, {})[key] = event.value
+        present = accumulator.Tags()["scalars"]
+        for tag, key in tags.items():
+            if tag in present:
+                for event in accumulator.Scalars(tag):
+                    by_update.setdefault(event.step, {})[key] = event.value
+    return by_update
+
+
+def read_run(folder: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(env steps, reward) per update of one run."""
+    by_update = read_scalars(folder, {TAG: "reward", "time/env_steps": "steps"})
     rows = sorted((u, v["steps"], v["reward"]) for u, v in by_update.items() if {"steps", "reward"} <= v.keys())
     if not rows:
         raise SystemExit(f"{folder}: no '{TAG}' summaries found")

@@ -3,6 +3,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from agent import Agent
 from enjoy import evaluate
 
@@ -35,3 +37,28 @@ def test_plot_script_writes_a_png_with_the_reference(tmp_path):
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_run_summary_counts_a_resumed_run_once_and_averages_its_last_updates(tmp_path):
+    """A run stopped after 3 updates and resumed to 5 (two processes, two event files) is summarised as one."""
+    import json
+    train = [sys.executable, str(ROOT / "train.py")]
+    config = str(ROOT / "configs/poc_memory_env.yaml")
+    printed = []  # the reward of each update as train.py printed it
+    for command in (train + ["--config", config, "--run-id", "r", "--set", "updates=3"],
+                    train + ["--resume", "models/r.pt", "--set", "updates=5"]):
+        result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+        printed += [float(line.split("reward")[1].split()[0]) for line in result.stdout.splitlines()
+                    if line.startswith("update")]
+    assert len(printed) == 5
+    out = tmp_path / "summary"
+    result = subprocess.run([sys.executable, str(ROOT / "results/run_summary.py"), "--run", str(tmp_path / "summaries/r"),
+                             "--last", "2", "--command", "train it", "--out", str(out)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(out.with_suffix(".json").read_text())
+    assert summary["updates"] == 5 and summary["env_steps"] == 5 * 16 * 128 and summary["processes"] == 2
+    assert [round(row["reward"], 3) for row in summary["curve"]] == printed
+    assert summary["reward_mean_last_updates"] == pytest.approx(sum(printed[-2:]) / 2, abs=1e-3)
+    assert 0 < summary["wall_seconds"] and "train it" in out.with_suffix(".md").read_text()

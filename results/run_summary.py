@@ -1,0 +1,126 @@
+"""Summarises one train.py run from its TensorBoard summaries: the end of its curve and its time.
+
+    python results/run_summary.py --run summaries/minigrid --last 10 \\
+        --reference ../shared/reference/minigrid_memory_s9.csv \\
+        --command "python train.py --config configs/minigrid.yaml --run-id minigrid" \\
+        --out results/learning_minigrid
+
+Writes <out>.json and <out>.md: the mean over the last N updates of the
+per-update mean episode reward (episodes finished in that update) and of the
+last-100-episodes mean (the reference baseline's reward_mean), the success rate,
+the curve every 50 updates next to the reference's 10-run mean at the same
+steps, and the time. A run resumed with `train.py --resume` writes one event
+file per process into its folder; its wall time is the sum over those files of
+(last event - first event + the first logged update's own time), so the hours
+the run spent stopped between sessions are not counted.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "results"))
+
+from benchmark import machine  # noqa: E402
+from plot import TAG, read_scalars  # noqa: E402
+
+TAGS = {"episode/reward_mean": "reward", TAG: "reward_last100", "episode/success_mean": "success",
+        "time/env_steps": "steps", "time/env": "env", "time/inference": "inference",
+        "time/buffer": "buffer", "time/update": "update"}
+PHASES = ("env", "inference", "buffer", "update")
+
+
+def segment_seconds(folder: Path) -> list[float]:
+    """Wall seconds of each process that wrote to the run (one event file each)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    seconds = []
+    for events in sorted(folder.rglob("events.out.tfevents.*")):
+        accumulator = EventAccumulator(str(events), size_guidance={"scalars": 0})
+        accumulator.Reload()
+        if "time/update" not in accumulator.Tags()["scalars"]:
+            continue
+        first = {tag: accumulator.Scalars(tag)[0] for tag in (f"time/{p}" for p in PHASES)}
+        times = [e.wall_time for e in accumulator.Scalars("time/env_steps")]
+        seconds.append(times[-1] - times[0] + sum(e.value for e in first.values()))
+    return seconds
+
+
+def reference_at(path: str | None) -> dict[int, float]:
+    if not path:
+        return {}
+    with open(path) as file:
+        return {int(r["env_steps"]): float(r["reward_mean_over_runs"]) for r in csv.DictReader(file)}
+
+
+def mean(values):
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", required=True, help="the run's summaries folder")
+    parser.add_argument("--last", type=int, default=10, help="average over this many final updates")
+    parser.add_argument("--reference", help="the reference baseline's curve (CSV)")
+    parser.add_argument("--command", required=True, help="the command that trained the run")
+    parser.add_argument("--out", required=True, help="output path without extension")
+    args = parser.parse_args()
+
+    by_update = read_scalars(Path(args.run), TAGS)
+    updates = sorted(u for u, v in by_update.items() if "steps" in v)
+    if not updates:
+        raise SystemExit(f"{args.run}: no summaries found")
+    if updates != list(range(1, updates[-1] + 1)):
+        raise SystemExit(f"{args.run}: updates are missing from the summaries")
+    rows = [{"update": u, **by_update[u]} for u in updates]
+    last = rows[-args.last:]
+    segments = segment_seconds(Path(args.run))
+    reference = reference_at(args.reference)
+    summary = {
+        "machine": machine(), "command": args.command, "run": args.run,
+        "updates": updates[-1], "env_steps": int(rows[-1]["steps"]), "last": len(last),
+        "reward_mean_last_updates": mean(r.get("reward") for r in last),
+        "reward_last100_mean_last_updates": mean(r.get("reward_last100") for r in last),
+        "success_mean_last_updates": mean(r.get("success") for r in last),
+        "reference_mean_last_updates": mean(reference.get(int(r["steps"])) for r in last),
+        "wall_seconds": sum(segments), "processes": len(segments),
+        "loop_seconds": {p: sum(r.get(p, 0.0) for r in rows) for p in PHASES},
+        "curve": rows,
+    }
+    Path(args.out + ".json").write_text(json.dumps(summary, indent=2) + "\n")
+
+    def fmt(value, spec=".3f"):
+        return "-" if value is None else format(value, spec)
+
+    m, loop = summary["machine"], summary["loop_seconds"]
+    total = sum(loop.values())
+    lines = [
+        f"# Learning: {args.run}", "",
+        f"Command: `{args.command}`  ",
+        f"Machine: {m['cpu']}, {m['cores']} cores, torch {m['torch']} on the CPU, Python {m['python']}", "",
+        f"- Updates: {summary['updates']}, environment steps: {summary['env_steps']:,}",
+        f"- Over the last {len(last)} updates: mean episode reward {fmt(summary['reward_mean_last_updates'])} "
+        f"(per-update mean), {fmt(summary['reward_last100_mean_last_updates'])} (last-100-episodes mean); "
+        f"success {fmt(summary['success_mean_last_updates'])}; the reference baseline's 10-run mean over the "
+        f"same updates: {fmt(summary['reference_mean_last_updates'])}",
+        f"- Wall time: {summary['wall_seconds'] / 3600:.2f} h in {len(segments)} process(es) "
+        f"({summary['wall_seconds'] / summary['env_steps'] * 1e3:.2f} ms per step); "
+        "training loop: " + ", ".join(f"{p} {loop[p] / max(total, 1e-9):.0%}" for p in PHASES), "",
+        "| update | env steps | reward (update mean) | reward (last 100 episodes) | success | reference mean |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        if r["update"] % 50 == 0 or r["update"] in (1, updates[-1]):
+            lines.append(f"| {r['update']} | {int(r['steps'])} | {fmt(r.get('reward'))} | "
+                         f"{fmt(r.get('reward_last100'))} | {fmt(r.get('success'), '.2f')} | "
+                         f"{fmt(reference.get(int(r['steps'])))} |")
+    Path(args.out + ".md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines[:8]))
+
+
+if __name__ == "__main__":
+    main()

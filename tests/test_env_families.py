@@ -244,3 +244,19 @@ def test_missing_package_is_one_line(monkeypatch, family, module, words):
 def test_reset_params_are_refused_outside_memory_gym():
     with pytest.raises(ConfigError, match="reset_params"):
         make_env(EnvironmentConfig(type="Atari", reset_params={"max_steps": 3}))
+
+
+def test_minigrid_seed_pool_repeats_layouts_reproducibly_and_default_does_not():
+    """seed_pool: N (the reference drew N = 99) gives at most N first observations; unlimited gives more."""
+    def first_observations(seed_pool: int, seed: int) -> list[bytes]:
+        env = make_env(EnvironmentConfig(type="Minigrid", name="MiniGrid-MemoryS9-v0",
+                                         kwargs={"agent_view_size": 3, "seed_pool": seed_pool}))
+        observations = [env.reset(seed=seed)[0].tobytes()] + [env.reset()[0].tobytes() for _ in range(59)]
+        env.close()
+        return observations
+
+    pooled = first_observations(2, seed=3)
+    assert len(set(pooled)) <= 2 and pooled == first_observations(2, seed=3)
+    assert len(set(first_observations(0, seed=3))) > 2
+    with pytest.raises(ConfigError, match="seed_pool"):
+        make_env(EnvironmentConfig(type="Minigrid", name="MiniGrid-MemoryS9-v0", kwargs={"seed_pool": -1}))

@@ -5,6 +5,7 @@
         --out results/cartpole_masked.png
 
 Each run folder holds one run's event files (train.py writes summaries/<run-id>/<time>/).
+Repeat `--runs` (with one `--label` each) to draw several groups on one figure.
 The curve is `episode/reward_mean_last100`: the mean return of the last 100
 episodes, the reference baseline's definition of its reward_mean, so both sets
 of curves can be read at equal environment steps. The reference CSV holds the
@@ -53,19 +54,28 @@ def read_run(folder: Path) -> tuple[np.ndarray, np.ndarray]:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", nargs="+", required=True, help="one summaries folder per run (seed)")
+    parser.add_argument("--runs", nargs="+", required=True, action="append",
+                        help="one summaries folder per run (seed); repeat --runs for another group of runs")
+    parser.add_argument("--label", action="append", help="one per --runs group, in order")
     parser.add_argument("--reference", help="the reference baseline's curve (CSV)")
     parser.add_argument("--title", default="")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
+    if args.label and len(args.label) != len(args.runs):
+        parser.error(f"{len(args.label)} --label for {len(args.runs)} --runs groups")
 
-    runs = [read_run(Path(folder)) for folder in args.runs]
-    n = min(len(steps) for steps, _ in runs)  # updates every run reached
-    steps = runs[0][0][:n]
-    rewards = np.stack([r[:n] for _, r in runs])  # (runs, updates)
     figure, axes = plt.subplots(figsize=(7, 4))
-    axes.plot(steps, rewards.mean(0), color="tab:blue", label=f"this repository ({len(runs)} runs)")
-    axes.fill_between(steps, rewards.min(0), rewards.max(0), color="tab:blue", alpha=0.25)
+    colors = ["tab:blue", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:gray"]
+    for i, folders in enumerate(args.runs):
+        runs = [read_run(Path(folder)) for folder in folders]
+        n = min(len(steps) for steps, _ in runs)  # updates every run of the group reached
+        steps = runs[0][0][:n]
+        rewards = np.stack([r[:n] for _, r in runs])  # (runs, updates)
+        label = args.label[i] if args.label else "this repository"
+        color = colors[i % len(colors)]
+        axes.plot(steps, rewards.mean(0), color=color, label=f"{label} ({len(runs)} run{'s' * (len(runs) > 1)})")
+        if len(runs) > 1:
+            axes.fill_between(steps, rewards.min(0), rewards.max(0), color=color, alpha=0.25)
     if args.reference:
         with open(args.reference) as file:
             ref = list(csv.DictReader(file))

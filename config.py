@@ -10,7 +10,7 @@ import copy
 import dataclasses
 import difflib
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,13 @@ class EnvironmentConfig:
     reset_params: dict = field(default_factory=dict)  # passed to every reset as options= (Memory Gym's reset parameters)
     reward_scale: float | None = None  # training reward multiplier; None: the family's default (CartPole 0.01)
     observation_mask: list | None = None  # indices of vector-observation entries to hide (e.g. [2]: Pendulum's velocity)
+    # merged over kwargs when enjoy.py scores or records, e.g. {seed_pool: 0}: MiniGrid trained on a pool
+    # of layout seeds is scored on unlimited, held-out layouts
+    evaluation_kwargs: dict = field(default_factory=dict)
+
+    def for_evaluation(self) -> "EnvironmentConfig":
+        """This environment as enjoy.py builds it: kwargs with evaluation_kwargs merged over them."""
+        return replace(self, kwargs={**self.kwargs, **self.evaluation_kwargs})
 
 
 @dataclass

@@ -47,7 +47,7 @@ def evaluate(agent, episodes: int, seed: int = 0, deterministic: bool = False, w
     from worker import VecEnv
     W = max(1, min(workers or agent.config.n_workers, episodes))
     quota = [episodes // W + (w < episodes % W) for w in range(W)]
-    envs = VecEnv(agent.config.environment, evaluation_seeds(seed, W), processes=0)
+    envs = VecEnv(agent.config.environment.for_evaluation(), evaluation_seeds(seed, W), processes=0)
     results, state = [], None
     obs, start = envs.reset(), np.ones(W, dtype=bool)
     try:
@@ -75,7 +75,7 @@ def record(agent, episodes: int, seed: int = 0, deterministic: bool = False, on_
     """
     from environments import make_env
     from spaces import MASK_KEY, env_actions
-    env = make_env(agent.config.environment, render_mode="rgb_array")
+    env = make_env(agent.config.environment.for_evaluation(), render_mode="rgb_array")
     results, frames = [], []
     try:
         for episode, env_seed in enumerate(evaluation_seeds(seed, episodes)):

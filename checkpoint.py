@@ -5,6 +5,12 @@ and optimizer state, the config as a dict, the update and step counts, the run's
 summaries folder, the random generators, every environment's state, the current
 observations and recurrent state. Loading one unpickles Python objects: load
 only checkpoints you trust (your own runs).
+
+    python checkpoint.py --inference-only models/run.pt models/run_small.pt
+
+keeps what Agent.load and enjoy.py use (model, config, normaliser statistics,
+counts) and drops what only a resumed run needs: a third of the size for the
+MiniGrid model (no optimizer moments, environment states or generators).
 """
 from __future__ import annotations
 
@@ -21,6 +27,8 @@ class CheckpointError(ValueError):
 
 
 REQUIRED = ("model", "config", "update")
+INFERENCE = ("model", "config", "update", "steps", "run_id", "normalization")
+RESUME = ("optimizer", "steps", "run_id", "summaries_path", "rng", "environments", "obs", "state")
 
 
 def save_checkpoint(path: str | Path, payload: dict) -> Path:
@@ -46,3 +54,23 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     if not isinstance(payload, dict) or any(key not in payload for key in REQUIRED):
         raise CheckpointError(f"{path} is not a checkpoint of this project (it lacks {', '.join(REQUIRED)})")
     return payload
+
+
+def inference_only(checkpoint: dict) -> dict:
+    """The part of a checkpoint that acting needs."""
+    return {key: checkpoint[key] for key in INFERENCE if key in checkpoint}
+
+
+def require_resumable(checkpoint: dict, path: str | Path) -> None:
+    if any(key not in checkpoint for key in RESUME):
+        raise CheckpointError(f"{path} holds the model only (exported with --inference-only): "
+                              "it cannot resume training; resume from the run's own checkpoint")
+
+
+if __name__ == "__main__":
+    import argparse
+    parser = argparse.ArgumentParser(description="Writes the inference-only part of a checkpoint.")
+    parser.add_argument("--inference-only", nargs=2, metavar=("SOURCE", "TARGET"), required=True)
+    source, target = parser.parse_args().inference_only
+    save_checkpoint(target, inference_only(load_checkpoint(source)))
+    print(f"wrote {target} ({Path(target).stat().st_size / 2 ** 20:.1f} MB)")

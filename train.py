@@ -25,7 +25,7 @@ import sys
 
 from docopt import docopt
 
-from checkpoint import CheckpointError, load_checkpoint
+from checkpoint import CheckpointError, load_checkpoint, require_resumable
 from config import ConfigError, config_from_dict, load_config
 from environments import check_family
 
@@ -53,6 +53,7 @@ def main(argv=None) -> int:
             if given:
                 raise ConfigError(f"{', '.join(given)} cannot be combined with --resume (the checkpoint holds them)")
             checkpoint = load_checkpoint(args["--resume"])
+            require_resumable(checkpoint, args["--resume"])
             config = config_from_dict(checkpoint["config"], args["--set"])
             run_id = checkpoint["run_id"]
         else:

@@ -54,3 +54,25 @@ def test_bad_config_is_one_line_and_exit_2(tmp_path):
     (tmp_path / "env.yaml").write_text("environment:\n  type: Pong\n")
     result = run_train(tmp_path, "--config", "env.yaml")
     assert result.returncode == 2 and "environment.type" in result.stderr and "PocMemoryEnv" in result.stderr
+
+
+def test_inference_only_checkpoint_acts_the_same_and_refuses_to_resume(tmp_path):
+    import numpy as np
+    from agent import Agent
+    raw = yaml.safe_load((ROOT / "configs/poc_memory_env.yaml").read_text())
+    raw.update(updates=2)
+    (tmp_path / "small.yaml").write_text(yaml.safe_dump(raw))
+    assert run_train(tmp_path, "--config", "small.yaml", "--run-id", "r").returncode == 0
+    full, small = tmp_path / "models/r.pt", tmp_path / "small.pt"
+    result = subprocess.run([sys.executable, str(ROOT / "checkpoint.py"), "--inference-only", str(full), str(small)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert small.stat().st_size < full.stat().st_size / 2
+
+    obs = np.random.default_rng(0).uniform(-1, 1, (5, 3)).astype(np.float32)
+    a, b = (Agent.load(path).act(obs, None, np.ones(5, dtype=bool), deterministic=True) for path in (full, small))
+    for field in ("actions", "log_probs", "values"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+
+    result = run_train(tmp_path, "--resume", str(small))
+    assert result.returncode == 2 and "cannot resume" in result.stderr and result.stderr.strip().count("\n") == 0

@@ -85,6 +85,37 @@ class CueDict(_CueTask):
         return self._obs(), reward, done, False, {"success": reward == 1.0} if done else {}
 
 
+class CueImage(_CueTask):
+    """uint8 pictures (36, 36, 3), Discrete(3) actions, as MiniGrid Memory asks for it in
+    miniature: step 0 shows a bright square in one of three places (the cue), the
+    following steps a blank picture, the last one a stripe ("answer now"); the last
+    step's action must name the cue's place (reward 1, else 0; chance 0.33)."""
+
+    SIZE = 36  # the smallest picture the three-layer CNN takes
+
+    def __init__(self, length: int = 6):
+        super().__init__(length)
+        self.observation_space = spaces.Box(0, 255, (self.SIZE, self.SIZE, 3), np.uint8)
+        self.action_space = spaces.Discrete(3)
+
+    def _draw(self):
+        self._cue = int(self.np_random.integers(3))
+
+    def _obs(self):
+        obs = np.zeros((self.SIZE, self.SIZE, 3), np.uint8)
+        if self._t == 0:
+            obs[8:20, 12 * self._cue:12 * self._cue + 12] = (255, 64, 0)
+        if self._t == self.length - 1:
+            obs[-4:] = (0, 128, 255)
+        return obs
+
+    def step(self, action):
+        self._t += 1
+        done = self._t == self.length
+        reward = float(done and int(action) == self._cue)
+        return self._obs(), reward, done, False, {"success": reward == 1.0} if done else {}
+
+
 class MaskedChoice(gym.Env):
     """Discrete(5) actions of which only some are allowed at each step (a random subset,
     never empty). An invalid action raises, so a run that finishes never took one.
@@ -129,3 +160,4 @@ class MaskedChoice(gym.Env):
 gym.register("CueMultiDiscrete-v0", entry_point=CueMultiDiscrete)
 gym.register("CueDict-v0", entry_point=CueDict)
 gym.register("MaskedChoice-v0", entry_point=MaskedChoice)
+gym.register("CueImage-v0", entry_point=CueImage)

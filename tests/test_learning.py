@@ -1,4 +1,4 @@
-"""The agent learns both fast memory tasks with the shipped configs, on three seeds each.
+"""The agent learns memory tasks: both fast shipped configs on three seeds each, and tiny cue-recall tasks.
 
 A run passes when the mean episode reward over its last five updates (the
 episodes that ended in them) clears the bar: stricter than touching the bar once.
@@ -67,3 +67,17 @@ def test_multidiscrete_and_dict_observation_memory_tasks_learn(task, chance, see
     history = trainer.run()
     reward = last5(history, "reward_mean")
     assert reward >= 0.9, f"{task} seed {seed}: mean reward over the last 5 updates {reward:.3f} (chance {chance})"
+
+
+@pytest.mark.learning
+def test_image_memory_task_learns_through_worker_processes_without_state_reset(tmp_path):
+    """MiniGrid Memory's path in miniature (tests/memory_tasks.py CueImage-v0): uint8 pictures through the
+    CNN, an LSTM whose state is never reset, environments in two worker processes; chance 0.33."""
+    from config import config_from_dict
+    raw = tiny_task("CueImage-v0", 0)
+    raw.update(worker_processes=2)
+    raw["recurrence"].update(layer_type="lstm", reset_hidden_state=False)
+    history = Trainer(config_from_dict(raw), run_id="image", summaries_dir=tmp_path, models_dir=tmp_path,
+                      verbose=False).run()
+    reward = last5(history, "reward_mean")
+    assert reward >= 0.9, f"CueImage: mean reward over the last 5 updates {reward:.3f} (chance 0.33)"

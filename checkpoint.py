@@ -9,8 +9,8 @@ only checkpoints you trust (your own runs).
     python checkpoint.py --inference-only models/run.pt models/run_small.pt
 
 keeps what Agent.load and enjoy.py use (model, config, normaliser statistics,
-counts) and drops what only a resumed run needs: a third of the size for the
-MiniGrid model (no optimizer moments, environment states or generators).
+counts) and drops what only a resumed run needs: 16 of 50 MiB for the MiniGrid
+model (no optimizer moments, environment states or generators).
 """
 from __future__ import annotations
 
@@ -73,4 +73,4 @@ if __name__ == "__main__":
     parser.add_argument("--inference-only", nargs=2, metavar=("SOURCE", "TARGET"), required=True)
     source, target = parser.parse_args().inference_only
     save_checkpoint(target, inference_only(load_checkpoint(source)))
-    print(f"wrote {target} ({Path(target).stat().st_size / 2 ** 20:.1f} MB)")
+    print(f"wrote {target} ({Path(target).stat().st_size / 2 ** 20:.1f} MiB)")

@@ -54,9 +54,9 @@ def make_minigrid(name: str = "MiniGrid-MemoryS9-v0", agent_view_size: int = 3,
     from minigrid.wrappers import ImgObsWrapper, RGBImgPartialObsWrapper
     if PIXELS % agent_view_size:
         raise ValueError(f"agent_view_size {agent_view_size} must divide {PIXELS} (3, 7, ...)")
-    env = gym.make(name, agent_view_size=agent_view_size, render_mode=render_mode, **kwargs)
     if seed_pool < 0:
         raise ValueError(f"seed_pool must be >= 0 (0: unlimited seeds), got {seed_pool}")
+    env = gym.make(name, agent_view_size=agent_view_size, render_mode=render_mode, **kwargs)
     env = ImgObsWrapper(RGBImgPartialObsWrapper(env, tile_size=PIXELS // agent_view_size))
     env = _ThreeActions(env)
     return _SeedPool(env, seed_pool) if seed_pool else env

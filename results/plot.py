@@ -26,14 +26,21 @@ import numpy as np  # noqa: E402
 TAG = "episode/reward_mean_last100"
 
 
-def read_scalars(folder: Path, tags: dict[str, str]) -> dict[int, dict[str, float]]:
-    """{update: {key: value}} for the TensorBoard tags {tag: key} of one run, from all
-    event files under `folder` (a resumed run appends to its own folder)."""
+def accumulators(folder: Path, per_file: bool = False):
+    """The run's TensorBoard events, loaded: one accumulator per folder of event files
+    (a resumed run appends a file to its own folder), or with per_file one per file."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-    by_update: dict[int, dict] = {}
-    for events in sorted({p.parent for p in folder.rglob("events.out.tfevents.*")}):
-        accumulator = EventAccumulator(str(events), size_guidance={"scalars": 0})
+    files = sorted(folder.rglob("events.out.tfevents.*"))
+    for path in files if per_file else sorted({f.parent for f in files}):
+        accumulator = EventAccumulator(str(path), size_guidance={"scalars": 0})
         accumulator.Reload()
+        yield accumulator
+
+
+def read_scalars(folder: Path, tags: dict[str, str]) -> dict[int, dict[str, float]]:
+    """{update: {key: value}} for the TensorBoard tags {tag: key} of one run."""
+    by_update: dict[int, dict] = {}
+    for accumulator in accumulators(folder):
         present = accumulator.Tags()["scalars"]
         for tag, key in tags.items():
             if tag in present:

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "results"))
 
 from benchmark import machine  # noqa: E402
-from plot import TAG, read_scalars  # noqa: E402
+from plot import TAG, accumulators, read_scalars  # noqa: E402
 
 TAGS = {"episode/reward_mean": "reward", TAG: "reward_last100", "episode/success_mean": "success",
         "time/env_steps": "steps", "time/env": "env", "time/inference": "inference",
@@ -36,11 +36,8 @@ PHASES = ("env", "inference", "buffer", "update")
 
 def segment_seconds(folder: Path) -> list[float]:
     """Wall seconds of each process that wrote to the run (one event file each)."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     seconds = []
-    for events in sorted(folder.rglob("events.out.tfevents.*")):
-        accumulator = EventAccumulator(str(events), size_guidance={"scalars": 0})
-        accumulator.Reload()
+    for accumulator in accumulators(folder, per_file=True):
         if "time/update" not in accumulator.Tags()["scalars"]:
             continue
         first = {tag: accumulator.Scalars(tag)[0] for tag in (f"time/{p}" for p in PHASES)}

@@ -28,10 +28,10 @@ sys.path.insert(0, str(ROOT / "results"))
 from benchmark import machine  # noqa: E402
 from plot import TAG, accumulators, read_scalars  # noqa: E402
 
-TAGS = {"episode/reward_mean": "reward", TAG: "reward_last100", "episode/success_mean": "success",
-        "time/env_steps": "steps", "time/env": "env", "time/inference": "inference",
-        "time/buffer": "buffer", "time/update": "update"}
 PHASES = ("env", "inference", "buffer", "update")
+# a row's key per summary tag; a phase's seconds go under "<phase>_seconds", apart from the update's number
+TAGS = {"episode/reward_mean": "reward", TAG: "reward_last100", "episode/success_mean": "success",
+        "time/env_steps": "steps", **{f"time/{p}": f"{p}_seconds" for p in PHASES}}
 
 
 def segment_seconds(folder: Path) -> list[float]:
@@ -85,7 +85,7 @@ def main():
         "success_mean_last_updates": mean(r.get("success") for r in last),
         "reference_mean_last_updates": mean(reference.get(int(r["steps"])) for r in last),
         "wall_seconds": sum(segments), "processes": len(segments),
-        "loop_seconds": {p: sum(r.get(p, 0.0) for r in rows) for p in PHASES},
+        "loop_seconds": {p: sum(r.get(f"{p}_seconds", 0.0) for r in rows) for p in PHASES},
         "curve": rows,
     }
     Path(args.out + ".json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -61,4 +61,10 @@ def test_run_summary_counts_a_resumed_run_once_and_averages_its_last_updates(tmp
     assert summary["updates"] == 5 and summary["env_steps"] == 5 * 16 * 128 and summary["processes"] == 2
     assert [round(row["reward"], 3) for row in summary["curve"]] == printed
     assert summary["reward_mean_last_updates"] == pytest.approx(sum(printed[-2:]) / 2, abs=1e-3)
-    assert 0 < summary["wall_seconds"] and "train it" in out.with_suffix(".md").read_text()
+    assert [row["update"] for row in summary["curve"]] == [1, 2, 3, 4, 5]
+    assert 0 < summary["wall_seconds"] and sum(summary["loop_seconds"].values()) < summary["wall_seconds"]
+    table = out.with_suffix(".md").read_text()
+    assert "train it" in table
+    # the curve's rows: the first update and the last
+    assert [line.split("|")[1].strip() for line in table.splitlines() if line.startswith("| ") and
+            line.split("|")[1].strip().isdigit()] == ["1", "5"]

@@ -22,6 +22,15 @@ def test_poc_model_succeeds_in_98_percent_of_held_out_episodes():
     assert sum(r["success"] for r in results) / len(results) >= 0.98
 
 
+def test_minigrid_model_scores_at_least_085_on_held_out_unlimited_layouts():
+    """Trained on layout seeds 0..98; scored with the config's evaluation_kwargs (unlimited layouts)."""
+    agent = Agent.load(ROOT / "models/minigrid.pt")
+    assert agent.config.environment.for_evaluation().kwargs.get("seed_pool", 0) == 0
+    results = evaluate(agent, episodes=100, deterministic=True)
+    mean = sum(r["reward"] for r in results) / len(results)
+    assert len(results) == 100 and mean >= 0.85, mean
+
+
 def test_plot_script_writes_a_png_with_the_reference(tmp_path):
     from config import load_config
     from trainer import Trainer

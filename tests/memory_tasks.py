@@ -57,7 +57,20 @@ class CueMultiDiscrete(_CueTask):
         return self._obs(), reward, done, False, {"success": reward == 1.0} if done else {}
 
 
-class CueDict(_CueTask):
+class _OneOfThree(_CueTask):
+    """A cue that is one of three things; the last step's Discrete(3) action must name it (reward 1, else 0)."""
+
+    def _draw(self):
+        self._cue = int(self.np_random.integers(3))
+
+    def step(self, action):
+        self._t += 1
+        done = self._t == self.length
+        reward = float(done and int(action) == self._cue)
+        return self._obs(), reward, done, False, {"success": reward == 1.0} if done else {}
+
+
+class CueDict(_OneOfThree):
     """Dict observation {"cue": one-hot of 3 shown on step 0 only, "clock": steps left / length},
     Discrete(3) actions: the last step's action must repeat the cue (reward 1, else 0)."""
 
@@ -69,23 +82,14 @@ class CueDict(_CueTask):
         })
         self.action_space = spaces.Discrete(3)
 
-    def _draw(self):
-        self._cue = int(self.np_random.integers(3))
-
     def _obs(self):
         cue = np.zeros(3, np.float32)
         if self._t == 0:
             cue[self._cue] = 1.0
         return {"cue": cue, "clock": np.array([(self.length - self._t) / self.length], np.float32)}
 
-    def step(self, action):
-        self._t += 1
-        done = self._t == self.length
-        reward = float(done and int(action) == self._cue)
-        return self._obs(), reward, done, False, {"success": reward == 1.0} if done else {}
 
-
-class CueImage(_CueTask):
+class CueImage(_OneOfThree):
     """uint8 pictures (36, 36, 3), Discrete(3) actions, as MiniGrid Memory asks for it in
     miniature: step 0 shows a bright square in one of three places (the cue), the
     following steps a blank picture, the last one a stripe ("answer now"); the last
@@ -98,9 +102,6 @@ class CueImage(_CueTask):
         self.observation_space = spaces.Box(0, 255, (self.SIZE, self.SIZE, 3), np.uint8)
         self.action_space = spaces.Discrete(3)
 
-    def _draw(self):
-        self._cue = int(self.np_random.integers(3))
-
     def _obs(self):
         obs = np.zeros((self.SIZE, self.SIZE, 3), np.uint8)
         if self._t == 0:
@@ -108,12 +109,6 @@ class CueImage(_CueTask):
         if self._t == self.length - 1:
             obs[-4:] = (0, 128, 255)
         return obs
-
-    def step(self, action):
-        self._t += 1
-        done = self._t == self.length
-        reward = float(done and int(action) == self._cue)
-        return self._obs(), reward, done, False, {"success": reward == 1.0} if done else {}
 
 
 class MaskedChoice(gym.Env):

@@ -81,21 +81,25 @@ def run_once(config: str, overrides: list[str]) -> dict:
             "peak_rss_all_processes_mb": peak, **timings}
 
 
+def random_actions(space, workers: int, steps: int):
+    """(steps, workers, k) stored action rows (spaces.py) drawn from the action space, seeded."""
+    sys.path.insert(0, str(ROOT))
+    import numpy as np
+    from spaces import action_format
+    space.seed(0)
+    return np.array([[np.asarray(space.sample(), dtype=np.float64).reshape(-1) for _ in range(workers)]
+                     for _ in range(steps)]).astype(action_format(space).dtype)
+
+
 def env_ceiling(config_path: str, steps: int) -> float:
     """Env-only steps/s: the config's workers (same count, same processes) stepping random actions."""
     sys.path.insert(0, str(ROOT))
-    import numpy as np
     from config import load_config
-    from spaces import action_format
     from worker import VecEnv, environment_seeds
     config = load_config(ROOT / config_path)
     W = config.n_workers
     envs = VecEnv(config.environment, environment_seeds(0, W), config.worker_processes)
-    space = envs.action_space
-    space.seed(0)
-    # (steps / W, W, k) stored action rows (spaces.py), drawn before the clock starts
-    actions = np.array([[np.asarray(space.sample(), dtype=np.float64).reshape(-1) for _ in range(W)]
-                        for _ in range(max(1, steps // W))]).astype(action_format(space).dtype)
+    actions = random_actions(envs.action_space, W, max(1, steps // W))  # drawn before the clock starts
     envs.reset()
     start = time.perf_counter()
     for a in actions:

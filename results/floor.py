@@ -19,6 +19,7 @@ is a markdown table (and a JSON beside it with --out).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -28,12 +29,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from benchmark import machine  # noqa: E402
+from benchmark import machine, random_actions  # noqa: E402
 from config import load_config  # noqa: E402
-from spaces import action_format  # noqa: E402
 from trainer import PhaseTimes, Trainer  # noqa: E402
 
 
@@ -68,15 +67,11 @@ def main():
     for _ in range(args.repeats):
         log = trainer._one_update()
         phases.append(log.times)
-    trainer_ms = {name: 1e3 * statistics.median(getattr(p, name) for p in phases)
-                  for name in ("env", "inference", "buffer", "update")}
+    trainer_ms = {f.name: 1e3 * statistics.median(getattr(p, f.name) for p in phases)
+                  for f in dataclasses.fields(PhaseTimes)}
 
     # env: random actions, the same workers, T steps
-    space = envs.action_space
-    space.seed(0)
-    fmt = action_format(space)
-    actions = np.array([[np.asarray(space.sample(), dtype=np.float64).reshape(-1) for _ in range(W)]
-                        for _ in range(T)]).astype(fmt.dtype)  # (T, W, k)
+    actions = random_actions(envs.action_space, W, T)  # (T, W, k)
 
     def env_only():
         for a in actions:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import math
+import os
 import typing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -119,10 +121,26 @@ def load_config(path: str | Path, overrides: list[str] = ()) -> Config:
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader) or {}
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path} is not a text file in UTF-8") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{path} is not valid yaml: {' '.join(str(error).split())}") from None
     return config_from_dict(raw, overrides)
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """yaml's safe loader, except that a key given twice in one mapping is an error
+    (plain yaml keeps the last one silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise ConfigError(f"config key '{key}' is given twice (line {key_node.start_mark.line + 1})")
+            seen.add(key)
+        return super().construct_mapping(node, deep)
 
 
 def config_from_dict(raw: dict, overrides: list[str] = ()) -> Config:
@@ -183,6 +201,8 @@ def _coerce(hint, value, key: str):
             return value
     elif hint is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not math.isfinite(value):
+                raise ConfigError(f"config key '{key}' must be a finite number, got {value!r}")
             return float(value)
     elif hint is str:
         if isinstance(value, str):
@@ -215,7 +235,10 @@ def validate(config: Config) -> None:
     need(config.worker_processes >= 0, "worker_processes", config.worker_processes, "must be >= 0 (0: in-process)")
     need(config.worker_processes <= config.n_workers, "worker_processes", config.worker_processes,
          f"at most n_workers ({config.n_workers})")
-    need(config.torch_threads >= 0, "torch_threads", config.torch_threads, "must be >= 0 (0: one per core)")
+    cores = len(os.sched_getaffinity(0))
+    need(0 <= config.torch_threads <= cores, "torch_threads", config.torch_threads,
+         f"0 (one per core) to {cores}, the cores this process may use")
+    need(0 <= config.seed < 2 ** 32, "seed", config.seed, "an integer in [0, 2**32)")
     need(config.checkpoint_interval >= 0, "checkpoint_interval", config.checkpoint_interval,
          "must be >= 0 (0: only at the end)")
     device = config.device
@@ -262,6 +285,28 @@ def validate(config: Config) -> None:
 
     scale = config.environment.reward_scale
     need(scale is None or scale > 0, "environment.reward_scale", scale, "must be > 0")
+
+
+# Keys a resumed run cannot change: they shape the model, the environments or their
+# number, or the normalisers' statistics, all of which the checkpoint holds.
+FIXED_ON_RESUME = ("environment", "n_workers", "hidden_layer_size", "vector_encoder_size",
+                   "recurrence.hidden_state_size", "recurrence.layer_type", "recurrence.num_layers",
+                   "recurrence.separate_critic_core", "normalization.observations", "normalization.rewards",
+                   "normalization.value_targets", "initialization", "seed")
+
+
+def check_resume_overrides(saved: dict, config: Config) -> None:
+    """Refuses overrides of FIXED_ON_RESUME keys, naming them."""
+    now = config.to_dict()
+
+    def get(tree, key):
+        for part in key.split("."):
+            tree = tree[part]
+        return tree
+    changed = [key for key in FIXED_ON_RESUME if get(saved, key) != get(now, key)]
+    if changed:
+        raise ConfigError(f"{', '.join(changed)} cannot change on --resume (the checkpoint's model, "
+                          "environments and statistics depend on them); start a new run instead")
 
 
 def schedule_value(schedule: ScheduleConfig, update: int) -> float:

@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from checkpoint import load_checkpoint
+from checkpoint import arrays, load_checkpoint
 from config import Config, config_from_dict
 from environments import make_env, model_observation_space
 from model import ActorCritic, build_model
@@ -48,7 +48,7 @@ class Agent:
         model = build_model(config, space, env.action_space)
         model.load_state_dict(checkpoint["model"])
         normalizers = Normalizers(config, space)
-        normalizers.load_state_dict(checkpoint.get("normalization", {}))
+        normalizers.load_state_dict(arrays(checkpoint["normalization"]))
         env.close()
         return cls(model.to(device), config, env.action_space, device, normalizers)
 

@@ -1,10 +1,19 @@
-"""Checkpoint files: written atomically, read with one clear error for anything wrong.
+"""Checkpoints: what one holds, how a run is restored from it, and how it is written and read.
 
-A checkpoint is everything a run needs to go on exactly where it stopped: model
-and optimizer state, the config as a dict, the update and step counts, the run's
-summaries folder, the random generators, every environment's state, the current
-observations and recurrent state. Loading one unpickles Python objects: load
-only checkpoints you trust (your own runs).
+A checkpoint is one file with everything a run needs to go on exactly where it
+stopped: model and optimizer state, the config as a dict, the update and step
+counts, the run's summaries folder, the random generators, every environment's
+state (its episode seed and the actions taken since; see environments/), the
+current observations and recurrent state, and the normaliser statistics.
+
+Trust:
+- It holds plain data only (tensors, numbers, strings, lists and dicts) and is
+  read with torch.load(weights_only=True): a downloaded file cannot run code.
+- It carries a SHA-256 digest of its contents, checked on every load: a flipped
+  bit is "corrupt checkpoint", not a silently different model.
+- It is written to a unique temporary file and renamed over the old one: a
+  crash, a full disk or a second writer never leaves a broken checkpoint.
+- A run holds a lock on its run id (RunLock), so two runs never share files.
 
     python checkpoint.py --inference-only models/run.pt models/run_small.pt
 
@@ -14,63 +23,267 @@ model (no optimizer moments, environment states or generators).
 """
 from __future__ import annotations
 
+import errno
+import fcntl
+import hashlib
 import os
 import pickle
+import secrets
+import sys
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import torch
+
+FORMAT = 2  # 1: pickled Python objects, no digest (before weights-only loading)
+INFERENCE = ("format", "model", "config", "update", "steps", "run_id", "normalization")
 
 
 class CheckpointError(ValueError):
-    """A checkpoint file that cannot be used; the message is one line."""
+    """A checkpoint file that cannot be used, read or written; the message is one line."""
 
 
-REQUIRED = ("model", "config", "update")
-INFERENCE = ("model", "config", "update", "steps", "run_id", "normalization")
-RESUME = ("optimizer", "steps", "run_id", "summaries_path", "rng", "environments", "obs", "state")
+# ---------------------------------------------------------------- contents
+
+def capture(trainer) -> dict:
+    """Everything a resumed run needs, as plain data (see the module docstring)."""
+    return _tensors({
+        "format": FORMAT,
+        "model": trainer.model.state_dict(),
+        "config": trainer.config.to_dict(),
+        "update": trainer.update,
+        "steps": trainer.steps,
+        "run_id": trainer.run_id,
+        "normalization": trainer.normalizers.state_dict(),
+        "resumable": True,
+        "summaries_path": str(trainer.summaries.path),
+        "summaries": trainer.summaries.state_dict(),
+        "optimizer": trainer.optimizer.state_dict(),
+        "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(legacy=False),
+                "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []},
+        "environments": trainer.envs.get_state(),
+        "obs": trainer.obs.copy(),
+        "state": trainer.state.cpu(),
+    })
 
 
-def save_checkpoint(path: str | Path, payload: dict) -> Path:
-    """Writes to a temporary file, then renames: a crash never leaves a broken checkpoint."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(payload, tmp)
-    os.replace(tmp, path)
-    return path
-
-
-def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
-    path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint not found: {path}")
-    try:
-        payload = torch.load(path, map_location=map_location, weights_only=False)
-    except (RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError, OSError) as error:
-        reason = " ".join(str(error).split())[:200]
-        raise CheckpointError(f"{path} is not a readable checkpoint (truncated, or not written by train.py): "
-                              f"{reason}") from None
-    if not isinstance(payload, dict) or any(key not in payload for key in REQUIRED):
-        raise CheckpointError(f"{path} is not a checkpoint of this project (it lacks {', '.join(REQUIRED)})")
-    return payload
+def restore(trainer, checkpoint: dict) -> None:
+    """Continues a saved run exactly: same parameters, optimizer, generators, environments."""
+    trainer.model.load_state_dict(checkpoint["model"])
+    trainer.optimizer.load_state_dict(checkpoint["optimizer"])
+    trainer.update, trainer.steps = checkpoint["update"], checkpoint["steps"]
+    trainer.saved_update = trainer.update
+    rng = checkpoint["rng"]
+    torch.set_rng_state(rng["torch"])
+    mt = rng["numpy"]  # the key was stored as int64 (weights-only loading has no uint32 arrays)
+    np.random.set_state({**mt, "state": {**mt["state"], "key": mt["state"]["key"].numpy().astype(np.uint32)}})
+    if rng["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(rng["cuda"])
+    trainer.envs.set_state(arrays(checkpoint["environments"]))
+    trainer.obs = checkpoint["obs"].numpy().copy()
+    trainer.state = checkpoint["state"].to(trainer.device)
+    trainer.summaries.load_state_dict(checkpoint["summaries"])
+    trainer.normalizers.load_state_dict(arrays(checkpoint["normalization"]))
 
 
 def inference_only(checkpoint: dict) -> dict:
     """The part of a checkpoint that acting needs."""
-    return {key: checkpoint[key] for key in INFERENCE if key in checkpoint}
+    return {key: checkpoint[key] for key in INFERENCE}
 
 
 def require_resumable(checkpoint: dict, path: str | Path) -> None:
-    if any(key not in checkpoint for key in RESUME):
+    if not checkpoint.get("resumable"):
         raise CheckpointError(f"{path} holds the model only (exported with --inference-only): "
                               "it cannot resume training; resume from the run's own checkpoint")
 
 
-if __name__ == "__main__":
+def _tensors(tree):
+    """numpy arrays -> tensors and numpy scalars -> Python numbers, all the way down: what
+    weights-only loading accepts without allow-listing any class."""
+    if isinstance(tree, dict):
+        return {key: _tensors(value) for key, value in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(_tensors(value) for value in tree)
+    if isinstance(tree, np.ndarray):
+        return torch.from_numpy(np.array(tree, dtype=np.int64 if tree.dtype == np.uint32 else tree.dtype))
+    if isinstance(tree, np.generic):
+        return tree.item()
+    return tree
+
+
+_SAME_SIZE_INT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def arrays(tree):
+    """Tensors -> numpy arrays all the way down: the inverse of _tensors, for the numpy
+    consumers of a checkpoint (normalisers, environment states)."""
+    if isinstance(tree, dict):
+        return {key: arrays(value) for key, value in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(arrays(value) for value in tree)
+    return tree.numpy() if isinstance(tree, torch.Tensor) else tree
+
+
+def digest(tree) -> str:
+    """SHA-256 over every key, number, string and tensor (dtype, shape and bytes) of a payload."""
+    h = hashlib.sha256()
+
+    def feed(node):
+        if isinstance(node, dict):
+            h.update(b"{%d" % len(node))
+            for key, value in node.items():
+                feed(key)
+                feed(value)
+        elif isinstance(node, (list, tuple)):
+            h.update(b"[%d" % len(node))
+            for value in node:
+                feed(value)
+        elif isinstance(node, torch.Tensor):
+            tensor = node.detach().cpu()
+            h.update(f"T{tensor.dtype}{tuple(tensor.shape)}".encode())
+            try:
+                values = tensor.numpy()
+            except TypeError:  # a dtype numpy lacks (bfloat16, ...): its bits as integers of the same size
+                values = tensor.view(_SAME_SIZE_INT[tensor.element_size()]).numpy()
+            h.update(np.ascontiguousarray(values))
+        else:
+            h.update(repr((type(node).__name__, node)).encode())
+    feed(tree)
+    return h.hexdigest()
+
+
+# ----------------------------------------------------------- writing, reading
+
+def save_checkpoint(path: str | Path, payload: dict) -> Path:
+    """Writes payload plus its digest to a unique temporary file, then renames it over `path`.
+
+    A failed write (full disk, no permission) removes the temporary file, leaves
+    `path` as it was, and raises CheckpointError.
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save({**payload, "digest": digest(payload)}, tmp)
+        os.replace(tmp, path)
+    except (OSError, RuntimeError) as error:  # torch.save reports a failed write as RuntimeError
+        tmp.unlink(missing_ok=True)
+        reason = os.strerror(error.errno) if getattr(error, "errno", None) else " ".join(str(error).split())[:120]
+        kept = f"the previous {path} is intact" if path.exists() else "no earlier checkpoint exists"
+        raise CheckpointError(f"could not write {path} ({reason}); {kept}") from None
+    return path
+
+
+def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
+    """Reads a checkpoint weights-only and checks its digest; any problem is one CheckpointError line."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint not found: {path}" if not path.is_dir() else
+                              f"{path} is a folder, not a checkpoint file")
+    try:
+        payload = torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as error:
+        if "weights only" in str(error).lower() or "weights_only" in str(error):
+            raise CheckpointError(f"{path} refused: it holds Python objects, which could run code when "
+                                  "loaded (written by an older version, or crafted)") from None
+        raise CheckpointError(f"corrupt checkpoint: {path} cannot be read") from None
+    except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError, TypeError, KeyError,
+            AttributeError, IndexError, UnicodeDecodeError, OverflowError, MemoryError):
+        raise CheckpointError(f"corrupt checkpoint: {path} cannot be read (truncated, damaged, "
+                              "or not written by train.py)") from None
+    if not isinstance(payload, dict) or "model" not in payload or "config" not in payload:
+        raise CheckpointError(f"{path} is not a checkpoint of this project")
+    if payload.get("format") != FORMAT or "digest" not in payload:
+        raise CheckpointError(f"{path} was written by an older version of this project (no digest, "
+                              "pickled objects): it cannot be loaded safely; train it again")
+    stored = payload.pop("digest")
+    if stored != digest(payload):
+        raise CheckpointError(f"corrupt checkpoint: {path} (its contents do not match its digest)")
+    return payload
+
+
+def same_checkpoint(a: str | Path, b: str | Path) -> bool:
+    """True when both paths are one file, or files with the same contents."""
+    a, b = Path(a), Path(b)
+    if a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b)):
+        return True
+    try:
+        return a.read_bytes() == b.read_bytes()
+    except OSError:
+        return False
+
+
+def writable(folder: str | Path) -> str | None:
+    """None if files can be created in `folder` (made if missing), else why not, in a few words."""
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        probe = Path(folder) / f".write-test-{os.getpid()}-{secrets.token_hex(4)}"
+        probe.write_bytes(b"")
+        probe.unlink()
+        return None
+    except OSError as error:
+        return error.strerror or str(error)
+
+
+class RunLock:
+    """An exclusive lock on a run id (models/<run-id>.lock) for as long as the run lives.
+
+    flock() locks die with their process, so a lock file left by a killed run is
+    simply taken over by the next run; a live holder makes acquire() refuse.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._fd: int | None = None
+
+    def acquire(self) -> "RunLock":
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as error:
+                holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+                os.close(fd)
+                if error.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                raise CheckpointError(f"run id '{self.path.stem}' is in use by a running process (pid {holder}); "
+                                      "wait for it, or choose another --run-id") from None
+            try:  # the holder before us may have removed the file just before we locked it
+                if os.stat(self.path).st_ino == os.fstat(fd).st_ino:
+                    break
+            except FileNotFoundError:
+                pass
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            self.path.unlink(missing_ok=True)
+            os.close(self._fd)  # closing drops the flock
+            self._fd = None
+
+
+def main(argv=None) -> int:
     import argparse
     parser = argparse.ArgumentParser(description="Writes the inference-only part of a checkpoint.")
     parser.add_argument("--inference-only", nargs=2, metavar=("SOURCE", "TARGET"), required=True)
-    source, target = parser.parse_args().inference_only
-    save_checkpoint(target, inference_only(load_checkpoint(source)))
+    source, target = parser.parse_args(argv).inference_only
+    try:
+        if Path(target).is_dir():
+            raise CheckpointError(f"{target} is a folder: give the new checkpoint's file name")
+        if Path(target).exists():
+            raise CheckpointError(f"{target} exists: choose another name (a checkpoint is never replaced)")
+        save_checkpoint(target, inference_only(load_checkpoint(source)))
+    except CheckpointError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     print(f"wrote {target} ({Path(target).stat().st_size / 2 ** 20:.1f} MiB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

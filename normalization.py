@@ -41,7 +41,10 @@ class RunningMeanStd:
         return {"mean": self.mean.copy(), "var": self.var.copy(), "count": self.count}
 
     def load_state_dict(self, state: dict) -> None:
-        self.mean, self.var, self.count = state["mean"].copy(), state["var"].copy(), state["count"]
+        # np.array copies, from the arrays of a live run or the tensors of a checkpoint
+        self.mean = np.array(state["mean"], dtype=np.float64)
+        self.var = np.array(state["var"], dtype=np.float64)
+        self.count = float(state["count"])
 
 
 class ObservationNormalizer:
@@ -93,7 +96,7 @@ class RewardScaler:
 
     def load_state_dict(self, state: dict) -> None:
         self.stats.load_state_dict(state)
-        self.returns = state["returns"].copy()
+        self.returns = np.array(state["returns"], dtype=np.float64)
 
 
 class ValueNormalizer:

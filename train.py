@@ -6,28 +6,40 @@ Usage:
 
 Options:
   --config=<path>         The yaml config to train [default: configs/poc_memory_env.yaml].
-  --run-id=<name>         Names the summaries folder (summaries/<run-id>/<time>) and the checkpoint
-                          (models/<run-id>.pt) [default: run].
-  --seed=<n>              The run seed; overrides the config's seed.
+  --run-id=<name>         Names the checkpoint (models/<run-id>.pt) and the summaries folder
+                          (summaries/<run-id>/<time>); letters, digits, '.', '_' and '-'.
+                          Default: the config's name and the start time.
+  --seed=<n>              The run seed (0 <= n < 2**32); overrides the config's seed.
   --cpu                   Train on the CPU even when a GPU is available.
-  --set=<kv>       Override one config key, e.g. --set recurrence.sequence_length=16 (repeatable).
+  --set=<kv>              Override one config key, e.g. --set recurrence.sequence_length=16 (repeatable).
   --resume=<checkpoint>   Continue a run from its checkpoint (its config, run id, seed and
                           summaries); --config, --run-id and --seed do not apply, overrides do
-                          (e.g. a larger updates).
+                          (e.g. a larger updates), except those that would change the model,
+                          the environments or their number.
+  --overwrite             Replace an existing models/<run-id>.pt (never done without this flag).
 
-Ctrl-C (SIGINT) or SIGTERM finishes the current update, saves the checkpoint and exits;
-a second one stops at once without saving.
+Ctrl-C (SIGINT) or SIGTERM finishes the current update, saves the checkpoint and exits
+with 130 or 143; a second one stops at once without saving. Exit codes: 0 done, 1 the run
+failed (an environment raised, a loss became NaN, a save failed: the last good checkpoint
+is kept), 2 refused before starting (bad config, flag or file), 130 / 143 stopped by a signal.
 """
 from __future__ import annotations
 
 import os
+import re
+import signal
 import sys
+from datetime import datetime
+from pathlib import Path
 
 from docopt import docopt
 
-from checkpoint import CheckpointError, load_checkpoint, require_resumable
-from config import ConfigError, config_from_dict, load_config
+from checkpoint import CheckpointError, RunLock, load_checkpoint, require_resumable, same_checkpoint, writable
+from config import ConfigError, check_resume_overrides, config_from_dict, load_config
 from environments import check_family
+
+MODELS, SUMMARIES = Path("models"), Path("summaries")
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 
 
 def resolve_device(requested: str, force_cpu: bool) -> str:
@@ -42,57 +54,109 @@ def resolve_device(requested: str, force_cpu: bool) -> str:
     return requested
 
 
+def read_run(args: dict, raw_argv: list[str]):
+    """(config, run id, checkpoint or None) from the command line; refuses bad input."""
+    if not args["--resume"]:
+        config = load_config(args["--config"], args["--set"])
+        if args["--seed"] is not None:
+            if not re.fullmatch(r"\d+", args["--seed"]) or int(args["--seed"]) >= 2 ** 32:
+                raise ConfigError(f"--seed must be an integer in [0, 2**32), got {args['--seed']!r}")
+            config.seed = int(args["--seed"])
+        run_id = args["--run-id"] or f"{Path(args['--config']).stem}-{datetime.now():%Y%m%d-%H%M%S}"
+        if not RUN_ID.fullmatch(run_id) or run_id.endswith((".pt", ".lock")):
+            raise ConfigError(f"--run-id {run_id!r} is not allowed: a name of letters, digits, '.', '_' and '-' "
+                              "(no folders, no leading '.' or '-')")
+        return config, run_id, None
+    given = [flag for flag in ("--config", "--run-id", "--seed")
+             if any(a == flag or a.startswith(flag + "=") for a in raw_argv)]
+    if given:
+        raise ConfigError(f"{', '.join(given)} cannot be combined with --resume (the checkpoint holds them)")
+    checkpoint = load_checkpoint(args["--resume"])
+    require_resumable(checkpoint, args["--resume"])
+    config = config_from_dict(checkpoint["config"], args["--set"])
+    check_resume_overrides(checkpoint["config"], config)
+    if config.updates <= checkpoint["update"]:
+        raise ConfigError(f"{args['--resume']} is at update {checkpoint['update']} of updates {config.updates}: "
+                          "nothing to resume (raise it, e.g. --set updates=...)")
+    return config, checkpoint["run_id"], checkpoint
+
+
+def claim(run_id: str, resume: str | None, overwrite: bool) -> RunLock:
+    """Refuses a run that could not save or would replace a checkpoint it did not start
+    from; else locks the run id for this process."""
+    for folder in (MODELS, SUMMARIES):
+        reason = writable(folder)
+        if reason:
+            raise ConfigError(f"{folder}/ is not writable ({reason}): the run could not save its work")
+    lock = RunLock(MODELS / f"{run_id}.lock").acquire()
+    target = MODELS / f"{run_id}.pt"
+    if target.exists() and not overwrite and (resume is None or not same_checkpoint(resume, target)):
+        lock.release()
+        if resume is None:
+            raise CheckpointError(f"{target} exists: continue it with --resume {target}, or choose another "
+                                  "--run-id (or pass --overwrite to replace it)")
+        raise CheckpointError(f"{target} is not the checkpoint being resumed ({resume}) and would be replaced: "
+                              f"resume from {target} (the run's newest), or pass --overwrite")
+    return lock
+
+
 def main(argv=None) -> int:
     args = docopt(__doc__, argv=argv)
-    checkpoint = None
-    try:
-        if args["--resume"]:
-            raw = sys.argv[1:] if argv is None else argv
-            given = [flag for flag in ("--config", "--run-id", "--seed")
-                     if any(a == flag or a.startswith(flag + "=") for a in raw)]
-            if given:
-                raise ConfigError(f"{', '.join(given)} cannot be combined with --resume (the checkpoint holds them)")
-            checkpoint = load_checkpoint(args["--resume"])
-            require_resumable(checkpoint, args["--resume"])
-            config = config_from_dict(checkpoint["config"], args["--set"])
-            run_id = checkpoint["run_id"]
-        else:
-            config = load_config(args["--config"], args["--set"])
-            run_id = args["--run-id"]
-            if args["--seed"] is not None:
-                try:
-                    config.seed = int(args["--seed"])
-                except ValueError:
-                    raise ConfigError(f"--seed must be an integer, got {args['--seed']!r}") from None
-        check_family(config.environment)
-        device = resolve_device(config.device, args["--cpu"])
-    except (ConfigError, CheckpointError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    lock, trainer = None, None
 
-    from trainer import NonFiniteError, Trainer
-    from worker import WorkerError
-    trainer = None
+    def on_signal(number, frame):
+        if trainer is None or trainer.stop_signal is not None:
+            raise KeyboardInterrupt(number)  # during start-up, or a second signal: stop now
+        trainer.stop_signal = number
+        trainer.summaries.say(f"\n{signal.Signals(number).name}: finishing update {trainer.update + 1}, "
+                              "then saving (send it again to stop without saving)")
+
+    handlers = {number: signal.signal(number, on_signal) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
-        trainer = Trainer(config, run_id=run_id, device=device,
-                          summaries_path=checkpoint["summaries_path"] if checkpoint else None)
-        if checkpoint:
-            trainer.restore(checkpoint)
-            print(f"resuming {run_id} at update {trainer.update}/{config.updates}", flush=True)
-        print(f"training {run_id} on {device}; summaries in {trainer.summaries_path}", flush=True)
+        try:
+            config, run_id, checkpoint = read_run(args, sys.argv[1:] if argv is None else argv)
+            check_family(config.environment)
+            device = resolve_device(config.device, args["--cpu"])
+            lock = claim(run_id, args["--resume"], args["--overwrite"])
+            from trainer import Trainer
+            trainer = Trainer(config, run_id=run_id, device=device, summaries_dir=SUMMARIES, models_dir=MODELS,
+                              summaries_path=checkpoint["summaries_path"] if checkpoint else None)
+        except (ConfigError, CheckpointError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        return train(trainer, checkpoint)
+    except KeyboardInterrupt as interrupt:
+        number = interrupt.args[0] if interrupt.args else signal.SIGINT
+        print(f"stopped by {signal.Signals(number).name} without saving", file=sys.stderr)
+        return 128 + number
+    finally:
+        if trainer is not None:
+            trainer.close()
+        if lock is not None:
+            lock.release()
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+
+
+def train(trainer, checkpoint: dict | None) -> int:
+    from trainer import NonFiniteError
+    from worker import WorkerError
+    if checkpoint:
+        trainer.restore(checkpoint)
+        print(f"resuming {trainer.run_id} at update {trainer.update}/{trainer.config.updates}", flush=True)
+    print(f"training {trainer.run_id} on {trainer.device}; summaries in {trainer.summaries.path}", flush=True)
+    try:
         trainer.run()
-    except ConfigError as error:  # found while building the environments
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except (WorkerError, NonFiniteError) as error:
+    except (WorkerError, NonFiniteError, CheckpointError) as error:
         saved = (f"the last good checkpoint is {trainer.checkpoint_path} (update {trainer.saved_update})"
-                 if trainer is not None and trainer.saved_update is not None
-                 else "no checkpoint was saved in this run")
+                 if trainer.saved_update is not None else "no checkpoint was saved in this run")
         print(f"error: {error}\n{saved}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("stopped without saving", file=sys.stderr)
-        return 130
+    if trainer.stop_signal is not None:
+        name = signal.Signals(trainer.stop_signal).name
+        print(f"stopped by {name} after update {trainer.update}; saved {trainer.checkpoint_path}; "
+              f"resume with: python train.py --resume {trainer.checkpoint_path}", flush=True)
+        return 128 + trainer.stop_signal
     print(f"saved {trainer.checkpoint_path}")
     return 0
 

@@ -11,7 +11,6 @@ truncated episode is kept so that the trainer can bootstrap from it.
 from __future__ import annotations
 
 import multiprocessing as mp
-import pickle
 import signal
 import traceback
 from dataclasses import dataclass
@@ -133,8 +132,6 @@ def _fault_report(fault: _EnvFault) -> tuple[int, str]:
 
 
 def _worker_main(conn, config: EnvironmentConfig, lo: int, seeds: list[int], shared: _Shared):
-    # Ctrl-C reaches the whole process group; the trainer decides how to stop.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     envs = []
     try:
         envs = [make_env(config) for _ in seeds]
@@ -146,11 +143,10 @@ def _worker_main(conn, config: EnvironmentConfig, lo: int, seeds: list[int], sha
                 _reset_slice(envs, lo, seeds, shared)
                 conn.send(("ok", None))
             elif command == "get_state":
-                conn.send(("ok", pickle.dumps(envs)))
+                conn.send(("ok", [env.get_state() for env in envs]))
             elif command == "set_state":
-                for env in envs:
-                    env.close()
-                envs = pickle.loads(argument)
+                for env, state in zip(envs, argument):
+                    env.set_state(state)
                 conn.send(("ok", None))
             else:  # "close"
                 break
@@ -188,14 +184,24 @@ class VecEnv:
             return
         probe.close()
         bounds = np.linspace(0, W, processes + 1).astype(int)
-        for p in range(processes):
-            lo, hi = int(bounds[p]), int(bounds[p + 1])
-            parent, child = ctx.Pipe()
-            process = ctx.Process(target=_worker_main, args=(child, config, lo, self.seeds[lo:hi], self._shared),
-                                  daemon=True, name=f"env-worker-{p}")
-            process.start()
-            child.close()
-            self._workers.append((process, parent, lo, hi))
+        # The workers (and the forkserver they come from) start with SIGINT and SIGTERM
+        # blocked: a Ctrl-C reaches the whole process group, and the trainer alone
+        # decides how to stop. They leave when told to, or when the trainer's pipe closes.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            for p in range(processes):
+                lo, hi = int(bounds[p]), int(bounds[p + 1])
+                parent, child = ctx.Pipe()
+                process = ctx.Process(target=_worker_main, args=(child, config, lo, self.seeds[lo:hi],
+                                                                 self._shared), daemon=True, name=f"env-worker-{p}")
+                self._workers.append((process, parent, lo, hi))
+                process.start()
+                child.close()
+        except BaseException:  # e.g. Ctrl-C during start-up: no worker may outlive the trainer
+            self.close()
+            raise
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
     @property
     def n(self) -> int:
@@ -228,17 +234,21 @@ class VecEnv:
         """(W, A) the actions allowed at the current observations; None if the env masks nothing."""
         return self._shared.action_mask if self.masked else None
 
-    def get_state(self) -> list[bytes]:
-        """Every environment's full state (pickled), for a checkpoint that resumes exactly."""
-        return [pickle.dumps(self._envs)] if self._envs else self._command("get_state")
-
-    def set_state(self, state: list[bytes]) -> None:
+    def get_state(self) -> list[dict]:
+        """Every environment's state as plain data (EpisodeStats.get_state), for a checkpoint
+        that resumes exactly; one entry per environment, whatever the number of processes."""
         if self._envs:
-            for env in self._envs:
-                env.close()
-            self._envs = pickle.loads(state[0])
+            return [env.get_state() for env in self._envs]
+        return [state for part in self._command("get_state") for state in part]
+
+    def set_state(self, states: list[dict]) -> None:
+        if len(states) != self.n:
+            raise ValueError(f"{len(states)} environment states for {self.n} environments")
+        if self._envs:
+            for env, state in zip(self._envs, states):
+                env.set_state(state)
         else:
-            self._command("set_state", state)
+            self._command("set_state", [states[lo:hi] for _, _, lo, hi in self._workers])
 
     def _run_in_process(self, function, *args):
         try:
@@ -292,6 +302,9 @@ class VecEnv:
             except (BrokenPipeError, OSError):
                 pass
         for process, conn, _, _ in self._workers:
+            if process.pid is None:  # never started
+                conn.close()
+                continue
             process.join(timeout=5)
             if process.is_alive():
                 process.kill()

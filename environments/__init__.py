@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Callable
 
 import gymnasium as gym
+import numpy as np
 
 from config import ConfigError, EnvironmentConfig
 
@@ -17,19 +18,37 @@ class EpisodeStats(gym.Wrapper):
     """Adds info["episode"] = {reward, length[, success]} at the end of each episode,
     in the environment's own reward units, and scales the reward for training.
 
-    One wrapper does both because each wrapper layer costs a Python call per step.
+    It also makes the environment's state plain data, for checkpoints that load
+    weights-only (no pickled objects): every episode is reset with a seed drawn from
+    a generator of this wrapper's own (seeded by the first seeded reset), and the
+    actions since that reset are kept. get_state() is that generator's state, the
+    episode's seed and its actions; set_state() resets with the seed and replays the
+    actions. Any environment whose episode is a function of its reset seed and its
+    actions (Gymnasium's contract for reset(seed=...)) resumes exactly.
+
+    One wrapper does all this because each wrapper layer costs a Python call per step.
     """
 
     def __init__(self, env: gym.Env, reward_scale: float = 1.0):
         super().__init__(env)
         self._scale = reward_scale
         self._return, self._length = 0.0, 0
+        self._seeds = np.random.default_rng()  # replaced at the first seeded reset
+        self._episode_seed: int | None = None
+        self._actions: list = []  # since the last reset; arrays are copies (workers pass views)
 
-    def reset(self, **kwargs):
-        self._return, self._length = 0.0, 0
-        return self.env.reset(**kwargs)
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if seed is not None:
+            self._seeds = np.random.default_rng(seed)
+        self._episode_seed = int(self._seeds.integers(2 ** 31 - 1))
+        return self._reset(options)
+
+    def _reset(self, options):
+        self._return, self._length, self._actions = 0.0, 0, []
+        return self.env.reset(seed=self._episode_seed, options=options)
 
     def step(self, action):
+        self._actions.append(action.copy() if isinstance(action, np.ndarray) else action)
         obs, reward, terminated, truncated, info = self.env.step(action)
         self._return += float(reward)
         self._length += 1
@@ -39,6 +58,20 @@ class EpisodeStats(gym.Wrapper):
                 stats["success"] = float(info["success"])
             info = {**info, "episode": stats}
         return obs, reward * self._scale, terminated, truncated, info
+
+    def get_state(self) -> dict:
+        """Plain data: the episode-seed generator's state, this episode's seed and actions."""
+        return {"seeds": self._seeds.bit_generator.state, "episode_seed": self._episode_seed,
+                "actions": np.array(self._actions)}
+
+    def set_state(self, state: dict) -> None:
+        """Puts the environment back where get_state() found it (replaying the episode so far)."""
+        self._episode_seed = state["episode_seed"]
+        if self._episode_seed is not None:
+            self._reset(None)
+            for action in np.asarray(state["actions"]):
+                self.step(action.item() if action.ndim == 0 else action)
+        self._seeds.bit_generator.state = state["seeds"]
 
 
 def _poc(config: EnvironmentConfig, render_mode):

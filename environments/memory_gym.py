@@ -23,10 +23,9 @@ Two more things the wrapper adds:
   limit (and not won on that step) is reported as truncated, not terminated, and
   the trainer bootstraps from it. (One that fails on exactly its last allowed
   step is reported as truncated too; it cannot be told apart from outside.)
-- The environments hold pygame surfaces, which cannot be pickled. The wrapper
-  pickles what rebuilds them instead (id, parameters, its generator, the
-  episode's seed and the actions taken since the reset) and replays the episode
-  when unpickled, so a checkpoint resumes every environment exactly.
+- Nothing here for checkpoints: the environments hold pygame surfaces, and a
+  checkpoint instead keeps each episode's reset seed and its actions, replayed
+  on resume (environments.EpisodeStats), which rebuilds them exactly.
 
 pygame keeps one display per process, shared by the Memory Gym environments in
 it; each draws its whole picture on every step, so they can share it. Closing
@@ -63,26 +62,24 @@ class MemoryGymEnv(gym.Wrapper):
             self.close()
             raise
         self._rng = np.random.default_rng()
-        self._episode_seed, self._episode_options, self._actions = None, params, []
+        self._steps = 0
         # A time limit the environment applies but does not show: "max_steps" among its reset parameters.
         self._has_time_limit = "max_steps" in self.env.unwrapped.default_reset_parameters
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         if seed is not None:
             self._rng = np.random.default_rng(seed)
-        self._episode_seed = self._start + int(self._rng.integers(self._count))
-        self._episode_options = {**self._params, **(options or {})}
-        self._actions = []
-        obs, info = self.env.reset(seed=self._episode_seed, options=self._episode_options)
+        self._steps = 0
+        obs, info = self.env.reset(seed=self._start + int(self._rng.integers(self._count)),
+                                   options={**self._params, **(options or {})})
         return _upright(obs), info
 
     def step(self, action):
-        # The worker hands a view of its shared action row: keep a copy to replay.
-        self._actions.append(action.tolist() if isinstance(action, np.ndarray) else action)
+        self._steps += 1
         obs, reward, terminated, truncated, info = self.env.step(action)
         if terminated and self._has_time_limit and not info.get("success"):
             limit = self.env.unwrapped.reset_params["max_steps"]
-            if len(self._actions) == limit:
+            if self._steps == limit:
                 terminated, truncated = False, True
         return _upright(obs), reward, terminated, truncated, info
 
@@ -94,24 +91,6 @@ class MemoryGymEnv(gym.Wrapper):
         if _open_envs == 0:
             self.env.close()  # pygame.quit(): only once no other environment in this process needs pygame
         self.env = None
-
-    def __getstate__(self):
-        return {"name": self._name, "render_mode": self._render_mode, "start": self._start, "count": self._count,
-                "params": self._params, "rng": self._rng, "episode_seed": self._episode_seed,
-                "episode_options": self._episode_options, "actions": list(self._actions)}
-
-    def __setstate__(self, state):
-        gym.Wrapper.__init__(self, _make(state["name"], state["render_mode"]))
-        self._name, self._render_mode = state["name"], state["render_mode"]
-        self._start, self._count, self._params = state["start"], state["count"], state["params"]
-        self._rng = state["rng"]
-        self._episode_seed, self._episode_options = state["episode_seed"], state["episode_options"]
-        self._actions = state["actions"]
-        self._has_time_limit = "max_steps" in self.env.unwrapped.default_reset_parameters
-        if self._episode_seed is not None:  # replay the current episode: the same seed and actions give the same state
-            self.env.reset(seed=self._episode_seed, options=self._episode_options)
-            for action in self._actions:
-                self.env.step(action)
 
 
 def _make(name: str, render_mode: str | None) -> gym.Env:

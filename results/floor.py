@@ -59,13 +59,13 @@ def main():
     trainer = Trainer(config, run_id="floor", summaries_dir="/tmp/floor_summaries", models_dir="/tmp/floor_models",
                       verbose=False)
     for _ in range(2):
-        trainer._one_update()
+        trainer.one_update()
     model, envs, buffer, device = trainer.model, trainer.envs, trainer.buffer, trainer.device
 
     # the trainer's own phases of one update (the same code train.py runs)
     phases = []
     for _ in range(args.repeats):
-        log = trainer._one_update()
+        log = trainer.one_update()
         phases.append(log.times)
     trainer_ms = {f.name: 1e3 * statistics.median(getattr(p, f.name) for p in phases)
                   for f in dataclasses.fields(PhaseTimes)}

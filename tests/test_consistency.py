@@ -97,7 +97,7 @@ def test_recomputed_log_probs_match_rollout_for_every_space_and_switch(tmp_path,
     try:
         for rollout in range(2):
             if rollout:  # the second rollout follows a real update, and the normalisers have moved
-                trainer._one_update()
+                trainer.one_update()
             trainer.collect(PhaseTimes())
             obs = trainer.normalizers.observation(trainer.obs, update=False)
             trainer.buffer.finish(trainer._values(obs, trainer.state), 0.99, 0.95, 8, trainer.normalizers.values)

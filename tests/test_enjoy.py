@@ -9,6 +9,7 @@ import torch
 import yaml
 
 from agent import Agent
+from checkpoint import load_checkpoint, save_checkpoint
 from config import config_from_dict
 from enjoy import HELD_OUT, evaluate, evaluation_seeds, record, write_video
 from trainer import PhaseTimes, Trainer
@@ -110,10 +111,10 @@ def test_mp4_without_the_extra_is_one_clear_line_or_a_file(tmp_path):
 
 def test_bad_model_files_are_one_line_and_exit_2(tmp_path):
     (tmp_path / "text.pt").write_text("hello")
-    checkpoint = torch.load(trained(tmp_path, updates=1), weights_only=False)
+    checkpoint = load_checkpoint(trained(tmp_path, updates=1))
     checkpoint["config"]["environment"] = {"type": "gym", "name": "a_package_not_installed:Thing-v0"}
-    torch.save(checkpoint, tmp_path / "foreign_env.pt")
-    for name, words in (("missing.pt", "not found"), ("text.pt", "not a readable checkpoint"),
+    save_checkpoint(tmp_path / "foreign_env.pt", checkpoint)
+    for name, words in (("missing.pt", "not found"), ("text.pt", "corrupt checkpoint"),
                         ("foreign_env.pt", "a_package_not_installed")):
         result = run_enjoy(tmp_path, "--model", name)
         assert result.returncode == 2, result.stdout

@@ -4,7 +4,6 @@ Spaces and dtypes, seeding, reset parameters reaching every reset, episode
 statistics, exact resume after pickling, and one-line errors when a package or
 a parameter is wrong.
 """
-import pickle
 import sys
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
+from checkpoint import FORMAT, _tensors, arrays, load_checkpoint, save_checkpoint
 from config import ConfigError, EnvironmentConfig, load_config
 from environments import make_env
 from environments.memory_gym import MemoryGymEnv
@@ -151,8 +151,9 @@ def test_a_non_memory_gym_id_is_a_config_error():
 
 
 @pytest.mark.parametrize("name, actions", [("mortar_mayhem_grid", 25), ("mortar_mayhem", 25), ("breakout", 60)])
-def test_pickled_env_resumes_exactly(name, actions):
-    """Checkpoints pickle every environment: the copy must go on exactly as the original."""
+def test_env_state_resumes_exactly(tmp_path, name, actions):
+    """A checkpoint keeps each environment's state as plain data (episode seed and actions,
+    through weights-only saving): a new environment set to it goes on exactly as the original."""
     env = make_env(environment(name))
     rng = np.random.default_rng(0)
     sample = (lambda: int(rng.integers(env.action_space.n))) if isinstance(env.action_space, spaces.Discrete) \
@@ -161,7 +162,10 @@ def test_pickled_env_resumes_exactly(name, actions):
     for _ in range(actions):
         if any(env.step(sample())[2:4]):
             env.reset()
-    copy = pickle.loads(pickle.dumps(env))
+    save_checkpoint(tmp_path / "state.pt", {"format": FORMAT, "model": {}, "config": {},
+                                             "environments": _tensors([env.get_state()])})
+    copy = make_env(environment(name))
+    copy.set_state(arrays(load_checkpoint(tmp_path / "state.pt")["environments"])[0])
     try:
         for _ in range(150):
             action = sample()

@@ -39,7 +39,8 @@ def test_running_mean_std_equals_the_whole_batch_statistics():
 
 
 def test_normalised_observations_have_zero_mean_unit_std_after_warm_up(tmp_path):
-    trainer = trainer_for(tmp_path, normalization={"observations": True})
+    # 16 x 128 steps: ~90 episodes per rollout, so the sample means are near the running ones
+    trainer = trainer_for(tmp_path, normalization={"observations": True}, n_workers=16, worker_steps=128)
     try:
         trainer.collect(PhaseTimes())
         trainer.collect(PhaseTimes())  # the second rollout uses statistics warmed up on the first

@@ -1,0 +1,153 @@
+"""What a run reports after each update: TensorBoard scalars, and a progress bar on a
+terminal or one line per update when the output goes to a file or a pipe.
+
+The TensorBoard folder also gets `config.json`, the run's whole config, so that
+a folder of runs (a sweep, or runs started by hand) can be grouped and compared
+by results/stats.py without anything else.
+"""
+from __future__ import annotations
+
+import json
+import resource
+import sys
+from collections import deque
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+import numpy as np
+
+from config import Config
+
+
+@dataclass
+class PhaseTimes:
+    """Wall seconds per phase of one update."""
+    env: float = 0.0  # stepping the environments
+    inference: float = 0.0  # the policy during the rollout
+    buffer: float = 0.0  # GAE and the sequence index map
+    update: float = 0.0  # the PPO epochs
+
+    def total(self) -> float:
+        return self.env + self.inference + self.buffer + self.update
+
+
+@dataclass
+class UpdateLog:
+    update: int
+    steps: int  # environment steps so far
+    episodes: list[dict]  # the episodes that ended in this update's rollout: reward, length[, success]
+    metrics: dict = field(default_factory=dict)  # losses and statistics of the optimisation
+    times: PhaseTimes = field(default_factory=PhaseTimes)
+    seconds: float = 0.0  # wall time of the whole update
+
+    def _mean(self, key: str) -> float | None:
+        values = [e[key] for e in self.episodes if key in e]
+        return float(np.mean(values)) if values else None
+
+    @property
+    def reward_mean(self) -> float | None:  # mean raw return of this update's episodes
+        return self._mean("reward")
+
+    @property
+    def length_mean(self) -> float | None:
+        return self._mean("length")
+
+    @property
+    def success_mean(self) -> float | None:  # None where the environment reports no success
+        return self._mean("success")
+
+
+class Summaries:
+    """The run's reports; keeps the history of updates and the last 100 episodes' returns."""
+
+    def __init__(self, path: str | Path, config: Config, verbose: bool = True):
+        self.path, self.config, self.verbose = Path(path), config, verbose
+        self.history: list[UpdateLog] = []
+        self.recent_rewards: deque = deque(maxlen=100)  # the reference baseline's reward_mean window
+        self._writer = None
+        self._bar = None
+
+    def open(self, first_update: int = 0) -> None:
+        from torch.utils.tensorboard import SummaryWriter
+        self._writer = SummaryWriter(str(self.path))
+        (self.path / "config.json").write_text(json.dumps(self.config.to_dict(), indent=1))
+        if self.verbose and sys.stdout.isatty():
+            from tqdm import tqdm
+            self._bar = tqdm(total=self.config.updates, initial=first_update, unit="update", dynamic_ncols=True)
+
+    def scalars(self, log: UpdateLog) -> dict[str, float]:
+        """Every number reported for one update, by its TensorBoard tag (a sweep reports the same)."""
+        out = {}
+        if log.reward_mean is not None:
+            out.update({"episode/reward_mean": log.reward_mean, "episode/length_mean": log.length_mean,
+                        "episode/reward_mean_last100": float(np.mean(self.recent_rewards))})
+        if log.success_mean is not None:
+            out["episode/success_mean"] = log.success_mean
+        out.update({f"training/{name}": value for name, value in log.metrics.items()})
+        out.update({f"time/{f.name}": getattr(log.times, f.name) for f in fields(PhaseTimes)})
+        out["time/steps_per_second"] = self._steps_per_update() / max(log.seconds, 1e-9)
+        out["time/env_steps"] = log.steps
+        return out
+
+    def write(self, log: UpdateLog) -> dict[str, float]:
+        """Records one update everywhere; returns its scalars."""
+        self.history.append(log)
+        self.recent_rewards.extend(e["reward"] for e in log.episodes)
+        scalars = self.scalars(log)
+        for tag, value in scalars.items():
+            self._writer.add_scalar(tag, value, log.update)
+        if self._bar is not None:
+            last = "-" if log.reward_mean is None else f"{log.reward_mean:.3f}"
+            self._bar.set_postfix_str(f"steps {log.steps}  reward {last}  "
+                                      f"sps {scalars['time/steps_per_second']:.0f}", refresh=False)
+            self._bar.update(1)
+        elif self.verbose:
+            print(self.line(log, scalars), flush=True)
+        return scalars
+
+    def line(self, log: UpdateLog, scalars: dict[str, float]) -> str:
+        def fmt(value, spec):
+            return "-" if value is None else format(value, spec)
+        m = log.metrics
+        return (f"update {log.update:4d}/{self.config.updates}  steps {log.steps:8d}  "
+                f"reward {fmt(log.reward_mean, '8.3f')}  length {fmt(log.length_mean, '6.1f')}  "
+                f"success {fmt(log.success_mean, '.2f')}  pg {m['pg_loss']:+.4f}  v {m['v_loss']:.4f}  "
+                f"entropy {m['entropy']:.3f}  kl {m['approx_kl']:.4f}  clip {m['clip_frac']:.3f}  "
+                f"sps {scalars['time/steps_per_second']:7.0f}")
+
+    def say(self, text: str) -> None:
+        """A message (when verbose) that does not break the progress bar."""
+        if self._bar is not None:
+            self._bar.write(text)
+        elif self.verbose:
+            print(text, flush=True)
+
+    def _steps_per_update(self) -> int:
+        return self.config.n_workers * self.config.worker_steps
+
+    def timings(self, seconds: float) -> dict:
+        """Totals over the updates of this process: the per-phase split of `seconds`."""
+        phases = {f.name: sum(getattr(h.times, f.name) for h in self.history) for f in fields(PhaseTimes)}
+        steps = len(self.history) * self._steps_per_update()
+        # ru_maxrss is in KiB on Linux; worker processes count as children
+        peak_kib = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                       resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+        return {"updates": len(self.history), "env_steps": steps, "train_seconds": seconds,
+                "reward_mean_last100": float(np.mean(self.recent_rewards)) if self.recent_rewards else None,
+                "steps_per_second": steps / seconds, "peak_rss_mb": peak_kib / 1024,
+                **{f"{k}_seconds": v for k, v in phases.items()}}
+
+    def state_dict(self) -> dict:
+        return {"recent_rewards": list(self.recent_rewards)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.recent_rewards.extend(state["recent_rewards"])
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+

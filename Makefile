@@ -23,7 +23,7 @@ video-extra: $(STAMP)
 	$(BIN)/pip install --disable-pip-version-check -q -r requirements-video.txt
 
 train: $(STAMP)
-	$(BIN)/python train.py --config configs/poc_memory_env.yaml --run-id poc_memory_env
+	$(BIN)/python train.py --config configs/poc_memory_env.yaml
 
 test: $(STAMP)
 	SDL_VIDEODRIVER=dummy $(BIN)/python -m pytest -q

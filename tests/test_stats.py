@@ -1,4 +1,6 @@
 """results/stats.py: IQM, stratified bootstrap intervals, grid points from run folders, the report and its CLI."""
+import json
+
 import numpy as np
 import pytest
 
@@ -109,3 +111,79 @@ def test_intervals_are_reproducible_and_the_seed_matters():
     x = np.random.default_rng(8).normal(0, 1, 20)
     assert stats.interval([x], stats.iqm) == stats.interval([x], stats.iqm)
     assert stats.interval([x], stats.iqm, seed=1)[1] != stats.interval([x], stats.iqm)[1]
+
+
+# ------------------------------------------------------------------ runs and grid points
+CONFIG = {"seed": 0, "updates": 5, "learning_rate_schedule": {"initial": 3e-4, "final": 3e-4},
+          "recurrence": {"sequence_length": 8, "layer_type": "gru"},
+          "environment": {"type": "PocMemoryEnv", "name": "", "kwargs": {}}}
+
+
+def write_run(folder, seed, rewards, steps_per_update=2048, **changes):
+    """A run folder as train.py leaves it: config.json and TensorBoard scalars for updates 1, 2, ..."""
+    from torch.utils.tensorboard import SummaryWriter
+    config = json.loads(json.dumps(CONFIG))
+    config["seed"] = seed
+    for dotted, value in changes.items():  # learning_rate_schedule__initial=1e-3 -> config[...][...]
+        *parents, key = dotted.split("__")
+        node = config
+        for parent in parents:
+            node = node[parent]
+        node[key] = value
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(config))
+    writer = SummaryWriter(str(folder / "20240101-000000"))  # events one folder down, as train.py
+    for update, reward in enumerate(rewards, start=1):
+        if reward is not None:  # None: no episode ended in this update
+            writer.add_scalar("episode/reward_mean_last100", reward, update)
+        writer.add_scalar("time/env_steps", update * steps_per_update, update)
+    writer.close()
+    return folder
+
+
+def test_runs_are_grouped_by_config_without_seed_and_labelled_by_what_differs(tmp_path):
+    for seed in range(3):
+        write_run(tmp_path / f"lr3e-4_L8_{seed}", seed, [0.1, 0.5, 1.0 + seed])
+        write_run(tmp_path / f"lr1e-3_L8_{seed}", seed, [0.2, 0.6, 0.9], learning_rate_schedule__initial=1e-3)
+        write_run(tmp_path / f"lr1e-3_L16_{seed}", seed, [0.2, 0.6, 0.8], learning_rate_schedule__initial=1e-3,
+                  recurrence__sequence_length=16)
+    points = stats.group_runs(stats.load_runs([tmp_path]))
+    assert [p.label for p in points] == [
+        "learning_rate_schedule.initial=0.0003, recurrence.sequence_length=8",
+        "learning_rate_schedule.initial=0.001, recurrence.sequence_length=8",
+        "learning_rate_schedule.initial=0.001, recurrence.sequence_length=16",
+    ]
+    assert [sorted(r.seed for r in p.runs) for p in points] == [[0, 1, 2]] * 3
+    assert sorted(points[0].scores()) == [1.0, 2.0, 3.0]
+    assert sorted(points[0].scores(last=2)) == pytest.approx([0.75, 1.25, 1.75])  # (0.5 + 1 + seed) / 2
+    steps, curves = points[1].curves()
+    assert steps.tolist() == [2048, 4096, 6144] and np.allclose(curves, [[0.2, 0.6, 0.9]] * 3)
+
+
+def test_one_grid_point_is_labelled_by_its_environment(tmp_path):
+    write_run(tmp_path / "a", 0, [1.0])
+    write_run(tmp_path / "b", 1, [2.0])
+    (point,) = stats.group_runs(stats.load_runs([tmp_path]))
+    assert point.label == "PocMemoryEnv" and point.config["recurrence"]["sequence_length"] == 8
+    write_run(tmp_path / "c" / "nested", 0, [1.0], environment__type="Minigrid", environment__name="MiniGrid-MemoryS9-v0")
+    labels = [p.label for p in stats.group_runs(stats.load_runs([tmp_path]))]
+    assert labels == ["environment.name=, environment.type=PocMemoryEnv",
+                      "environment.name=MiniGrid-MemoryS9-v0, environment.type=Minigrid"]
+
+
+def test_a_run_with_fewer_updates_is_stopped_early_not_scored(tmp_path):
+    for seed in range(3):
+        write_run(tmp_path / f"full{seed}", seed, [0.0, 0.5, 1.0, 1.0])
+    write_run(tmp_path / "asha", 3, [0.0, -5.0])  # stopped after 2 of 4 updates
+    (point,) = stats.group_runs(stats.load_runs([tmp_path]))
+    assert [r.seed for r in point.stopped] == [3] and point.stopped[0].updates == 2
+    assert sorted(r.seed for r in point.runs) == [0, 1, 2]
+    assert np.allclose(point.scores(), 1.0)  # the -5.0 of the stopped run counts nowhere
+
+
+def test_reward_carries_over_updates_without_a_finished_episode(tmp_path):
+    write_run(tmp_path / "run", 0, [None, 0.4, None, None, 0.9, None])
+    (run,) = stats.load_runs([tmp_path])
+    assert run.updates == 6 and run.update.tolist() == [1, 2, 3, 4, 5, 6]
+    assert np.isnan(run.reward[0]) and np.allclose(run.reward[1:], [0.4, 0.4, 0.4, 0.9, 0.9])
+    assert run.final_score(1) == pytest.approx(0.9) and run.final_score(3) == pytest.approx((0.4 + 0.9 + 0.9) / 3)

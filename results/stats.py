@@ -2,6 +2,14 @@
 
     python results/stats.py --runs summaries/poc10 --out results/sweeps/poc10 --threshold 1.1
 
+Reads every run below the --runs paths (a folder with config.json and TensorBoard events),
+groups the seeds of each config into a grid point, and writes <out>.md (the table, also
+printed), <out>.json (every run's final score, the curves, the profiles) and <out>.png (IQM
+curves against the reference baseline's, and the performance profile). A run's final score
+is its episode/reward_mean_last100 averaged over its last K updates (--final-updates). A run
+with fewer updates than the longest of its grid point (stopped by a scheduler, or still
+running) is counted as stopped early and kept out of the statistics.
+
 Follows Agarwal et al., "Deep Reinforcement Learning at the Edge of the Statistical
 Precipice" (NeurIPS 2021): report the interquartile mean (IQM) and percentile bootstrap
 confidence intervals over seeds, never one lucky seed or a bare mean. When the scores of
@@ -15,14 +23,21 @@ same runs always give the same numbers.
 """
 from __future__ import annotations
 
+import argparse
+import csv
 import json
 import sys
 from dataclasses import dataclass
+from functools import reduce
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
-import numpy as np
-from scipy import stats as scipy_stats
+import matplotlib
+
+matplotlib.use("Agg")  # headless: write files, never open a window
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from scipy import stats as scipy_stats  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # results/, for plot.py when imported from elsewhere
 
@@ -200,13 +215,12 @@ class GridPoint:
         """Final scores of the scored runs: (seeds,)."""
         return np.array([run.final_score(last) for run in self.runs])
 
-    def curves(self) -> tuple[np.ndarray, np.ndarray]:
-        """(env steps (updates,), rewards (seeds, updates)) at the updates every scored run has."""
-        common = self.runs[0].update
-        for run in self.runs[1:]:
-            common = np.intersect1d(common, run.update)
+    def curves(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(updates (U,), env steps (U,), rewards (seeds, U)) at the U updates every scored run has."""
+        common = reduce(np.intersect1d, [run.update for run in self.runs])
         rewards = np.stack([run.reward[np.isin(run.update, common)] for run in self.runs])
-        return self.runs[0].env_steps[np.isin(self.runs[0].update, common)], rewards
+        first = self.runs[0]
+        return common, first.env_steps[np.isin(first.update, common)], rewards
 
 
 def flatten(config: dict, prefix: str = "") -> dict[str, Any]:
@@ -229,6 +243,14 @@ def _order(value: Any) -> tuple:
     return (0, value, "") if isinstance(value, (int, float)) else (1, 0, _text(value))
 
 
+def _label(config: dict, flat: dict[str, Any], differing: list[str]) -> str:
+    """'key=value, ...' for the keys that differ between grid points; the environment if none do."""
+    if differing:
+        return ", ".join(f"{k}={_text(flat.get(k))}" for k in differing)
+    environment = config.get("environment", {})
+    return " ".join(filter(None, [environment.get("type"), environment.get("name")])) or "all runs"
+
+
 def group_runs(runs: list[Run]) -> list[GridPoint]:
     """Runs whose configs are equal once `seed` is removed form a grid point; grid points are
     labelled by the keys whose values differ between them, and sorted by those values."""
@@ -241,12 +263,181 @@ def group_runs(runs: list[Run]) -> list[GridPoint]:
     differing = [k for k in sorted(set().union(*flat)) if len({_text(f.get(k)) for f in flat}) > 1]
     points = []
     for config, f, group in zip(configs, flat, members.values()):
-        if differing:
-            label = ", ".join(f"{k}={_text(f.get(k))}" for k in differing)
-        else:
-            environment = config.get("environment", {})
-            label = " ".join(filter(None, [environment.get("type"), environment.get("name")])) or "all runs"
         longest = max(run.updates for run in group)
-        points.append((tuple(_order(f.get(k)) for k in differing), GridPoint(
-            label, config, [r for r in group if r.updates == longest], [r for r in group if r.updates < longest])))
+        point = GridPoint(_label(config, f, differing), config,
+                          [r for r in group if r.updates == longest], [r for r in group if r.updates < longest])
+        points.append((tuple(_order(f.get(k)) for k in differing), point))
     return [point for _, point in sorted(points, key=lambda p: p[0])]
+
+
+# ------------------------------------------------------------------ reference curves
+REFERENCE_FOLDER = Path(__file__).resolve().parent / "reference"
+# (environment type, name or None for any name) -> the reference baseline's 10-run curve
+REFERENCES = {("PocMemoryEnv", None): "poc_memory_env.csv", ("CartPoleMasked", None): "cartpole_masked.csv",
+              ("Minigrid", "MiniGrid-MemoryS9-v0"): "minigrid_memory_s9.csv"}
+
+
+class ReferenceCurve(NamedTuple):
+    env_steps: np.ndarray  # (updates,)
+    mean: np.ndarray  # (updates,) over its runs
+    low: np.ndarray  # (updates,) min over its runs
+    high: np.ndarray  # (updates,) max over its runs
+    runs: int
+
+
+def reference_for(config: dict) -> Path | None:
+    """The reference baseline's curve for the config's environment, None if it has none."""
+    environment = config.get("environment", {})
+    kind, name = environment.get("type"), environment.get("name")
+    file = REFERENCES.get((kind, None)) or REFERENCES.get((kind, name))
+    return REFERENCE_FOLDER / file if file else None
+
+
+def read_reference(path: Path) -> ReferenceCurve:
+    with open(path) as file:
+        rows = list(csv.DictReader(file))
+    column = {key: np.array([float(r[key]) for r in rows]) for key in rows[0]}
+    return ReferenceCurve(column["env_steps"], column["reward_mean_over_runs"], column["reward_min_over_runs"],
+                          column["reward_max_over_runs"], int(rows[0]["runs"]))
+
+
+def _choose_reference(reference: str | Path, points: list[GridPoint]) -> Path | None:
+    """'none': no reference; 'auto': the one all grid points' environments share, if any; else a CSV path."""
+    if str(reference) == "none":
+        return None
+    if str(reference) == "auto":
+        found = {reference_for(point.config) for point in points}
+        return found.pop() if len(found) == 1 else None
+    if not Path(reference).is_file():
+        raise InputError(f"reference curve {reference} does not exist")
+    return Path(reference)
+
+
+# ------------------------------------------------------------------ report
+def _as_json(interval_: Interval) -> dict[str, Any]:
+    return {key: np.asarray(value).tolist() for key, value in zip(("value", "low", "high"), interval_)}
+
+
+def summarise(point: GridPoint, taus: np.ndarray, threshold: float | None, last: int, **bootstrap: Any) -> dict:
+    """One grid point's numbers, as the JSON holds them: scores, intervals, curves, profile."""
+    scores = point.scores(last)  # (seeds,)
+    updates, steps, curves = point.curves()  # (updates,), (updates,), (seeds, updates)
+    at_least = fraction_at_least([scores], threshold, **bootstrap) if threshold is not None else None
+    return {
+        "label": point.label, "config": point.config, "seeds": len(scores),
+        "runs": [{"seed": r.seed, "folder": str(r.folder), "updates": r.updates, "final_score": float(score)}
+                 for r, score in zip(point.runs, scores)],
+        "stopped_early": [{"seed": r.seed, "folder": str(r.folder), "updates": r.updates} for r in point.stopped],
+        "final_score": {name: _as_json(i) for name, i in aggregates([scores], **bootstrap).items()},
+        "fraction_at_least_threshold": _as_json(at_least) if at_least is not None else None,
+        "curve": {"update": updates.tolist(), "env_steps": steps.tolist(),
+                  "iqm": _as_json(curve_interval(curves, iqm, **bootstrap)),
+                  "mean": _as_json(curve_interval(curves, np.mean, **bootstrap))},
+        "profile": {"tau": taus.tolist(), **_as_json(performance_profile([scores], taus, **bootstrap))},
+    }
+
+
+def _cell(numbers: dict[str, Any], spec: str = ".4g") -> str:
+    return f"{numbers['value']:{spec}} [{numbers['low']:{spec}}, {numbers['high']:{spec}}]"
+
+
+def table(summaries: list[dict], settings: dict) -> str:
+    """The markdown table: one row per grid point."""
+    threshold = settings["threshold"]
+    lines = [f"Final score: episode/reward_mean_last100, mean over each run's last {settings['final_updates']} "
+             f"update(s). [low, high]: {settings['confidence']:.0%} percentile bootstrap interval over seeds "
+             f"({settings['n_resamples']} resamples).", ""]
+    at_least = [f"seeds >= {threshold:g}"] if threshold is not None else []
+    lines.append("| " + " | ".join(["grid point", "seeds", "mean", "median", "IQM", *at_least, "stopped early"]) + " |")
+    lines.append("|---|---:|---|---|---|" + "---|" * len(at_least) + "---:|")
+    for s in summaries:
+        score = s["final_score"]
+        fraction = [_cell(s["fraction_at_least_threshold"], ".2f")] if threshold is not None else []
+        cells = [s["label"], str(s["seeds"]), _cell(score["mean"]), _cell(score["median"]), _cell(score["iqm"]),
+                 *fraction, str(len(s["stopped_early"]))]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def figure(summaries: list[dict], reference: Path | None, threshold: float | None, path: Path) -> None:
+    """Left: IQM curves with their bands against env steps (and the reference's mean, min-max).
+    Right: performance profiles with their bands."""
+    fig, (curves, profiles) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for i, s in enumerate(summaries):
+        color, curve, profile = f"C{i % 10}", s["curve"], s["profile"]
+        curves.plot(curve["env_steps"], curve["iqm"]["value"], color=color, label=f"{s['label']} ({s['seeds']} seeds)")
+        curves.fill_between(curve["env_steps"], curve["iqm"]["low"], curve["iqm"]["high"], color=color, alpha=0.25)
+        # a fraction of runs is a step function of tau: it changes at each run's score
+        profiles.plot(profile["tau"], profile["value"], color=color, drawstyle="steps-post")
+        profiles.fill_between(profile["tau"], profile["low"], profile["high"], color=color, alpha=0.25, step="post")
+    if reference:
+        ref = read_reference(reference)
+        curves.plot(ref.env_steps, ref.mean, color="black", linestyle="--",
+                    label=f"reference baseline (mean, min-max of {ref.runs} runs)")
+        curves.fill_between(ref.env_steps, ref.low, ref.high, color="gray", alpha=0.2)
+    if threshold is not None:
+        profiles.axvline(threshold, color="gray", linestyle=":")
+    curves.set(xlabel="environment steps", ylabel="mean return, last 100 episodes", title="IQM over seeds, 95% CI")
+    profiles.set(xlabel="final score τ", ylabel="fraction of runs with score > τ", title="performance profile",
+                 ylim=(-0.02, 1.02))
+    curves.legend(loc="best", fontsize="small")
+    for axes in (curves, profiles):
+        axes.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def report(folders: list[str | Path], out_prefix: str | Path, threshold: float | None = None,
+           final_updates: int = 1, reference: str | Path = "auto", **bootstrap: Any) -> str:
+    """Writes <out_prefix>.md, .json and .png for the runs below folders; returns the markdown."""
+    points = group_runs(load_runs(folders))
+    reference_path = _choose_reference(reference, points)
+    all_scores = np.concatenate([point.scores(final_updates) for point in points])
+    taus = np.linspace(np.nanmin(all_scores), np.nanmax(all_scores), 101)  # one axis, so profiles compare
+    summaries = [summarise(point, taus, threshold, final_updates, **bootstrap) for point in points]
+    settings = {"final_updates": final_updates, "threshold": threshold, "confidence": CONFIDENCE,
+                "n_resamples": N_RESAMPLES, "seed": SEED, **bootstrap,
+                "reference": str(reference_path) if reference_path else None}
+    markdown = table(summaries, settings)
+    out = Path(out_prefix)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_name(out.name + ".md").write_text(markdown)
+    out.with_name(out.name + ".json").write_text(json.dumps({**settings, "grid_points": summaries}, indent=1) + "\n")
+    figure(summaries, reference_path, threshold, out.with_name(out.name + ".png"))
+    return markdown
+
+
+# ------------------------------------------------------------------ command line
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        """Every input error ends the same way: one line on stderr, exit code 2, no usage dump."""
+        print(f"stats.py: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = _Parser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", action="extend", nargs="+", required=True,
+                        help="a folder with runs below it (repeatable); each config is one grid point, seeds apart")
+    parser.add_argument("--out", required=True, help="output path without extension: writes .md, .json and .png")
+    parser.add_argument("--threshold", type=float, help="also report the fraction of seeds scoring at least this")
+    parser.add_argument("--final-updates", type=int, default=1,
+                        help="a run's final score is its mean reward_mean_last100 over this many last updates")
+    parser.add_argument("--reference", default="auto",
+                        help="auto (the reference baseline's curve for the runs' environment), none, or a CSV path")
+    args = parser.parse_args(argv)
+    if args.threshold is not None and not np.isfinite(args.threshold):
+        parser.error(f"--threshold must be a finite number, not {args.threshold}")
+    if args.final_updates < 1:
+        parser.error(f"--final-updates must be at least 1, not {args.final_updates}")
+    try:
+        markdown = report(args.runs, args.out, args.threshold, args.final_updates, args.reference)
+    except InputError as error:
+        parser.error(str(error))
+    print(markdown, end="")
+    print(f"wrote {args.out}.md, {args.out}.json, {args.out}.png")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,20 +1,26 @@
 """results/stats.py: IQM, stratified bootstrap intervals, grid points from run folders, the report and its CLI."""
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from results import stats
 
+ROOT = Path(__file__).resolve().parent.parent
+
 
 # ------------------------------------------------------------------ statistics
 def test_iqm_is_the_mean_of_the_middle_half():
-    # 8 scores, sorted -50 1 2 3 4 5 6 100: the 2 lowest and 2 highest dropped, mean of 2 3 4 5
-    x = np.array([100.0, 1, 5, 3, -50, 4, 6, 2])
+    # 8 scores, sorted -50 1 2 3 4 5 9 100: the 2 lowest and 2 highest dropped, mean of 2 3 4 5
+    x = np.array([100.0, 1, 5, 3, -50, 4, 9, 2])
     assert stats.iqm(x) == pytest.approx(3.5)
-    # 10 scores: int(10 / 4) = 2 dropped at each end, the middle six averaged
-    y = np.array([0.0, 0, 1, 2, 3, 4, 5, 6, 1000, 1000])
-    assert stats.iqm(y) == pytest.approx((1 + 2 + 3 + 4 + 5 + 6) / 6)
+    # 10 scores: int(10 / 4) = 2 dropped at each end, the middle six averaged: 4.0
+    # (not 3.8, the IQM that would weigh the 3rd and 8th scores by a half)
+    y = np.array([1000.0, 0, 1, 2, 3, 4, 5, 9, 1000, 0])
+    assert stats.iqm(y) == pytest.approx((1 + 2 + 3 + 4 + 5 + 9) / 6)
     # along the last axis of a (runs, seeds) array
     assert np.allclose(stats.iqm(np.stack([x, x + 1])), [3.5, 4.5])
 
@@ -156,8 +162,9 @@ def test_runs_are_grouped_by_config_without_seed_and_labelled_by_what_differs(tm
     assert [sorted(r.seed for r in p.runs) for p in points] == [[0, 1, 2]] * 3
     assert sorted(points[0].scores()) == [1.0, 2.0, 3.0]
     assert sorted(points[0].scores(last=2)) == pytest.approx([0.75, 1.25, 1.75])  # (0.5 + 1 + seed) / 2
-    steps, curves = points[1].curves()
-    assert steps.tolist() == [2048, 4096, 6144] and np.allclose(curves, [[0.2, 0.6, 0.9]] * 3)
+    updates, steps, curves = points[1].curves()
+    assert updates.tolist() == [1, 2, 3] and steps.tolist() == [2048, 4096, 6144]
+    assert np.allclose(curves, [[0.2, 0.6, 0.9]] * 3)
 
 
 def test_one_grid_point_is_labelled_by_its_environment(tmp_path):
@@ -165,7 +172,8 @@ def test_one_grid_point_is_labelled_by_its_environment(tmp_path):
     write_run(tmp_path / "b", 1, [2.0])
     (point,) = stats.group_runs(stats.load_runs([tmp_path]))
     assert point.label == "PocMemoryEnv" and point.config["recurrence"]["sequence_length"] == 8
-    write_run(tmp_path / "c" / "nested", 0, [1.0], environment__type="Minigrid", environment__name="MiniGrid-MemoryS9-v0")
+    write_run(tmp_path / "c" / "nested", 0, [1.0], environment__type="Minigrid",
+              environment__name="MiniGrid-MemoryS9-v0")
     labels = [p.label for p in stats.group_runs(stats.load_runs([tmp_path]))]
     assert labels == ["environment.name=, environment.type=PocMemoryEnv",
                       "environment.name=MiniGrid-MemoryS9-v0, environment.type=Minigrid"]
@@ -187,3 +195,74 @@ def test_reward_carries_over_updates_without_a_finished_episode(tmp_path):
     assert run.updates == 6 and run.update.tolist() == [1, 2, 3, 4, 5, 6]
     assert np.isnan(run.reward[0]) and np.allclose(run.reward[1:], [0.4, 0.4, 0.4, 0.9, 0.9])
     assert run.final_score(1) == pytest.approx(0.9) and run.final_score(3) == pytest.approx((0.4 + 0.9 + 0.9) / 3)
+
+
+# ------------------------------------------------------------------ report and command line
+def test_report_writes_the_table_json_and_figure(tmp_path):
+    rewards = {0: 1.2, 1: 1.0, 2: 1.2, 3: 0.4}
+    for seed, final in rewards.items():
+        write_run(tmp_path / "runs" / f"s{seed}", seed, [-1.0, 0.0, final])
+    write_run(tmp_path / "runs" / "stopped", 9, [-1.0, 5.0])
+    out = tmp_path / "out" / "poc"
+    markdown = stats.report([tmp_path / "runs"], out, threshold=1.1, n_resamples=500)
+    assert markdown == (tmp_path / "out" / "poc.md").read_text()
+    row = markdown.splitlines()[-1]
+    # mean 0.95, median 1.1, IQM of 0.4 1.0 1.2 1.2 drops one each end: 1.1; 2 of 4 seeds >= 1.1; 1 stopped
+    assert row.startswith("| PocMemoryEnv | 4 | 0.95 [") and row.endswith("| 1 |")
+    assert "| 1.1 [" in row and "| 0.50 [" in row and "seeds >= 1.1" in markdown
+    result = json.loads((tmp_path / "out" / "poc.json").read_text())
+    (point,) = result["grid_points"]
+    assert sorted((r["seed"], r["final_score"]) for r in point["runs"]) == [
+        (s, pytest.approx(v)) for s, v in sorted(rewards.items())]
+    assert [r["seed"] for r in point["stopped_early"]] == [9]
+    assert point["final_score"]["iqm"]["value"] == pytest.approx(1.1)
+    assert point["curve"]["env_steps"] == [2048, 4096, 6144] and point["curve"]["iqm"]["value"][0] == -1.0
+    assert len(point["profile"]["tau"]) == len(point["profile"]["value"]) == 101
+    assert result["reference"].endswith("poc_memory_env.csv") and result["n_resamples"] == 500
+    assert (tmp_path / "out" / "poc.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_reference_for_picks_the_environments_curve():
+    assert stats.reference_for({"environment": {"type": "PocMemoryEnv", "name": ""}}).name == "poc_memory_env.csv"
+    assert stats.reference_for({"environment": {"type": "CartPoleMasked"}}).name == "cartpole_masked.csv"
+    minigrid = stats.reference_for({"environment": {"type": "Minigrid", "name": "MiniGrid-MemoryS9-v0"}})
+    assert minigrid.name == "minigrid_memory_s9.csv"
+    curve = stats.read_reference(minigrid)
+    assert curve.runs == 10 and curve.env_steps[0] == 4096 and len(curve.mean) == 500
+    assert stats.reference_for({"environment": {"type": "Minigrid", "name": "MiniGrid-MemoryS13-v0"}}) is None
+    assert stats.reference_for({"environment": {"type": "CartPole"}}) is None
+
+
+def test_cli_refuses_bad_input_in_one_line_with_exit_code_2(tmp_path):
+    # as a user meets it: a process that ends with one line and exit code 2, no traceback
+    result = subprocess.run([sys.executable, str(ROOT / "results" / "stats.py"), "--runs", str(tmp_path / "missing"),
+                             "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr == f"stats.py: error: {tmp_path / 'missing'} does not exist\n"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--runs", "{tmp}/empty"], "no runs under"),
+    (["--runs", "{tmp}/runs", "--threshold", "high"], "invalid float value: 'high'"),
+    (["--runs", "{tmp}/runs", "--threshold", "nan"], "--threshold must be a finite number"),
+    (["--runs", "{tmp}/runs", "--final-updates", "0"], "--final-updates must be at least 1"),
+    (["--runs", "{tmp}/runs", "--reference", "{tmp}/nowhere.csv"], "reference curve"),
+])
+def test_cli_errors_are_one_line(tmp_path, capsys, args, message):
+    # the same path as above, in this process: a process start per case would cost 2 s
+    (tmp_path / "empty").mkdir()
+    write_run(tmp_path / "runs" / "s0", 0, [1.0])
+    with pytest.raises(SystemExit) as exit_:
+        stats.main([a.format(tmp=tmp_path) for a in args] + ["--out", str(tmp_path / "out")])
+    stderr = capsys.readouterr().err
+    assert exit_.value.code == 2 and stderr.count("\n") == 1 and message in stderr, stderr
+    assert not (tmp_path / "out.md").exists()
+
+
+def test_cli_writes_the_report(tmp_path, capsys):
+    write_run(tmp_path / "runs" / "s0", 0, [0.5, 1.0])
+    write_run(tmp_path / "runs" / "s1", 1, [0.5, 2.0])
+    stats.main(["--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "sweep"), "--reference", "none"])
+    assert "| PocMemoryEnv | 2 | 1.5 [1, 2] |" in capsys.readouterr().out
+    assert json.loads((tmp_path / "sweep.json").read_text())["reference"] is None
+    assert (tmp_path / "sweep.png").exists()

@@ -301,9 +301,9 @@ def read_reference(path: Path) -> ReferenceCurve:
                           column["reward_max_over_runs"], int(rows[0]["runs"]))
 
 
-def _choose_reference(reference: str | Path, points: list[GridPoint]) -> Path | None:
+def _choose_reference(reference: str | Path | None, points: list[GridPoint]) -> Path | None:
     """'none': no reference; 'auto': the one all grid points' environments share, if any; else a CSV path."""
-    if str(reference) == "none":
+    if reference is None or str(reference) == "none":
         return None
     if str(reference) == "auto":
         found = {reference_for(point.config) for point in points}
@@ -389,7 +389,7 @@ def figure(summaries: list[dict], reference: Path | None, threshold: float | Non
 
 
 def report(folders: list[str | Path], out_prefix: str | Path, threshold: float | None = None,
-           final_updates: int = 1, reference: str | Path = "auto", **bootstrap: Any) -> str:
+           final_updates: int = 1, reference: str | Path | None = "auto", **bootstrap: Any) -> str:
     """Writes <out_prefix>.md, .json and .png for the runs below folders; returns the markdown."""
     points = group_runs(load_runs(folders))
     reference_path = _choose_reference(reference, points)

@@ -1,0 +1,443 @@
+"""Statistics over seeds: mean, median and IQM with stratified bootstrap confidence intervals.
+
+    python results/stats.py --runs summaries/poc10 --out results/sweeps/poc10 --threshold 1.1
+
+Reads every run below the --runs paths (a folder with config.json and TensorBoard events),
+groups the seeds of each config into a grid point, and writes <out>.md (the table, also
+printed), <out>.json (every run's final score, the curves, the profiles) and <out>.png (IQM
+curves against the reference baseline's, and the performance profile). A run's final score
+is its episode/reward_mean_last100 averaged over its last K updates (--final-updates). A run
+with fewer updates than the longest of its grid point (stopped by a scheduler, or still
+running) is counted as stopped early and kept out of the statistics.
+
+Follows Agarwal et al., "Deep Reinforcement Learning at the Edge of the Statistical
+Precipice" (NeurIPS 2021): report the interquartile mean (IQM) and percentile bootstrap
+confidence intervals over seeds, never one lucky seed or a bare mean. When the scores of
+several tasks are aggregated, the bootstrap is stratified: each task's seeds are resampled
+on their own, so every resample keeps each task's number of runs.
+The bootstrap is scipy.stats.bootstrap (percentile method; with several samples and
+paired=False it resamples each one separately, which is the stratification), not the
+authors' rliable package: scipy is a dependency already, rliable would add arch,
+statsmodels and seaborn. Every interval draws from a generator with a fixed seed, so the
+same runs always give the same numbers.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from dataclasses import dataclass
+from functools import reduce
+from pathlib import Path
+from typing import Any, Callable, NamedTuple
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: write files, never open a window
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from scipy import stats as scipy_stats  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # results/, for plot.py when imported from elsewhere
+
+from plot import TAG, read_scalars  # noqa: E402
+
+N_RESAMPLES = 2000
+CONFIDENCE = 0.95
+SEED = 0  # of the bootstrap's generator
+MAX_RESAMPLED_VALUES = 4_000_000  # values resampled at once (32 MB of float64): bounds memory on long curves
+
+# statistic(x, axis) reduces scores along axis; it must not depend on their order
+Statistic = Callable[..., Any]
+
+
+class Interval(NamedTuple):
+    """A statistic's point estimate and its confidence interval: floats, or arrays of one shape."""
+    point: Any
+    low: Any
+    high: Any
+
+
+def iqm(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Interquartile mean: the mean of the middle half of the scores along axis.
+
+    trim_mean(x, 0.25) drops int(n / 4) scores at each end (n = 10: two each side, the
+    mean of the middle six). rliable computes its IQM with this very call, so our IQMs
+    compare with published ones. Robust to an outlier seed, yet less noisy than the median.
+    """
+    return scipy_stats.trim_mean(x, 0.25, axis=axis)
+
+
+def interval(samples: list[np.ndarray], statistic: Statistic, n_resamples: int = N_RESAMPLES,
+             confidence: float = CONFIDENCE, seed: int = SEED) -> Interval:
+    """Stratified percentile-bootstrap interval of statistic(all tasks' scores, pooled).
+
+    samples: one array per task, (..., seeds); leading axes (e.g. updates) get one interval
+    each. A resample draws each task's seeds with replacement from that task alone, pools
+    them and applies statistic; with one task this is the ordinary bootstrap.
+    A task with one seed, or with all scores equal, resamples to itself, so it is held
+    fixed (scipy refuses one seed); when every task is, low == high == point.
+    """
+    samples = [np.asarray(s, dtype=float) for s in samples]
+    point = statistic(np.concatenate(samples, axis=-1), axis=-1)
+    varies = [s.shape[-1] > 1 and bool(np.any(np.ptp(s, axis=-1) != 0)) for s in samples]
+    resampled = [s for s, v in zip(samples, varies) if v]
+    fixed = [s for s, v in zip(samples, varies) if not v]
+    if not resampled:
+        return Interval(point, point, point)
+
+    def pooled(*draws: np.ndarray, axis: int = -1) -> Any:
+        # scipy hands each task's draws as (..., resamples, seeds_i); a fixed task joins every resample
+        batch_shape = draws[0].shape[:-1]
+        held = [np.broadcast_to(np.expand_dims(f, -2), batch_shape + f.shape[-1:]) for f in fixed]
+        return statistic(np.concatenate([*draws, *held], axis=-1), axis=-1)
+
+    values_per_resample = sum(s.size for s in samples)
+    result = scipy_stats.bootstrap(
+        resampled, pooled, n_resamples=n_resamples, batch=max(1, MAX_RESAMPLED_VALUES // values_per_resample),
+        vectorized=True, paired=False, axis=-1, confidence_level=confidence, method="percentile",
+        rng=np.random.default_rng(seed))
+    return Interval(point, result.confidence_interval.low, result.confidence_interval.high)
+
+
+STATISTICS: dict[str, Statistic] = {"mean": np.mean, "median": np.median, "iqm": iqm}
+
+
+def aggregates(samples: list[np.ndarray], **bootstrap: Any) -> dict[str, Interval]:
+    """Mean, median and IQM of the pooled scores, each with its stratified bootstrap interval."""
+    return {name: interval(samples, statistic, **bootstrap) for name, statistic in STATISTICS.items()}
+
+
+def fraction_at_least(samples: list[np.ndarray], threshold: float, **bootstrap: Any) -> Interval:
+    """The fraction of runs scoring >= threshold (how many seeds solve the task), with its interval."""
+    return interval(samples, lambda x, axis=-1: np.mean(x >= threshold, axis=axis), **bootstrap)
+
+
+def performance_profile(samples: list[np.ndarray], taus: np.ndarray, **bootstrap: Any) -> Interval:
+    """The fraction of runs scoring > tau for each tau: arrays (taus,), with pointwise bands."""
+    taus = np.asarray(taus, dtype=float)
+
+    def above(x: np.ndarray, axis: int = -1) -> np.ndarray:
+        # (..., seeds) -> (taus, ...): taus lead, so scipy's resample axis stays last
+        return np.mean(x > taus.reshape(-1, *[1] * x.ndim), axis=-1)
+    return interval(samples, above, **bootstrap)
+
+
+def curve_interval(curves: np.ndarray, statistic: Statistic, **bootstrap: Any) -> Interval:
+    """statistic across seeds at every update, with an interval per update: arrays (updates,).
+
+    curves: (seeds, updates). A resample draws whole runs: every update sees the same seeds.
+    """
+    return interval([np.asarray(curves).T], statistic, **bootstrap)  # (seeds, updates) -> (updates, seeds)
+
+
+# ------------------------------------------------------------------ runs and grid points
+TAGS = {TAG: "reward", "time/env_steps": "steps", "episode/success_mean": "success"}
+
+
+class InputError(ValueError):
+    """Input a user can get wrong (a missing path, no runs under it): the CLI prints it in one line."""
+
+
+@dataclass(frozen=True, eq=False)  # holds arrays: compared by identity
+class Run:
+    """One run: its config and its curve, arrays by update (every update with a time/env_steps summary)."""
+    folder: Path
+    config: dict
+    update: np.ndarray  # (updates,)
+    env_steps: np.ndarray  # (updates,)
+    reward: np.ndarray  # (updates,) episode/reward_mean_last100; NaN before the first episode ends
+    success: np.ndarray | None  # (updates,) episode/success_mean, NaN where absent; None: never reported
+
+    @property
+    def seed(self) -> Any:
+        return self.config.get("seed")
+
+    @property
+    def updates(self) -> int:
+        return int(self.update[-1])
+
+    def final_score(self, last: int = 1) -> float:
+        """The mean of reward_mean_last100 over the last `last` updates (all of them, if fewer)."""
+        return float(np.mean(self.reward[-last:]))
+
+
+def _carry_forward(x: np.ndarray) -> np.ndarray:
+    """Fill NaNs with the latest value before them. The trainer writes reward_mean_last100 only
+    at updates where an episode ended; in between, the last 100 episodes are the same ones."""
+    latest = np.where(np.isnan(x), 0, np.arange(len(x)))  # index of the latest value so far
+    return x[np.maximum.accumulate(latest)] if len(x) else x
+
+
+def load_run(folder: Path) -> Run | None:
+    """The run in folder (its config.json and TensorBoard events), None before its first update."""
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except json.JSONDecodeError as error:
+        raise InputError(f"{folder / 'config.json'}: not valid JSON ({error})") from None
+    by_update = read_scalars(folder, TAGS)
+    updates = sorted(u for u, values in by_update.items() if "steps" in values)
+    if not updates:
+        return None
+    rows = [by_update[u] for u in updates]
+    reward = _carry_forward(np.array([r.get("reward", np.nan) for r in rows]))
+    success = np.array([r.get("success", np.nan) for r in rows]) if any("success" in r for r in rows) else None
+    return Run(folder, config, np.array(updates), np.array([r["steps"] for r in rows]), reward, success)
+
+
+def load_runs(paths: list[str | Path]) -> list[Run]:
+    """Every run at or below the paths: a folder holding config.json and, at or below it, event
+    files. A run that has not finished its first update yet is left out."""
+    runs: dict[Path, Run] = {}  # by folder: overlapping paths give each run once
+    for path in map(Path, paths):
+        if not path.exists():
+            raise InputError(f"{path} does not exist")
+        folders = [c.parent for c in sorted(path.rglob("config.json"))
+                   if next(c.parent.rglob("events.out.tfevents.*"), None)]
+        found = [run for run in map(load_run, folders) if run is not None]
+        if not found:
+            raise InputError(f"no runs under {path} (a run's folder holds config.json and TensorBoard "
+                             "events of at least one update)")
+        runs.update((run.folder.resolve(), run) for run in found)
+    return list(runs.values())
+
+
+@dataclass(frozen=True, eq=False)  # holds arrays: compared by identity
+class GridPoint:
+    """The runs of one config, seeds apart."""
+    label: str  # the config keys that tell grid points apart, or the environment when there is one
+    config: dict  # the config, seed removed
+    runs: list[Run]  # runs that reached the last update of the grid point: these are scored
+    stopped: list[Run]  # runs with fewer updates (stopped by a scheduler, or still running): not scored
+
+    def scores(self, last: int = 1) -> np.ndarray:
+        """Final scores of the scored runs: (seeds,)."""
+        return np.array([run.final_score(last) for run in self.runs])
+
+    def curves(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(updates (U,), env steps (U,), rewards (seeds, U)) at the U updates every scored run has."""
+        common = reduce(np.intersect1d, [run.update for run in self.runs])
+        rewards = np.stack([run.reward[np.isin(run.update, common)] for run in self.runs])
+        first = self.runs[0]
+        return common, first.env_steps[np.isin(first.update, common)], rewards
+
+
+def flatten(config: dict, prefix: str = "") -> dict[str, Any]:
+    """{'a': {'b': 1}} -> {'a.b': 1}: nested keys by their dotted names."""
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, dict) and value:
+            flat.update(flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _order(value: Any) -> tuple:
+    """Sort key: numbers by value (so 8 comes before 16), everything else by its text."""
+    return (0, value, "") if isinstance(value, (int, float)) else (1, 0, _text(value))
+
+
+def _label(config: dict, flat: dict[str, Any], differing: list[str]) -> str:
+    """'key=value, ...' for the keys that differ between grid points; the environment if none do."""
+    if differing:
+        return ", ".join(f"{k}={_text(flat.get(k))}" for k in differing)
+    environment = config.get("environment", {})
+    return " ".join(filter(None, [environment.get("type"), environment.get("name")])) or "all runs"
+
+
+def group_runs(runs: list[Run]) -> list[GridPoint]:
+    """Runs whose configs are equal once `seed` is removed form a grid point; grid points are
+    labelled by the keys whose values differ between them, and sorted by those values."""
+    members: dict[str, list[Run]] = {}
+    for run in runs:
+        key = json.dumps({k: v for k, v in run.config.items() if k != "seed"}, sort_keys=True)
+        members.setdefault(key, []).append(run)
+    configs = [json.loads(key) for key in members]
+    flat = [flatten(config) for config in configs]
+    differing = [k for k in sorted(set().union(*flat)) if len({_text(f.get(k)) for f in flat}) > 1]
+    points = []
+    for config, f, group in zip(configs, flat, members.values()):
+        longest = max(run.updates for run in group)
+        point = GridPoint(_label(config, f, differing), config,
+                          [r for r in group if r.updates == longest], [r for r in group if r.updates < longest])
+        points.append((tuple(_order(f.get(k)) for k in differing), point))
+    return [point for _, point in sorted(points, key=lambda p: p[0])]
+
+
+# ------------------------------------------------------------------ reference curves
+REFERENCE_FOLDER = Path(__file__).resolve().parent / "reference"
+# (environment type, name or None for any name) -> the reference baseline's 10-run curve
+REFERENCES = {("PocMemoryEnv", None): "poc_memory_env.csv", ("CartPoleMasked", None): "cartpole_masked.csv",
+              ("Minigrid", "MiniGrid-MemoryS9-v0"): "minigrid_memory_s9.csv"}
+
+
+class ReferenceCurve(NamedTuple):
+    env_steps: np.ndarray  # (updates,)
+    mean: np.ndarray  # (updates,) over its runs
+    low: np.ndarray  # (updates,) min over its runs
+    high: np.ndarray  # (updates,) max over its runs
+    runs: int
+
+
+def reference_for(config: dict) -> Path | None:
+    """The reference baseline's curve for the config's environment, None if it has none."""
+    environment = config.get("environment", {})
+    kind, name = environment.get("type"), environment.get("name")
+    file = REFERENCES.get((kind, None)) or REFERENCES.get((kind, name))
+    return REFERENCE_FOLDER / file if file else None
+
+
+def read_reference(path: Path) -> ReferenceCurve:
+    with open(path) as file:
+        rows = list(csv.DictReader(file))
+    column = {key: np.array([float(r[key]) for r in rows]) for key in rows[0]}
+    return ReferenceCurve(column["env_steps"], column["reward_mean_over_runs"], column["reward_min_over_runs"],
+                          column["reward_max_over_runs"], int(rows[0]["runs"]))
+
+
+def _choose_reference(reference: str | Path | None, points: list[GridPoint]) -> Path | None:
+    """'none': no reference; 'auto': the one all grid points' environments share, if any; else a CSV path."""
+    if reference is None or str(reference) == "none":
+        return None
+    if str(reference) == "auto":
+        found = {reference_for(point.config) for point in points}
+        return found.pop() if len(found) == 1 else None
+    if not Path(reference).is_file():
+        raise InputError(f"reference curve {reference} does not exist")
+    return Path(reference)
+
+
+# ------------------------------------------------------------------ report
+def _as_json(interval_: Interval) -> dict[str, Any]:
+    return {key: np.asarray(value).tolist() for key, value in zip(("value", "low", "high"), interval_)}
+
+
+def summarise(point: GridPoint, taus: np.ndarray, threshold: float | None, last: int, **bootstrap: Any) -> dict:
+    """One grid point's numbers, as the JSON holds them: scores, intervals, curves, profile."""
+    scores = point.scores(last)  # (seeds,)
+    updates, steps, curves = point.curves()  # (updates,), (updates,), (seeds, updates)
+    at_least = fraction_at_least([scores], threshold, **bootstrap) if threshold is not None else None
+    return {
+        "label": point.label, "config": point.config, "seeds": len(scores),
+        "runs": [{"seed": r.seed, "folder": str(r.folder), "updates": r.updates, "final_score": float(score)}
+                 for r, score in zip(point.runs, scores)],
+        "stopped_early": [{"seed": r.seed, "folder": str(r.folder), "updates": r.updates} for r in point.stopped],
+        "final_score": {name: _as_json(i) for name, i in aggregates([scores], **bootstrap).items()},
+        "fraction_at_least_threshold": _as_json(at_least) if at_least is not None else None,
+        "curve": {"update": updates.tolist(), "env_steps": steps.tolist(),
+                  "iqm": _as_json(curve_interval(curves, iqm, **bootstrap)),
+                  "mean": _as_json(curve_interval(curves, np.mean, **bootstrap))},
+        "profile": {"tau": taus.tolist(), **_as_json(performance_profile([scores], taus, **bootstrap))},
+    }
+
+
+def _cell(numbers: dict[str, Any], spec: str = ".4g") -> str:
+    return f"{numbers['value']:{spec}} [{numbers['low']:{spec}}, {numbers['high']:{spec}}]"
+
+
+def table(summaries: list[dict], settings: dict) -> str:
+    """The markdown table: one row per grid point."""
+    threshold = settings["threshold"]
+    lines = [f"Final score: episode/reward_mean_last100, mean over each run's last {settings['final_updates']} "
+             f"update(s). [low, high]: {settings['confidence']:.0%} percentile bootstrap interval over seeds "
+             f"({settings['n_resamples']} resamples).", ""]
+    at_least = [f"seeds >= {threshold:g}"] if threshold is not None else []
+    lines.append("| " + " | ".join(["grid point", "seeds", "mean", "median", "IQM", *at_least, "stopped early"]) + " |")
+    lines.append("|---|---:|---|---|---|" + "---|" * len(at_least) + "---:|")
+    for s in summaries:
+        score = s["final_score"]
+        fraction = [_cell(s["fraction_at_least_threshold"], ".2f")] if threshold is not None else []
+        cells = [s["label"], str(s["seeds"]), _cell(score["mean"]), _cell(score["median"]), _cell(score["iqm"]),
+                 *fraction, str(len(s["stopped_early"]))]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def figure(summaries: list[dict], reference: Path | None, threshold: float | None, path: Path) -> None:
+    """Left: IQM curves with their bands against env steps (and the reference's mean, min-max).
+    Right: performance profiles with their bands."""
+    fig, (curves, profiles) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for i, s in enumerate(summaries):
+        color, curve, profile = f"C{i % 10}", s["curve"], s["profile"]
+        curves.plot(curve["env_steps"], curve["iqm"]["value"], color=color, label=f"{s['label']} ({s['seeds']} seeds)")
+        curves.fill_between(curve["env_steps"], curve["iqm"]["low"], curve["iqm"]["high"], color=color, alpha=0.25)
+        # a fraction of runs is a step function of tau: it changes at each run's score
+        profiles.plot(profile["tau"], profile["value"], color=color, drawstyle="steps-post")
+        profiles.fill_between(profile["tau"], profile["low"], profile["high"], color=color, alpha=0.25, step="post")
+    if reference:
+        ref = read_reference(reference)
+        curves.plot(ref.env_steps, ref.mean, color="black", linestyle="--",
+                    label=f"reference baseline (mean, min-max of {ref.runs} runs)")
+        curves.fill_between(ref.env_steps, ref.low, ref.high, color="gray", alpha=0.2)
+    if threshold is not None:
+        profiles.axvline(threshold, color="gray", linestyle=":")
+    curves.set(xlabel="environment steps", ylabel="mean return, last 100 episodes", title="IQM over seeds, 95% CI")
+    profiles.set(xlabel="final score τ", ylabel="fraction of runs with score > τ", title="performance profile",
+                 ylim=(-0.02, 1.02))
+    curves.legend(loc="best", fontsize="small")
+    for axes in (curves, profiles):
+        axes.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def report(folders: list[str | Path], out_prefix: str | Path, threshold: float | None = None,
+           final_updates: int = 1, reference: str | Path | None = "auto", **bootstrap: Any) -> str:
+    """Writes <out_prefix>.md, .json and .png for the runs below folders; returns the markdown."""
+    points = group_runs(load_runs(folders))
+    reference_path = _choose_reference(reference, points)
+    all_scores = np.concatenate([point.scores(final_updates) for point in points])
+    taus = np.linspace(np.nanmin(all_scores), np.nanmax(all_scores), 101)  # one axis, so profiles compare
+    summaries = [summarise(point, taus, threshold, final_updates, **bootstrap) for point in points]
+    settings = {"final_updates": final_updates, "threshold": threshold, "confidence": CONFIDENCE,
+                "n_resamples": N_RESAMPLES, "seed": SEED, **bootstrap,
+                "reference": str(reference_path) if reference_path else None}
+    markdown = table(summaries, settings)
+    out = Path(out_prefix)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_name(out.name + ".md").write_text(markdown)
+    out.with_name(out.name + ".json").write_text(json.dumps({**settings, "grid_points": summaries}, indent=1) + "\n")
+    figure(summaries, reference_path, threshold, out.with_name(out.name + ".png"))
+    return markdown
+
+
+# ------------------------------------------------------------------ command line
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        """Every input error ends the same way: one line on stderr, exit code 2, no usage dump."""
+        print(f"stats.py: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = _Parser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", action="extend", nargs="+", required=True,
+                        help="a folder with runs below it (repeatable); each config is one grid point, seeds apart")
+    parser.add_argument("--out", required=True, help="output path without extension: writes .md, .json and .png")
+    parser.add_argument("--threshold", type=float, help="also report the fraction of seeds scoring at least this")
+    parser.add_argument("--final-updates", type=int, default=1,
+                        help="a run's final score is its mean reward_mean_last100 over this many last updates")
+    parser.add_argument("--reference", default="auto",
+                        help="auto (the reference baseline's curve for the runs' environment), none, or a CSV path")
+    args = parser.parse_args(argv)
+    if args.threshold is not None and not np.isfinite(args.threshold):
+        parser.error(f"--threshold must be a finite number, not {args.threshold}")
+    if args.final_updates < 1:
+        parser.error(f"--final-updates must be at least 1, not {args.final_updates}")
+    try:
+        markdown = report(args.runs, args.out, args.threshold, args.final_updates, args.reference)
+    except InputError as error:
+        parser.error(str(error))
+    print(markdown, end="")
+    print(f"wrote {args.out}.md, {args.out}.json, {args.out}.png")
+
+
+if __name__ == "__main__":
+    main()

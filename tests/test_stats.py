@@ -1,0 +1,268 @@
+"""results/stats.py: IQM, stratified bootstrap intervals, grid points from run folders, the report and its CLI."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from results import stats
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# ------------------------------------------------------------------ statistics
+def test_iqm_is_the_mean_of_the_middle_half():
+    # 8 scores, sorted -50 1 2 3 4 5 9 100: the 2 lowest and 2 highest dropped, mean of 2 3 4 5
+    x = np.array([100.0, 1, 5, 3, -50, 4, 9, 2])
+    assert stats.iqm(x) == pytest.approx(3.5)
+    # 10 scores: int(10 / 4) = 2 dropped at each end, the middle six averaged: 4.0
+    # (not 3.8, the IQM that would weigh the 3rd and 8th scores by a half)
+    y = np.array([1000.0, 0, 1, 2, 3, 4, 5, 9, 1000, 0])
+    assert stats.iqm(y) == pytest.approx((1 + 2 + 3 + 4 + 5 + 9) / 6)
+    # along the last axis of a (runs, seeds) array
+    assert np.allclose(stats.iqm(np.stack([x, x + 1])), [3.5, 4.5])
+
+
+def oracle_interval(samples, statistic, n_resamples, confidence, rng):
+    """The stratified percentile bootstrap in plain loops: each task resampled on its own, then pooled."""
+    values = []
+    for _ in range(n_resamples):
+        draws = [task[rng.integers(0, len(task), len(task))] for task in samples]
+        values.append(statistic(np.concatenate(draws)))
+    alpha = (1 - confidence) / 2
+    return np.percentile(values, 100 * alpha), np.percentile(values, 100 * (1 - alpha))
+
+
+@pytest.mark.parametrize("name", ["mean", "iqm"])
+def test_interval_matches_a_looped_stratified_bootstrap(name):
+    rng = np.random.default_rng(1)
+    samples = [rng.normal(0, 1, 40), rng.normal(3, 0.5, 7), rng.normal(-1, 2, 12)]
+    statistic = stats.STATISTICS[name]
+    point, low, high = stats.interval(samples, statistic, n_resamples=4000)
+    want_low, want_high = oracle_interval(samples, statistic, 4000, 0.95, np.random.default_rng(2))
+    assert point == pytest.approx(statistic(np.concatenate(samples)))
+    # two independent 4000-resample runs: endpoints agree to Monte Carlo error (~0.01 here, width ~0.6)
+    assert low == pytest.approx(want_low, abs=0.04)
+    assert high == pytest.approx(want_high, abs=0.04)
+
+
+def test_mean_interval_of_a_large_normal_sample_is_the_textbook_one():
+    x = np.random.default_rng(3).normal(5.0, 2.0, 2000)
+    point, low, high = stats.interval([x], np.mean)
+    half = 1.96 * x.std(ddof=1) / np.sqrt(len(x))  # 0.088
+    assert point == pytest.approx(x.mean())
+    assert low == pytest.approx(x.mean() - half, abs=0.1 * half)
+    assert high == pytest.approx(x.mean() + half, abs=0.1 * half)
+
+
+def test_tasks_are_resampled_separately_not_pooled():
+    # A big task near 0 and a small one near 10. Pooled resampling would vary how many
+    # scores come from the small task (binomial), a spread of about 10 * 1.9 / 44 = 0.43
+    # in the mean; stratified resampling keeps 4 of them in every resample (spread 0.14).
+    rng = np.random.default_rng(4)
+    samples = [rng.normal(0, 1, 40), rng.normal(10, 0.1, 4)]
+    _, low, high = stats.interval(samples, np.mean)
+    _, pooled_low, pooled_high = stats.interval([np.concatenate(samples)], np.mean)
+    assert 0.4 < high - low < 0.7  # 3.92 * 0.14 = 0.56
+    assert pooled_high - pooled_low > 1.4  # 3.92 * 0.43 = 1.7
+
+
+def test_a_single_seed_task_is_held_fixed_beside_resampled_ones():
+    rng = np.random.default_rng(5)
+    samples = [rng.normal(0, 1, 30), np.array([7.0])]
+    point, low, high = stats.interval(samples, stats.iqm, n_resamples=4000)
+    want_low, want_high = oracle_interval(samples, stats.iqm, 4000, 0.95, np.random.default_rng(6))
+    assert point == pytest.approx(stats.iqm(np.concatenate(samples)))
+    assert (low, high) == pytest.approx((want_low, want_high), abs=0.06)
+
+
+@pytest.mark.parametrize("samples", [[np.array([1.5])], [np.full(6, 2.0)], [np.array([3.0]), np.full(4, 3.0)]])
+def test_degenerate_input_gives_a_zero_width_interval(samples):
+    for statistic in stats.STATISTICS.values():
+        point, low, high = stats.interval(samples, statistic)
+        assert low == high == point == pytest.approx(np.concatenate(samples)[0])
+
+
+def test_fraction_at_least_and_the_profile():
+    x = np.array([0.0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+    point, low, high = stats.fraction_at_least([x], 7.0)
+    assert point == pytest.approx(0.3)
+    assert 0.0 <= low < 0.3 < high <= 0.7
+    taus = np.array([-1.0, 4.5, 9.0])
+    profile = stats.performance_profile([x], taus)
+    assert np.allclose(profile.point, [1.0, 0.5, 0.0])
+    assert np.all(profile.low <= profile.point) and np.all(profile.point <= profile.high)
+    assert profile.low[0] == profile.high[0] == 1.0 and profile.high[2] == 0.0  # nothing above the max, ever
+    assert 0.1 < profile.low[1] < 0.5 < profile.high[1] < 0.9
+
+
+def test_curve_interval_resamples_whole_runs():
+    rng = np.random.default_rng(7)
+    first = rng.normal(0, 1, 12)
+    curves = np.stack([first, first + 5.0, 2 * first], axis=1)  # (seeds, updates)
+    point, low, high = stats.curve_interval(curves, np.mean)
+    assert point.shape == low.shape == high.shape == (3,)
+    assert np.allclose(point, curves.mean(0))
+    # update 2 is update 1 shifted, update 3 scaled: with the same seeds drawn at every
+    # update, its interval is shifted and scaled alike (independent draws would not be)
+    assert (low[1], high[1]) == pytest.approx((low[0] + 5.0, high[0] + 5.0))
+    assert (low[2], high[2]) == pytest.approx((2 * low[0], 2 * high[0]))
+    # and each update's interval is the one-sample interval of that column
+    assert (low[0], high[0]) == pytest.approx(tuple(stats.interval([first], np.mean)[1:]))
+
+
+def test_intervals_are_reproducible_and_the_seed_matters():
+    x = np.random.default_rng(8).normal(0, 1, 20)
+    assert stats.interval([x], stats.iqm) == stats.interval([x], stats.iqm)
+    assert stats.interval([x], stats.iqm, seed=1)[1] != stats.interval([x], stats.iqm)[1]
+
+
+# ------------------------------------------------------------------ runs and grid points
+CONFIG = {"seed": 0, "updates": 5, "learning_rate_schedule": {"initial": 3e-4, "final": 3e-4},
+          "recurrence": {"sequence_length": 8, "layer_type": "gru"},
+          "environment": {"type": "PocMemoryEnv", "name": "", "kwargs": {}}}
+
+
+def write_run(folder, seed, rewards, steps_per_update=2048, **changes):
+    """A run folder as train.py leaves it: config.json and TensorBoard scalars for updates 1, 2, ..."""
+    from torch.utils.tensorboard import SummaryWriter
+    config = json.loads(json.dumps(CONFIG))
+    config["seed"] = seed
+    for dotted, value in changes.items():  # learning_rate_schedule__initial=1e-3 -> config[...][...]
+        *parents, key = dotted.split("__")
+        node = config
+        for parent in parents:
+            node = node[parent]
+        node[key] = value
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(config))
+    writer = SummaryWriter(str(folder / "20240101-000000"))  # events one folder down, as train.py
+    for update, reward in enumerate(rewards, start=1):
+        if reward is not None:  # None: no episode ended in this update
+            writer.add_scalar("episode/reward_mean_last100", reward, update)
+        writer.add_scalar("time/env_steps", update * steps_per_update, update)
+    writer.close()
+    return folder
+
+
+def test_runs_are_grouped_by_config_without_seed_and_labelled_by_what_differs(tmp_path):
+    for seed in range(3):
+        write_run(tmp_path / f"lr3e-4_L8_{seed}", seed, [0.1, 0.5, 1.0 + seed])
+        write_run(tmp_path / f"lr1e-3_L8_{seed}", seed, [0.2, 0.6, 0.9], learning_rate_schedule__initial=1e-3)
+        write_run(tmp_path / f"lr1e-3_L16_{seed}", seed, [0.2, 0.6, 0.8], learning_rate_schedule__initial=1e-3,
+                  recurrence__sequence_length=16)
+    points = stats.group_runs(stats.load_runs([tmp_path]))
+    assert [p.label for p in points] == [
+        "learning_rate_schedule.initial=0.0003, recurrence.sequence_length=8",
+        "learning_rate_schedule.initial=0.001, recurrence.sequence_length=8",
+        "learning_rate_schedule.initial=0.001, recurrence.sequence_length=16",
+    ]
+    assert [sorted(r.seed for r in p.runs) for p in points] == [[0, 1, 2]] * 3
+    assert sorted(points[0].scores()) == [1.0, 2.0, 3.0]
+    assert sorted(points[0].scores(last=2)) == pytest.approx([0.75, 1.25, 1.75])  # (0.5 + 1 + seed) / 2
+    updates, steps, curves = points[1].curves()
+    assert updates.tolist() == [1, 2, 3] and steps.tolist() == [2048, 4096, 6144]
+    assert np.allclose(curves, [[0.2, 0.6, 0.9]] * 3)
+
+
+def test_one_grid_point_is_labelled_by_its_environment(tmp_path):
+    write_run(tmp_path / "a", 0, [1.0])
+    write_run(tmp_path / "b", 1, [2.0])
+    (point,) = stats.group_runs(stats.load_runs([tmp_path]))
+    assert point.label == "PocMemoryEnv" and point.config["recurrence"]["sequence_length"] == 8
+    write_run(tmp_path / "c" / "nested", 0, [1.0], environment__type="Minigrid",
+              environment__name="MiniGrid-MemoryS9-v0")
+    labels = [p.label for p in stats.group_runs(stats.load_runs([tmp_path]))]
+    assert labels == ["environment.name=, environment.type=PocMemoryEnv",
+                      "environment.name=MiniGrid-MemoryS9-v0, environment.type=Minigrid"]
+
+
+def test_a_run_with_fewer_updates_is_stopped_early_not_scored(tmp_path):
+    for seed in range(3):
+        write_run(tmp_path / f"full{seed}", seed, [0.0, 0.5, 1.0, 1.0])
+    write_run(tmp_path / "asha", 3, [0.0, -5.0])  # stopped after 2 of 4 updates
+    (point,) = stats.group_runs(stats.load_runs([tmp_path]))
+    assert [r.seed for r in point.stopped] == [3] and point.stopped[0].updates == 2
+    assert sorted(r.seed for r in point.runs) == [0, 1, 2]
+    assert np.allclose(point.scores(), 1.0)  # the -5.0 of the stopped run counts nowhere
+
+
+def test_reward_carries_over_updates_without_a_finished_episode(tmp_path):
+    write_run(tmp_path / "run", 0, [None, 0.4, None, None, 0.9, None])
+    (run,) = stats.load_runs([tmp_path])
+    assert run.updates == 6 and run.update.tolist() == [1, 2, 3, 4, 5, 6]
+    assert np.isnan(run.reward[0]) and np.allclose(run.reward[1:], [0.4, 0.4, 0.4, 0.9, 0.9])
+    assert run.final_score(1) == pytest.approx(0.9) and run.final_score(3) == pytest.approx((0.4 + 0.9 + 0.9) / 3)
+
+
+# ------------------------------------------------------------------ report and command line
+def test_report_writes_the_table_json_and_figure(tmp_path):
+    rewards = {0: 1.2, 1: 1.0, 2: 1.2, 3: 0.4}
+    for seed, final in rewards.items():
+        write_run(tmp_path / "runs" / f"s{seed}", seed, [-1.0, 0.0, final])
+    write_run(tmp_path / "runs" / "stopped", 9, [-1.0, 5.0])
+    out = tmp_path / "out" / "poc"
+    markdown = stats.report([tmp_path / "runs"], out, threshold=1.1, n_resamples=500)
+    assert markdown == (tmp_path / "out" / "poc.md").read_text()
+    row = markdown.splitlines()[-1]
+    # mean 0.95, median 1.1, IQM of 0.4 1.0 1.2 1.2 drops one each end: 1.1; 2 of 4 seeds >= 1.1; 1 stopped
+    assert row.startswith("| PocMemoryEnv | 4 | 0.95 [") and row.endswith("| 1 |")
+    assert "| 1.1 [" in row and "| 0.50 [" in row and "seeds >= 1.1" in markdown
+    result = json.loads((tmp_path / "out" / "poc.json").read_text())
+    (point,) = result["grid_points"]
+    assert sorted((r["seed"], r["final_score"]) for r in point["runs"]) == [
+        (s, pytest.approx(v)) for s, v in sorted(rewards.items())]
+    assert [r["seed"] for r in point["stopped_early"]] == [9]
+    assert point["final_score"]["iqm"]["value"] == pytest.approx(1.1)
+    assert point["curve"]["env_steps"] == [2048, 4096, 6144] and point["curve"]["iqm"]["value"][0] == -1.0
+    assert len(point["profile"]["tau"]) == len(point["profile"]["value"]) == 101
+    assert result["reference"].endswith("poc_memory_env.csv") and result["n_resamples"] == 500
+    assert (tmp_path / "out" / "poc.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_reference_for_picks_the_environments_curve():
+    assert stats.reference_for({"environment": {"type": "PocMemoryEnv", "name": ""}}).name == "poc_memory_env.csv"
+    assert stats.reference_for({"environment": {"type": "CartPoleMasked"}}).name == "cartpole_masked.csv"
+    minigrid = stats.reference_for({"environment": {"type": "Minigrid", "name": "MiniGrid-MemoryS9-v0"}})
+    assert minigrid.name == "minigrid_memory_s9.csv"
+    curve = stats.read_reference(minigrid)
+    assert curve.runs == 10 and curve.env_steps[0] == 4096 and len(curve.mean) == 500
+    assert stats.reference_for({"environment": {"type": "Minigrid", "name": "MiniGrid-MemoryS13-v0"}}) is None
+    assert stats.reference_for({"environment": {"type": "CartPole"}}) is None
+
+
+def test_cli_refuses_bad_input_in_one_line_with_exit_code_2(tmp_path):
+    # as a user meets it: a process that ends with one line and exit code 2, no traceback
+    result = subprocess.run([sys.executable, str(ROOT / "results" / "stats.py"), "--runs", str(tmp_path / "missing"),
+                             "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr == f"stats.py: error: {tmp_path / 'missing'} does not exist\n"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--runs", "{tmp}/empty"], "no runs under"),
+    (["--runs", "{tmp}/runs", "--threshold", "high"], "invalid float value: 'high'"),
+    (["--runs", "{tmp}/runs", "--threshold", "nan"], "--threshold must be a finite number"),
+    (["--runs", "{tmp}/runs", "--final-updates", "0"], "--final-updates must be at least 1"),
+    (["--runs", "{tmp}/runs", "--reference", "{tmp}/nowhere.csv"], "reference curve"),
+])
+def test_cli_errors_are_one_line(tmp_path, capsys, args, message):
+    # the same path as above, in this process: a process start per case would cost 2 s
+    (tmp_path / "empty").mkdir()
+    write_run(tmp_path / "runs" / "s0", 0, [1.0])
+    with pytest.raises(SystemExit) as exit_:
+        stats.main([a.format(tmp=tmp_path) for a in args] + ["--out", str(tmp_path / "out")])
+    stderr = capsys.readouterr().err
+    assert exit_.value.code == 2 and stderr.count("\n") == 1 and message in stderr, stderr
+    assert not (tmp_path / "out.md").exists()
+
+
+def test_cli_writes_the_report(tmp_path, capsys):
+    write_run(tmp_path / "runs" / "s0", 0, [0.5, 1.0])
+    write_run(tmp_path / "runs" / "s1", 1, [0.5, 2.0])
+    stats.main(["--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "sweep"), "--reference", "none"])
+    assert "| PocMemoryEnv | 2 | 1.5 [1, 2] |" in capsys.readouterr().out
+    assert json.loads((tmp_path / "sweep.json").read_text())["reference"] is None
+    assert (tmp_path / "sweep.png").exists()

@@ -1,29 +1,88 @@
-"""End-to-end speed of train.py on shipped configs, with the per-phase split.
+"""End-to-end speed of train.py: one tree's configs, or this tree against an older commit.
+
+Plain mode: each config is trained `--repeats` times as its own process, and the
+wall time includes start-up (imports, environment and model construction) as a
+user sees it. Reports wall seconds (median, min, max), environment steps per
+second, peak resident memory, and the share of the training loop spent stepping
+environments, in rollout inference, preparing the buffer (GAE and the sequence
+index) and optimising. Writes results/benchmark.json and .md (`--name`, `--out`).
 
     python results/benchmark.py --config configs/cartpole_masked.yaml --config configs/poc_memory_env.yaml
+    python results/benchmark.py --config configs/minigrid.yaml --repeats 1 --set updates=3 --name benchmark_minigrid
 
-Each config is trained `--repeats` times as its own process (`python train.py
---config X --cpu`), so the wall time includes start-up (imports, environment and
-model construction) as a user sees it. Reports wall seconds (median, min, max),
-environment steps per second, peak resident memory, and the share of the
-training loop spent stepping environments, in rollout inference, preparing the
-buffer (GAE and the sequence index) and optimising. Writes
-results/benchmark.json and results/benchmark.md.
+(`make bench` adds --ceiling, the env-only steps/s with random actions, and
+--sb3, sb3-contrib's RecurrentPPO alternated with masked CartPole.)
+
+Against mode, the project's speed regression check: the same runs for REF's
+train.py (any git ref: a hash, a branch, HEAD~3; checked out in a temporary
+detached worktree that is removed again at the end, also on an error or Ctrl-C)
+and for this working tree's, uncommitted changes included.
+
+    python results/benchmark.py --against 5176396 --config configs/minigrid.yaml --set updates=3
+
+Why alternate: the speed of these machines drifts by 2-3x from day to day and
+within a day (other work shares the cores), so two numbers taken at different
+times are not comparable; a speed claim is only a ratio measured in one run. The
+runs go old, new, old, new, ... (at least 3 each unless --allow-few-repeats), so
+drift hits both sides alike, and the report gives per side the medians (wall
+seconds with start-up, training-loop steps/s, the per-phase seconds of train.py's
+`timings:` line, peak memory of the whole process tree) and the ratios new/old of
+steps/s and old/new of wall seconds. Writes results/benchmark_against.json and .md
+(`--out PREFIX`) with the machine, both commits, the command line and the date.
+
+Every run is `python <tree>/train.py --config <config> --cpu --set ...` with the
+same interpreter (sys.executable), in its own new empty working directory (its
+models/ and summaries/ land there), with PYTHONPATH set to <tree> so that each
+side imports its own modules. Both sides train the working tree's config file,
+so the two sides run the same experiment (the report says if REF's copy
+differs). Each tree's bytecode is compiled before the first run, so a fresh
+checkout does not pay for it in its first measurement. Output goes to a file,
+not a terminal: there train.py prints one `update ...` line per update and the
+final `timings: {...}` line (a version that shows a progress bar does so only on
+a terminal; carriage returns are split on all the same).
+
+--busy N (either mode) keeps N other training runs of the same config (this
+tree's train.py, many updates) going during each measured run: started before
+it, killed after it, each in its own process group and working directory, so a
+row shows how the trainer fares on a busy machine. Such rows say "busy N".
+
+Errors a user can cause (unknown ref, no git or no repository, a config that does
+not exist, too few repeats) end in one line on stderr and exit code 2, before
+anything is created; a failing train.py ends with exit code 1 and its stderr's end.
 """
 from __future__ import annotations
 
 import argparse
+import compileall
+import contextlib
 import json
 import os
 import platform
+import re
+import shlex
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+PHASES = ("env", "inference", "buffer", "update")
+SIDES = ("old", "new")  # the order of the alternation: REF first, then the working tree
+MIN_REPEATS = 3  # fewer runs per side give no usable median on a drifting machine
+BUSY_UPDATES = 1_000_000  # a load that never finishes on its own; it is killed after each measurement
+
+
+class UsageError(Exception):
+    """Bad input: one line on stderr, exit code 2."""
+
+
+class RunError(Exception):
+    """A train.py process failed: its message and stderr's end, exit code 1."""
 
 
 def machine() -> dict:
@@ -60,26 +119,139 @@ def tree_rss_mb(root: int) -> float:
     return sum(rss.get(pid, 0) for pid in tree) / 1024
 
 
-def run_once(config: str, overrides: list[str]) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        start = time.perf_counter()
-        command = [sys.executable, str(ROOT / "train.py"), "--config", str(ROOT / config), "--run-id", "bench",
-                   "--cpu", *(a for o in overrides for a in ("--set", o))]
-        process = subprocess.Popen(command, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        peak = 0.0
-        while process.poll() is None:  # sample the whole process tree's memory while it runs
-            peak = max(peak, tree_rss_mb(process.pid))
-            time.sleep(0.2)
-        out, err = process.communicate()
-        wall = time.perf_counter() - start
-    if process.returncode != 0:
-        raise SystemExit(f"train.py failed on {config}:\n{err}")
-    timings = json.loads(next(l for l in out.splitlines() if l.startswith("timings: "))[9:])
-    rewards = [l.split("reward")[1].split()[0] for l in out.splitlines() if l.startswith("update")]
-    final = rewards[-1]
-    return {"wall_seconds": wall, "final_reward": None if final == "-" else float(final),
-            "peak_rss_all_processes_mb": peak, **timings}
+# ---------------------------------------------------------------- one train.py process
 
+def train_command(tree: Path, config: Path, overrides: list[str], run_id: str = "bench") -> list[str]:
+    return [sys.executable, str(tree / "train.py"), "--config", str(config), "--run-id", run_id, "--cpu",
+            *(a for o in overrides for a in ("--set", o))]
+
+
+def tree_environment(tree: Path) -> dict:
+    """os.environ with `tree` first on PYTHONPATH, and no other checkout of this project on it."""
+    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                 if p and not (Path(p) / "train.py").exists()]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree.resolve()), *inherited])}
+
+
+def start_group(command: list[str], cwd: Path, env: dict, out: Path, err: Path | None = None) -> subprocess.Popen:
+    """Starts `command` as the leader of a new session and process group (its env workers join it).
+
+    Output goes to files, not pipes, so a long run never blocks on a full pipe; stderr joins
+    stdout when no `err` file is given."""
+    with open(out, "w") as stdout, open(err or os.devnull, "w") as stderr:
+        return subprocess.Popen(command, cwd=cwd, env=env, stdout=stdout,
+                                stderr=stderr if err else subprocess.STDOUT, start_new_session=True)
+
+
+def exited(process: subprocess.Popen) -> bool:
+    """Whether the process has ended, without reaping it: until it is reaped its pid, and so its
+    process group id, cannot be reused, so killing the group can only reach our own processes."""
+    if process.returncode is not None:
+        return True
+    return os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+
+def end_group(process: subprocess.Popen) -> None:
+    """Kills what is left of the process's own group (the leader, env workers), then reaps the leader."""
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def parse_output(out: str) -> dict:
+    """The `timings: {...}` JSON line and the last `update ...` line's reward, from any version's output.
+
+    Splits on carriage returns too, so a progress bar's redraws cannot hide a line."""
+    lines = re.split(r"[\r\n]+", out)
+    timings = None
+    for line in lines:
+        found = re.search(r"timings: (\{.*\})\s*$", line)
+        if found:
+            timings = json.loads(found.group(1))
+    if timings is None:
+        raise RunError("train.py printed no 'timings: {...}' line")
+    rewards = [found.group(1) for line in lines if re.match(r"\s*update\b", line)
+               and (found := re.search(r"\breward\s+(\S+)", line))]
+    try:
+        final = float(rewards[-1]) if rewards else None
+    except ValueError:  # "-": no episode ended yet
+        final = None
+    return {"final_reward": final, **timings}
+
+
+def run_train(tree: Path, config: Path, overrides: list[str], label: str = "") -> dict:
+    """Runs `tree`'s train.py once in a new empty directory; returns its wall seconds (start-up
+    included), the peak memory of its whole process tree, and its `timings:` line."""
+    with tempfile.TemporaryDirectory(prefix="benchmark-run-") as tmp:
+        work, log, errors = Path(tmp) / "work", Path(tmp) / "train.log", Path(tmp) / "train.err"
+        work.mkdir()
+        start = time.perf_counter()
+        process = start_group(train_command(tree, config, overrides), work, tree_environment(tree), log, errors)
+        try:
+            peak = 0.0
+            while not exited(process):  # sample the whole process tree's memory while it runs
+                peak = max(peak, tree_rss_mb(process.pid))
+                sample = time.perf_counter() + 0.2
+                while not exited(process) and time.perf_counter() < sample:
+                    time.sleep(0.01)  # notices the end within 10 ms, so the wall time is not rounded up
+            wall = time.perf_counter() - start
+        finally:
+            end_group(process)
+        out, err = log.read_text(), errors.read_text()
+    if process.returncode != 0:
+        tail = "\n".join(err.strip().splitlines()[-20:])
+        raise RunError(f"train.py{' of ' + label if label else ''} failed on {config} "
+                       f"(exit code {process.returncode}):\n{tail}")
+    try:
+        parsed = parse_output(out)
+    except RunError as error:
+        raise RunError(f"{error} ({tree / 'train.py'} on {config})") from None
+    return {"wall_seconds": wall, "peak_rss_all_processes_mb": peak, **parsed}
+
+
+@contextlib.contextmanager
+def busy_load(n: int, tree: Path, config: Path, overrides: list[str]):
+    """N training runs of `config` that keep the cores busy while the block runs, then are killed."""
+    loads = []
+    with contextlib.ExitStack() as stack:
+        try:
+            for i in range(n):
+                tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="benchmark-busy-")))
+                (tmp / "work").mkdir()
+                command = train_command(tree, config, [*overrides, f"updates={BUSY_UPDATES}",
+                                                       "checkpoint_interval=0"], run_id=f"busy{i}")
+                loads.append((start_group(command, tmp / "work", tree_environment(tree), tmp / "load.log"),
+                              tmp / "load.log"))
+            for process, log in loads:  # measure only once every load is in its training loop
+                while not re.search(r"^(training|update) ", log.read_text(), re.MULTILINE):
+                    if exited(process):
+                        tail = "\n".join(log.read_text().strip().splitlines()[-20:])
+                        raise RunError(f"the busy load ({config}) ended before training:\n{tail}")
+                    time.sleep(0.05)
+            yield
+        finally:
+            for process, _ in loads:
+                end_group(process)
+
+
+def compile_tree(tree: Path) -> None:
+    """Writes `tree`'s bytecode before any measured run: a fresh checkout has none, and the REF side's
+    first run would otherwise pay for compiling every module (about half a second here)."""
+    for folder, subfolders, files in os.walk(tree):
+        subfolders[:] = [d for d in subfolders if not d.startswith(".")]  # not .git, nor a .venv
+        for name in files:
+            if name.endswith(".py"):
+                compileall.compile_file(os.path.join(folder, name), quiet=2)
+
+
+def measure(tree: Path, config: Path, overrides: list[str], busy: int, load_tree: Path, label: str = "") -> dict:
+    """One measured run of `tree`'s train.py, with `busy` loads of `load_tree`'s train.py around it."""
+    with busy_load(busy, load_tree, config, overrides):
+        return {**run_train(tree, config, overrides, label), "busy": busy}
+
+
+# ---------------------------------------------------------------- plain-mode extras
 
 def random_actions(space, workers: int, steps: int):
     """(steps, workers, k) stored action rows (spaces.py) drawn from the action space, seeded."""
@@ -91,7 +263,7 @@ def random_actions(space, workers: int, steps: int):
                      for _ in range(steps)]).astype(action_format(space).dtype)
 
 
-def env_ceiling(config_path: str, steps: int) -> float:
+def env_ceiling(config_path: str | Path, steps: int) -> float:
     """Env-only steps/s: the config's workers (same count, same processes) stepping random actions."""
     sys.path.insert(0, str(ROOT))
     from config import load_config
@@ -113,42 +285,137 @@ def run_sb3(steps: int) -> dict:
     result = subprocess.run([sys.executable, str(ROOT / "results/sb3_cartpole.py"), "--steps", str(steps)],
                             capture_output=True, text=True)
     if result.returncode != 0:
-        raise SystemExit("sb3-contrib run failed (install it with: pip install -r requirements-bench.txt):\n"
-                         + result.stderr[-2000:])
+        raise RunError("sb3-contrib run failed (install it with: pip install -r requirements-bench.txt):\n"
+                       + result.stderr[-2000:])
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", action="append", required=True)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--set", action="append", default=[], help="config override for every run, key=value")
-    parser.add_argument("--name", default="benchmark", help="output file name (results/<name>.json, .md)")
-    parser.add_argument("--out", default=str(ROOT / "results"))
-    parser.add_argument("--ceiling", action="store_true", help="also measure the env-only ceiling (random actions)")
-    parser.add_argument("--sb3", action="store_true",
-                        help="alternate each masked-CartPole run with sb3-contrib's RecurrentPPO (bench extra)")
-    args = parser.parse_args()
-    report = {"machine": machine(), "command": "python results/benchmark.py " +
-              " ".join(f"--config {c}" for c in args.config) + f" --repeats {args.repeats}" +
-              "".join(f" --set {o}" for o in args.set) + (f" --name {args.name}" if args.name != "benchmark" else "")
-              + (" --ceiling" if args.ceiling else "") + (" --sb3" if args.sb3 else ""),
-              "configs": {}, "ceiling": {}, "sb3": []}
-    for config in args.config:
-        runs = []
-        for _ in range(args.repeats):
-            runs.append(run_once(config, args.set))
-            print(config, json.dumps(runs[-1]), flush=True)
-            if args.sb3 and Path(config).stem == "cartpole_masked":
-                report["sb3"].append(run_sb3(runs[-1]["env_steps"]))
-                print("sb3-contrib", json.dumps(report["sb3"][-1]), flush=True)
-        report["configs"][config] = runs
-        if args.ceiling:
-            report["ceiling"][config] = env_ceiling(config, min(runs[0]["env_steps"], 409_600))
-            print(config, "env-only ceiling steps/s", round(report["ceiling"][config]), flush=True)
-    out = Path(args.out)
-    (out / f"{args.name}.json").write_text(json.dumps(report, indent=2) + "\n")
+# ---------------------------------------------------------------- git
 
+def git(repo: Path, *args: str) -> str:
+    try:
+        result = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    except FileNotFoundError:
+        raise UsageError("git is not installed; --against needs it to check out the reference") from None
+    if result.returncode != 0:
+        message = (result.stderr.strip().splitlines() or [f"exit code {result.returncode}"])[-1]
+        raise UsageError(f"git {args[0]} failed in {repo}: {message}")
+    return result.stdout.strip()
+
+
+def resolve_ref(repo: Path, ref: str) -> str:
+    """The full commit hash that `ref` names; refuses a ref that is unknown or has no train.py."""
+    try:
+        git(repo, "rev-parse", "--show-toplevel")
+    except UsageError as error:
+        if "not installed" in str(error):
+            raise
+        raise UsageError(f"{repo} is not in a git repository (--against needs one)") from None
+    if ref.startswith("-"):
+        raise UsageError(f"unknown git ref {ref!r}")
+    try:
+        commit = git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    except UsageError:
+        raise UsageError(f"unknown git ref {ref!r} (give a commit hash, a branch, a tag or e.g. HEAD~3)") from None
+    try:
+        git(repo, "cat-file", "-e", f"{commit}:train.py")
+    except UsageError:
+        raise UsageError(f"git ref {ref!r} ({commit[:7]}) has no train.py to benchmark") from None
+    return commit
+
+
+def describe_tree(repo: Path) -> dict:
+    """The working tree's HEAD, and whether uncommitted changes (untracked files too) are measured with it."""
+    commit = git(repo, "rev-parse", "HEAD")
+    dirty = bool(git(repo, "status", "--porcelain"))
+    return {"commit": commit, "uncommitted_changes": dirty,
+            "label": commit[:7] + (" + uncommitted changes" if dirty else "")}
+
+
+@contextlib.contextmanager
+def ref_worktree(repo: Path, commit: str):
+    """A temporary detached checkout of `commit`, removed and unregistered on the way out, whatever happens."""
+    tmp = Path(tempfile.mkdtemp(prefix="benchmark-ref-"))
+    path = tmp / commit[:7]
+    try:
+        git(repo, "worktree", "add", "--detach", str(path), commit)
+        yield path
+    finally:
+        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(path)], capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+        subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True)
+
+
+# ---------------------------------------------------------------- statistics and reports
+
+def alternate(repeats: int) -> list[str]:
+    """old, new, old, new, ...: drift in the machine's speed then hits both sides alike."""
+    return [side for _ in range(repeats) for side in SIDES]
+
+
+def summarize(runs: list[dict]) -> dict:
+    """Medians (and the range) of one side's runs."""
+    def median(key):
+        return statistics.median(r[key] for r in runs)
+    walls = [r["wall_seconds"] for r in runs]
+    rates = [r["steps_per_second"] for r in runs]
+    return {"runs": len(runs), "busy": runs[0].get("busy", 0), "env_steps": runs[0]["env_steps"],
+            "wall_seconds_median": statistics.median(walls), "wall_seconds_min": min(walls),
+            "wall_seconds_max": max(walls),
+            "steps_per_second_median": statistics.median(rates), "steps_per_second_min": min(rates),
+            "steps_per_second_max": max(rates),
+            "end_to_end_steps_per_second_median": statistics.median(r["env_steps"] / r["wall_seconds"]
+                                                                    for r in runs),
+            **{f"{p}_seconds_median": median(f"{p}_seconds") for p in PHASES},
+            "peak_rss_mb_max": max(r["peak_rss_mb"] for r in runs),
+            "peak_rss_all_processes_mb_max": max(r["peak_rss_all_processes_mb"] for r in runs)}
+
+
+def ratios(old: dict, new: dict) -> dict:
+    """Above 1 means the working tree is faster."""
+    return {"steps_per_second_new_over_old": new["steps_per_second_median"] / old["steps_per_second_median"],
+            "wall_old_over_new": old["wall_seconds_median"] / new["wall_seconds_median"]}
+
+
+def against_markdown(report: dict) -> list[str]:
+    m, old, new = report["machine"], report["old"], report["new"]
+    busy = f", with {report['busy']} busy load(s) running during every measured run" if report["busy"] else ""
+    lines = [f"# Speed against {old['ref']}", "", f"Command: `{report['command']}`  ", f"Date: {report['date']}  ",
+             f"Machine: {m['cpu']}, {m['cores']} cores, torch {m['torch']} on the CPU, Python {m['python']}; "
+             f"load average {report['load_average_start']:.2f} at the start, {report['load_average_end']:.2f} "
+             "at the end  ",
+             f"Old: `{old['ref']}` = {old['commit']}  ", f"New: the working tree, {new['commit']}"
+             + (" + uncommitted changes" if new["uncommitted_changes"] else ""), "",
+             f"Runs alternated old, new, old, new, ... ({report['repeats']} each per config{busy}). "
+             "Medians; the wall time counts start-up, steps/s and the phases are train.py's training loop "
+             "(its `timings:` line).", "",
+             "| config | side | commit | wall s, median (min-max) | steps/s, median (min-max) | env s | inference s "
+             "| buffer s | update s | peak RSS MB, trainer | peak RSS MB, all processes |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for config, entry in report["configs"].items():
+        for side in SIDES:
+            s, commit = entry[side], report[side]["commit"][:7]
+            commit += "+" if side == "new" and new["uncommitted_changes"] else ""
+            mark = f", busy {s['busy']}" if s["busy"] else ""
+            lines.append(f"| {config if side == 'old' else ''} | {side}{mark} | {commit} | "
+                         f"{s['wall_seconds_median']:.2f} ({s['wall_seconds_min']:.2f}-{s['wall_seconds_max']:.2f}) | "
+                         f"{s['steps_per_second_median']:.0f} ({s['steps_per_second_min']:.0f}-"
+                         f"{s['steps_per_second_max']:.0f}) | "
+                         + " | ".join(f"{s[f'{p}_seconds_median']:.3f}" for p in PHASES)
+                         + f" | {s['peak_rss_mb_max']:.0f} | {s['peak_rss_all_processes_mb_max']:.0f} |")
+    lines += ["", "| config | busy | steps/s new / old | wall old / new |", "|---|---:|---:|---:|"]
+    for config, entry in report["configs"].items():
+        r = entry["ratio"]
+        lines.append(f"| {config} | {entry['busy']} | {r['steps_per_second_new_over_old']:.3f} | "
+                     f"{r['wall_old_over_new']:.3f} |")
+    lines += ["", "Above 1: the working tree is faster."]
+    if any(e["ref_config_differs"] for e in report["configs"].values()):
+        lines += ["Both sides trained the working tree's config file; REF's own copy differs for: "
+                  + ", ".join(c for c, e in report["configs"].items() if e["ref_config_differs"]) + "."]
+    return lines
+
+
+def plain_markdown(report: dict) -> list[str]:
     m = report["machine"]
     lines = ["# Benchmark", "", f"Command: `{report['command']}`  ",
              f"Machine: {m['cpu']}, {m['cores']} cores, torch {m['torch']} on the CPU, Python {m['python']}", "",
@@ -159,9 +426,10 @@ def main():
         walls = [r["wall_seconds"] for r in runs]
         med = statistics.median(walls)
         mid = runs[walls.index(med)] if med in walls else runs[0]
-        loop = sum(mid[f"{k}_seconds"] for k in ("env", "inference", "buffer", "update"))
-        share = {k: 100 * mid[f"{k}_seconds"] / loop for k in ("env", "inference", "buffer", "update")}
-        lines.append(f"| {config} | {mid['env_steps']} | {med:.1f} ({min(walls):.1f}-{max(walls):.1f}) | "
+        loop = sum(mid[f"{k}_seconds"] for k in PHASES)
+        share = {k: 100 * mid[f"{k}_seconds"] / loop for k in PHASES}
+        mark = f" (busy {report['busy']})" if report["busy"] else ""
+        lines.append(f"| {config}{mark} | {mid['env_steps']} | {med:.1f} ({min(walls):.1f}-{max(walls):.1f}) | "
                      f"{mid['env_steps'] / med:.0f} | {share['env']:.0f}% | {share['inference']:.0f}% | "
                      f"{share['buffer']:.1f}% | {share['update']:.0f}% | {max(r['peak_rss_mb'] for r in runs):.0f} | "
                      f"{max(r['peak_rss_all_processes_mb'] for r in runs):.0f} |")
@@ -185,9 +453,152 @@ def main():
                   f"| sb3-contrib RecurrentPPO 2.9.2 | {theirs_sps:.0f} | "
                   + ", ".join(f"{r['final_reward']:.1f}" for r in report["sb3"]) + " |",
                   "", f"Speed ratio: {ours_sps / theirs_sps:.1f}x."]
-    (out / f"{args.name}.md").write_text("\n".join(lines) + "\n")
+    return lines
+
+
+def write(prefix: Path, report: dict, lines: list[str]) -> None:
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    Path(f"{prefix}.json").write_text(json.dumps(report, indent=2) + "\n")
+    Path(f"{prefix}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
+# ---------------------------------------------------------------- the two modes
+
+def plain(args, root: Path, configs: dict[str, Path], prefix: Path, command: str) -> None:
+    report = {"machine": machine(), "command": command, "busy": args.busy, "configs": {}, "ceiling": {}, "sb3": []}
+    for name, config in configs.items():
+        runs = []
+        for _ in range(args.repeats):
+            runs.append(measure(root, config, args.set, args.busy, root))
+            print(name, json.dumps(runs[-1]), flush=True)
+            if args.sb3 and config.stem == "cartpole_masked":
+                report["sb3"].append(run_sb3(runs[-1]["env_steps"]))
+                print("sb3-contrib", json.dumps(report["sb3"][-1]), flush=True)
+        report["configs"][name] = runs
+        if args.ceiling:
+            report["ceiling"][name] = env_ceiling(config, min(runs[0]["env_steps"], 409_600))
+            print(name, "env-only ceiling steps/s", round(report["ceiling"][name]), flush=True)
+    write(prefix, report, plain_markdown(report))
+
+
+def ref_copy_differs(config: Path, root: Path, ref_tree: Path) -> bool:
+    """Whether REF's own copy of a config in the working tree differs from it (or is missing)."""
+    if not config.is_relative_to(root.resolve()):
+        return False  # a config from elsewhere: REF has no copy of its own
+    theirs = ref_tree / config.relative_to(root.resolve())
+    return not theirs.is_file() or theirs.read_bytes() != config.read_bytes()
+
+
+def against(args, root: Path, configs: dict[str, Path], prefix: Path, command: str) -> None:
+    commit = resolve_ref(root, args.against)
+    new = describe_tree(root)  # before this script writes anything into the tree
+    report = {"mode": "against", "command": command,
+              "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
+              "load_average_start": os.getloadavg()[0], "repeats": args.repeats, "busy": args.busy,
+              "order": " ".join(alternate(args.repeats)),
+              "old": {"ref": args.against, "commit": commit}, "new": new, "configs": {}}
+    with ref_worktree(root, commit) as ref_tree:
+        trees = {"old": ref_tree, "new": root}
+        for tree in trees.values():
+            compile_tree(tree)
+        labels = {"old": f"{args.against} ({commit[:7]})", "new": f"the working tree ({new['label']})"}
+        for name, config in configs.items():
+            runs = {side: [] for side in SIDES}
+            for side in alternate(args.repeats):
+                run = measure(trees[side], config, args.set, args.busy, root, labels[side])
+                runs[side].append(run)
+                print(f"{name} {side} {len(runs[side])}/{args.repeats}: wall {run['wall_seconds']:.2f} s, "
+                      f"{run['steps_per_second']:.0f} steps/s" + (f", busy {args.busy}" if args.busy else ""),
+                      flush=True)
+            summary = {side: summarize(runs[side]) for side in SIDES}
+            report["configs"][name] = {
+                "config": str(config), "busy": args.busy, **summary, "ratio": ratios(summary["old"], summary["new"]),
+                "ref_config_differs": ref_copy_differs(config, root, ref_tree), "runs": runs}
+    report["load_average_end"] = os.getloadavg()[0]
+    write(prefix, report, against_markdown(report))
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="results/benchmark.py", description=__doc__.splitlines()[0],
+        epilog="the speed regression check: python results/benchmark.py --against 5176396 "
+               "--config configs/minigrid.yaml --set updates=3 (the module docstring says more)")
+    parser.add_argument("--config", action="append", required=True, help="a config to train (repeatable)")
+    parser.add_argument("--repeats", type=int, default=MIN_REPEATS, help="runs per config (per side with --against)")
+    parser.add_argument("--set", action="append", default=[], help="config override for every run, key=value")
+    parser.add_argument("--against", metavar="REF",
+                        help="alternate runs of REF's train.py (any git ref) and the working tree's")
+    parser.add_argument("--allow-few-repeats", action="store_true",
+                        help=f"allow --repeats below {MIN_REPEATS} with --against, for a quick check")
+    parser.add_argument("--busy", type=int, default=0, metavar="N",
+                        help="keep N other training runs of the same config going during each measured run")
+    parser.add_argument("--out", metavar="PREFIX", help="write PREFIX.json and PREFIX.md (default "
+                        "results/benchmark, with --against results/benchmark_against; a folder: FOLDER/<name>)")
+    parser.add_argument("--name", help="output name in results/ (results/<name>.json, .md)")
+    parser.add_argument("--ceiling", action="store_true", help="also measure the env-only ceiling (random actions)")
+    parser.add_argument("--sb3", action="store_true",
+                        help="alternate each masked-CartPole run with sb3-contrib's RecurrentPPO (bench extra)")
+    return parser.parse_args(argv)
+
+
+def check(args, root: Path) -> tuple[dict[str, Path], Path]:
+    """Refuses bad input before anything starts; returns the configs' paths and the output prefix."""
+    configs = {}
+    for name in args.config:
+        path = Path(name) if Path(name).is_file() else root / name
+        if not path.is_file():
+            raise UsageError(f"config not found: {name}")
+        configs[name] = path.resolve()
+    if args.repeats < 1:
+        raise UsageError(f"--repeats must be at least 1, got {args.repeats}")
+    if args.busy < 0:
+        raise UsageError(f"--busy must be 0 or more, got {args.busy}")
+    if args.against is not None:
+        if args.ceiling or args.sb3:
+            raise UsageError("--ceiling and --sb3 belong to the plain mode, not to --against")
+        if args.repeats < MIN_REPEATS and not args.allow_few_repeats:
+            raise UsageError(f"--against needs --repeats {MIN_REPEATS} or more for a median on a drifting machine "
+                             "(add --allow-few-repeats for a quick check)")
+    stem = args.name or ("benchmark_against" if args.against is not None else "benchmark")
+    prefix = root / "results" / stem if args.out is None else Path(args.out)
+    return configs, prefix / stem if prefix.is_dir() else prefix
+
+
+def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    command = shlex.join(["python", "results/benchmark.py", *argv])
+
+    terminated = []
+
+    def on_sigterm(number, frame):
+        terminated.append(number)
+        raise KeyboardInterrupt  # unwinds like Ctrl-C: runs are killed, the worktree is removed
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        configs, prefix = check(args, root)
+        if args.against is not None:
+            if args.repeats < MIN_REPEATS:
+                print(f"warning: {args.repeats} run(s) per side: a quick check, not a speed claim "
+                      f"(use --repeats {MIN_REPEATS} or more)", file=sys.stderr)
+            against(args, root, configs, prefix, command)
+        else:
+            plain(args, root, configs, prefix, command)
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except RunError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted: runs stopped, temporary files and worktree removed", file=sys.stderr)
+        return 143 if terminated else 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

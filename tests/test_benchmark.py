@@ -1,0 +1,274 @@
+"""results/benchmark.py --against: the ref, the temporary worktree, the alternation, which code each side runs,
+the busy loads, the statistics, and one real short run against HEAD.
+
+Most tests use a throwaway git repository whose train.py only reports where its modules came from, so they
+run in seconds; the last one trains the real poc_memory_env for one update per side."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "results"))
+import benchmark  # noqa: E402
+
+# Reports which probe_mod it imported, in its own process and in a forkserver child (as the env workers
+# are started), and where and how it was started. A busy load (updates=1000000) records its pid and a
+# child's, then waits to be killed.
+FAKE_TRAIN = '''
+import json, multiprocessing, os, subprocess, sys, time
+import probe_mod
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    loads = os.environ.get("FAKE_LOAD_DIR")
+    if "updates=1000000" in args:
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+        open(os.path.join(loads, f"load-{os.getpid()}-{child.pid}"), "w").close()
+        print("training busy on cpu", flush=True)
+        time.sleep(120)
+    if os.environ.get("FAKE_FAIL") == probe_mod.VALUE:
+        sys.exit("boom: " + probe_mod.VALUE)
+    listing = sorted(os.listdir())
+    context = multiprocessing.get_context("forkserver")
+    queue = context.Queue()
+    worker = context.Process(target=probe_mod.where, args=(queue,))
+    worker.start()
+    child_file = queue.get()
+    worker.join()
+    alive = 0
+    for name in os.listdir(loads) if loads else []:
+        try:
+            os.kill(int(name.split("-")[1]), 0)
+            alive += 1
+        except ProcessLookupError:
+            pass
+    print("training bench on cpu; summaries in summaries/bench/x", flush=True)
+    print("update    1/1  steps       64  reward   -0.500  length    3.0  sps     640", flush=True)
+    print("timings: " + json.dumps({
+        "updates": 1, "env_steps": 64, "train_seconds": 0.1, "reward_mean_last100": -0.5,
+        "steps_per_second": 640.0, "peak_rss_mb": 10.0, "env_seconds": 0.01, "inference_seconds": 0.02,
+        "buffer_seconds": 0.003, "update_seconds": 0.04, "probe_value": probe_mod.VALUE,
+        "probe_file": probe_mod.__file__, "child_file": child_file, "cwd": os.getcwd(), "cwd_listing": listing,
+        "executable": sys.executable, "argv": args, "loads_alive": alive}), flush=True)
+'''
+PROBE_MOD = '''VALUE = "{value}"
+
+
+def where(queue):
+    queue.put(__file__)
+'''
+
+
+def git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=test", "-c", "user.email=test@example.com",
+                           *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def worktrees(repo) -> list[str]:
+    return [l for l in git(repo, "worktree", "list", "--porcelain").splitlines() if l.startswith("worktree ")]
+
+
+def leftovers() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).glob("benchmark-*")}
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A git repository: a first commit without train.py, then HEAD with the fake train.py (probe 'old')."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "README.md").write_text("fake\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "before train.py")
+    (repo / "train.py").write_text(FAKE_TRAIN)
+    (repo / "probe_mod.py").write_text(PROBE_MOD.format(value="old"))
+    (repo / "configs").mkdir()
+    (repo / "configs/tiny.yaml").write_text("updates: 1\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "fake train.py")
+    before = leftovers()
+    yield repo
+    assert worktrees(repo) == [f"worktree {repo}"], "a temporary worktree is still registered"
+    assert leftovers() <= before, "temporary folders were left behind"
+
+
+def against(repo, tmp_path, *extra):
+    return benchmark.main(["--against", "HEAD", "--config", "configs/tiny.yaml", "--out", str(tmp_path / "out"),
+                           *extra], root=repo)
+
+
+def fake_run(calls, fail_at=None, error=benchmark.RunError("train.py failed")):
+    def run(tree, config, overrides, label=""):
+        calls.append((tree, config, git(tree, "rev-parse", "HEAD")))
+        if len(calls) == fail_at:
+            raise error
+        return {"wall_seconds": 1.0 + len(calls), "peak_rss_all_processes_mb": 20.0, "final_reward": 0.0,
+                "updates": 1, "env_steps": 64, "steps_per_second": 100.0 * len(calls), "peak_rss_mb": 10.0,
+                **{f"{p}_seconds": 0.1 for p in benchmark.PHASES}}
+    return run
+
+
+def test_ref_resolves_to_the_full_hash(repo):
+    assert benchmark.resolve_ref(repo, "HEAD") == git(repo, "rev-parse", "HEAD")
+    assert benchmark.resolve_ref(repo, git(repo, "rev-parse", "--short", "HEAD")) == git(repo, "rev-parse", "HEAD")
+
+
+@pytest.mark.parametrize("case, ref, config, repeats, expect", [
+    ("unknown ref", "nosuchref", "configs/tiny.yaml", 3, "unknown git ref 'nosuchref'"),
+    ("option as ref", "--version", "configs/tiny.yaml", 3, "unknown git ref '--version'"),
+    ("ref without train.py", "HEAD~1", "configs/tiny.yaml", 3, "has no train.py"),
+    ("missing config", "HEAD", "configs/nope.yaml", 3, "config not found: configs/nope.yaml"),
+    ("too few repeats", "HEAD", "configs/tiny.yaml", 2, "--allow-few-repeats"),
+    ("no repository", "HEAD", "configs/tiny.yaml", 3, "not in a git repository"),
+    ("no git", "HEAD", "configs/tiny.yaml", 3, "git is not installed")])
+def test_bad_input_is_one_line_exit_2_and_leaves_nothing(repo, tmp_path, capsys, monkeypatch,
+                                                         case, ref, config, repeats, expect):
+    root = repo
+    if case == "no repository":
+        root = tmp_path / "plain"
+        (root / "configs").mkdir(parents=True)
+        (root / "configs/tiny.yaml").write_text("updates: 1\n")
+    elif case == "no git":
+        monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.chdir(tmp_path)
+    argv = [f"--against={ref}", "--config", config, "--repeats", str(repeats), "--out", str(tmp_path / "out")]
+    assert benchmark.main(argv, root=root) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and expect in err, err
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_runs_alternate_old_new_and_each_side_runs_its_own_commit(repo, tmp_path, monkeypatch):
+    (repo / "configs/other.yaml").write_text("updates: 1\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "second config")
+    old = git(repo, "rev-parse", "HEAD~1")
+    (repo / "probe_mod.py").write_text(PROBE_MOD.format(value="new"))
+    calls = []
+    monkeypatch.setattr(benchmark, "run_train", fake_run(calls))
+    assert benchmark.main(["--against", "HEAD~1", "--config", "configs/tiny.yaml", "--config", "configs/other.yaml",
+                           "--out", str(tmp_path / "out")], root=repo) == 0
+    trees = [tree for tree, _, _ in calls]
+    ref_tree = trees[0]
+    assert ref_tree != repo and not ref_tree.exists()  # a temporary checkout, gone now
+    assert trees == [ref_tree, repo] * 6
+    assert [config.name for _, config, _ in calls] == ["tiny.yaml"] * 6 + ["other.yaml"] * 6
+    assert {commit for tree, _, commit in calls if tree == ref_tree} == {old}
+    report = json.loads((tmp_path / "out.json").read_text())
+    assert report["order"] == "old new old new old new"
+    assert report["old"]["commit"] == old and report["new"]["commit"] == git(repo, "rev-parse", "HEAD")
+    assert report["new"]["uncommitted_changes"] and report["new"]["label"].endswith("+ uncommitted changes")
+    tiny = report["configs"]["configs/tiny.yaml"]
+    # steps/s of call k is 100k: old ran calls 1, 3, 5 and new 2, 4, 6
+    assert tiny["old"]["steps_per_second_median"] == 300 and tiny["new"]["steps_per_second_median"] == 400
+    assert tiny["ratio"]["steps_per_second_new_over_old"] == pytest.approx(4 / 3)
+    assert not tiny["ref_config_differs"] and report["configs"]["configs/other.yaml"]["ref_config_differs"]
+    assert "| configs/tiny.yaml | 0 | 1.333 |" in (tmp_path / "out.md").read_text()
+
+
+@pytest.mark.parametrize("error, code", [(benchmark.RunError("train.py failed"), 1), (KeyboardInterrupt(), 130)])
+def test_worktree_is_removed_when_a_run_fails_or_is_interrupted(repo, tmp_path, monkeypatch, capsys, error, code):
+    calls = []
+    monkeypatch.setattr(benchmark, "run_train", fake_run(calls, fail_at=2, error=error))
+    assert against(repo, tmp_path) == code
+    assert len(calls) == 2 and not calls[0][0].exists()
+    assert not (tmp_path / "out.json").exists()
+    # the fixture checks that no worktree is registered and no temporary folder is left
+
+
+def test_ref_side_imports_the_refs_modules_even_with_the_working_tree_on_pythonpath(repo, tmp_path, monkeypatch,
+                                                                                    capsys):
+    (repo / "probe_mod.py").write_text(PROBE_MOD.format(value="new"))  # an uncommitted change
+    monkeypatch.setenv("PYTHONPATH", str(repo))
+    assert against(repo, tmp_path, "--set", "a=1", "--repeats", "1", "--allow-few-repeats") == 0
+    assert "warning: 1 run(s) per side" in capsys.readouterr().err
+    report = json.loads((tmp_path / "out.json").read_text())
+    (old,), (new,) = report["configs"]["configs/tiny.yaml"]["runs"].values()
+    assert old["probe_value"] == "old" and new["probe_value"] == "new"
+    ref_tree = Path(old["probe_file"]).parent
+    assert ref_tree != repo and Path(old["child_file"]).parent == ref_tree  # the env workers' imports too
+    assert Path(new["probe_file"]).parent == repo and Path(new["child_file"]).parent == repo
+    for run in (old, new):
+        assert run["cwd_listing"] == [] and run["executable"] == sys.executable
+        assert "--cpu" in run["argv"] and run["argv"][-2:] == ["--set", "a=1"]
+        assert run["argv"][run["argv"].index("--config") + 1] == str(repo / "configs/tiny.yaml")
+    assert old["cwd"] != new["cwd"] and not Path(old["cwd"]).exists()
+
+
+def test_busy_loads_run_through_each_measurement_and_are_killed_after(repo, tmp_path, monkeypatch):
+    loads = tmp_path / "loads"
+    loads.mkdir()
+    monkeypatch.setenv("FAKE_LOAD_DIR", str(loads))
+    assert against(repo, tmp_path, "--busy", "2", "--repeats", "1", "--allow-few-repeats") == 0
+    report = json.loads((tmp_path / "out.json").read_text())
+    entry = report["configs"]["configs/tiny.yaml"]
+    assert report["busy"] == 2 and entry["busy"] == 2 and entry["old"]["busy"] == 2
+    assert [run["loads_alive"] for side in ("old", "new") for run in entry["runs"][side]] == [2, 2]
+    started = [int(pid) for name in os.listdir(loads) for pid in name.split("-")[1:]]
+    assert len(started) == 2 * 2 * 2  # two loads per measurement, each with a child
+    deadline = time.time() + 10
+    while any(alive(pid) for pid in started) and time.time() < deadline:
+        time.sleep(0.05)
+    assert not any(alive(pid) for pid in started)
+    assert "| old, busy 2 |" in (tmp_path / "out.md").read_text()
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
+    except OSError:
+        return False
+
+
+def test_medians_and_ratios_from_given_measurements():
+    def run(wall, sps, env):
+        return {"wall_seconds": wall, "steps_per_second": sps, "env_steps": 1000, "peak_rss_mb": wall * 10,
+                "peak_rss_all_processes_mb": wall * 20, "env_seconds": env, "inference_seconds": 1.0,
+                "buffer_seconds": 0.5, "update_seconds": 2.0}
+    old = benchmark.summarize([run(10.0, 100.0, 3.0), run(12.0, 90.0, 1.0), run(30.0, 40.0, 2.0)])
+    new = benchmark.summarize([run(8.0, 150.0, 1.0), run(5.0, 200.0, 1.0), run(9.0, 120.0, 4.0), run(20, 60.0, 1.0)])
+    assert (old["wall_seconds_median"], old["wall_seconds_min"], old["wall_seconds_max"]) == (12.0, 10.0, 30.0)
+    assert old["steps_per_second_median"] == 90.0 and old["env_seconds_median"] == 2.0
+    assert old["end_to_end_steps_per_second_median"] == pytest.approx(1000 / 12)
+    assert old["peak_rss_all_processes_mb_max"] == 600.0
+    assert new["wall_seconds_median"] == 8.5 and new["steps_per_second_median"] == 135.0  # even count: the mean
+    ratio = benchmark.ratios(old, new)
+    assert ratio["steps_per_second_new_over_old"] == pytest.approx(1.5)
+    assert ratio["wall_old_over_new"] == pytest.approx(12 / 8.5)
+    assert benchmark.alternate(3) == ["old", "new"] * 3
+
+
+def test_output_parsing_survives_progress_bars_and_rewardless_updates():
+    out = ("training x on cpu\nupdate    1/2  steps 64  reward   -0.500  sps 9\r 50%|##   | 1/2\r"
+           "update    2/2  steps 128  reward        -  sps 9\ntimings: {\"env_steps\": 128}\nsaved models/x.pt\n")
+    assert benchmark.parse_output(out) == {"final_reward": None, "env_steps": 128}
+    assert benchmark.parse_output(out.replace("reward        -", "reward 1.5"))["final_reward"] == 1.5
+    with pytest.raises(benchmark.RunError, match="timings"):
+        benchmark.parse_output("update 1/1 reward 1.0\n")
+
+
+def test_real_short_run_against_head(tmp_path):
+    before = worktrees(ROOT)
+    result = subprocess.run([sys.executable, "results/benchmark.py", "--against", "HEAD",
+                             "--config", "configs/poc_memory_env.yaml", "--set", "updates=1", "--repeats", "1",
+                             "--allow-few-repeats", "--out", str(tmp_path / "against")],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "warning: 1 run(s) per side" in result.stderr
+    report = json.loads((tmp_path / "against.json").read_text())
+    entry = report["configs"]["configs/poc_memory_env.yaml"]
+    assert report["old"]["commit"] == git(ROOT, "rev-parse", "HEAD")
+    for side in ("old", "new"):
+        (run,) = entry["runs"][side]
+        assert run["updates"] == 1 and run["env_steps"] == 16 * 128 and run["wall_seconds"] > run["train_seconds"]
+        assert entry[side]["peak_rss_all_processes_mb_max"] > 0
+    assert entry["ratio"]["steps_per_second_new_over_old"] > 0
+    assert "| configs/poc_memory_env.yaml | 0 |" in (tmp_path / "against.md").read_text()
+    assert worktrees(ROOT) == before

@@ -170,6 +170,7 @@ def test_runs_alternate_old_new_and_each_side_runs_its_own_commit(repo, tmp_path
     assert tiny["old"]["steps_per_second_median"] == 300 and tiny["new"]["steps_per_second_median"] == 400
     assert tiny["ratio"]["steps_per_second_new_over_old"] == pytest.approx(4 / 3)
     assert not tiny["ref_config_differs"] and report["configs"]["configs/other.yaml"]["ref_config_differs"]
+    assert tiny["ratio"]["best_steps_per_second_new_over_old"] == pytest.approx(6 / 5)
     assert "| configs/tiny.yaml | 0 | 1.333 |" in (tmp_path / "out.md").read_text()
 
 
@@ -242,6 +243,7 @@ def test_medians_and_ratios_from_given_measurements():
     ratio = benchmark.ratios(old, new)
     assert ratio["steps_per_second_new_over_old"] == pytest.approx(1.5)
     assert ratio["wall_old_over_new"] == pytest.approx(12 / 8.5)
+    assert ratio["best_steps_per_second_new_over_old"] == pytest.approx(2.0)
     assert benchmark.alternate(3) == ["old", "new"] * 3
 
 

@@ -19,7 +19,7 @@ import torch
 
 from checkpoint import arrays, load_checkpoint
 from config import Config, config_from_dict
-from environments import make_env, model_observation_space
+from environments import model_observation_space
 from model import ActorCritic, build_model
 from normalization import Normalizers
 
@@ -43,7 +43,7 @@ class Agent:
         """Rebuilds the model from the checkpoint alone (an environment is made once, for its spaces)."""
         checkpoint = load_checkpoint(path, map_location=device)
         config = config_from_dict(checkpoint["config"])
-        env = make_env(config.environment)
+        env = config.environment.make()
         space = model_observation_space(env)
         model = build_model(config, space, env.action_space)
         model.load_state_dict(checkpoint["model"])

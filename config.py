@@ -39,6 +39,17 @@ class EnvironmentConfig:
         """This environment as enjoy.py builds it: kwargs with evaluation_kwargs merged over them."""
         return replace(self, kwargs={**self.kwargs, **self.evaluation_kwargs})
 
+    def make(self, render_mode: str | None = None):
+        """One environment of this section (environments.make_env, which takes plain values);
+        what cannot be made is a ConfigError."""
+        from environments import SetupError, make_env
+        from spaces import SpaceError
+        try:
+            return make_env(self.type, self.name, self.kwargs, self.reset_params, self.reward_scale,
+                            self.observation_mask, render_mode)
+        except (SetupError, SpaceError) as error:
+            raise ConfigError(str(error)) from None
+
 
 @dataclass
 class RecurrenceConfig:
@@ -285,6 +296,13 @@ def validate(config: Config) -> None:
 
     scale = config.environment.reward_scale
     need(scale is None or scale > 0, "environment.reward_scale", scale, "must be > 0")
+    from environments import SetupError, check_settings
+    env = config.environment
+    for kwargs in (env.kwargs, {**env.kwargs, **env.evaluation_kwargs}):
+        try:
+            check_settings(env.type, env.name, kwargs, env.reset_params)
+        except SetupError as error:
+            raise ConfigError(str(error)) from None
 
 
 # Keys a resumed run cannot change: they shape the model, the environments or their

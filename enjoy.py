@@ -73,9 +73,8 @@ def record(agent, episodes: int, seed: int = 0, deterministic: bool = False, on_
     Frames: the first observation of each episode and one after every step, so an
     episode of length n gives n + 1 frames.
     """
-    from environments import make_env
     from spaces import MASK_KEY, env_actions
-    env = make_env(agent.config.environment.for_evaluation(), render_mode="rgb_array")
+    env = agent.config.environment.for_evaluation().make(render_mode="rgb_array")
     results, frames = [], []
     try:
         for episode, env_seed in enumerate(evaluation_seeds(seed, episodes)):

@@ -19,9 +19,11 @@ from typing import NamedTuple
 import gymnasium as gym
 import numpy as np
 
-from config import ConfigError
-
 MASK_KEY = "action_mask"
+
+
+class SpaceError(ValueError):
+    """An observation or action space this project cannot use; the message is one line."""
 
 
 class Field(NamedTuple):
@@ -39,12 +41,12 @@ def dict_layout(space: gym.spaces.Dict) -> list[Field]:
             continue
         sub = space.spaces[key]
         if not isinstance(sub, gym.spaces.Box):
-            raise ConfigError(f"observation key '{key}' has space {sub}; Dict observations must hold Box spaces")
+            raise SpaceError(f"observation key '{key}' has space {sub}; Dict observations must hold Box spaces")
         size = int(np.prod(sub.shape))
         fields.append(Field(key, tuple(sub.shape), start, size))
         start += size
     if not fields:
-        raise ConfigError(f"the Dict observation space {space} has no observation key besides '{MASK_KEY}'")
+        raise SpaceError(f"the Dict observation space {space} has no observation key besides '{MASK_KEY}'")
     return fields
 
 
@@ -68,7 +70,7 @@ def image_channels_last(shape: tuple[int, ...]) -> bool:
         return True
     if shape[0] <= 4:
         return False
-    raise ConfigError(f"cannot tell the channel axis of the image observation shape {shape}: "
+    raise SpaceError(f"cannot tell the channel axis of the image observation shape {shape}: "
                       "expected height x width x channels or channels x height x width with at most 4 channels")
 
 
@@ -101,7 +103,7 @@ def action_format(space: gym.Space) -> ActionFormat:
         return ActionFormat(int(np.prod(space.shape)), np.int64, 0)
     if isinstance(space, gym.spaces.Box) and len(space.shape) == 1:
         return ActionFormat(int(space.shape[0]), np.float32, 0)
-    raise ConfigError(f"the environment's action space {space} is not supported "
+    raise SpaceError(f"the environment's action space {space} is not supported "
                       "(Discrete, MultiDiscrete, MultiBinary, one-dimensional Box)")
 
 

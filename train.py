@@ -36,7 +36,7 @@ from docopt import docopt
 
 from checkpoint import CheckpointError, RunLock, load_checkpoint, require_resumable, same_checkpoint, writable
 from config import ConfigError, check_resume_overrides, config_from_dict, load_config
-from environments import check_family
+from spaces import SpaceError
 
 MODELS, SUMMARIES = Path("models"), Path("summaries")
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
@@ -115,13 +115,12 @@ def main(argv=None) -> int:
     try:
         try:
             config, run_id, checkpoint = read_run(args, sys.argv[1:] if argv is None else argv)
-            check_family(config.environment)
             device = resolve_device(config.device, args["--cpu"])
             lock = claim(run_id, args["--resume"], args["--overwrite"])
             from trainer import Trainer
             trainer = Trainer(config, run_id=run_id, device=device, summaries_dir=SUMMARIES, models_dir=MODELS,
                               summaries_path=checkpoint["summaries_path"] if checkpoint else None)
-        except (ConfigError, CheckpointError) as error:
+        except (ConfigError, CheckpointError, SpaceError) as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
         return train(trainer, checkpoint)

@@ -20,7 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 from config import EnvironmentConfig
-from environments import make_env, model_observation_space
+from environments import model_observation_space
 from spaces import MASK_KEY, action_format, env_actions
 
 
@@ -134,7 +134,7 @@ def _fault_report(fault: _EnvFault) -> tuple[int, str]:
 def _worker_main(conn, config: EnvironmentConfig, lo: int, seeds: list[int], shared: _Shared):
     envs = []
     try:
-        envs = [make_env(config) for _ in seeds]
+        envs = [config.make() for _ in seeds]
         while True:
             command, argument = conn.recv()
             if command == "step":
@@ -167,7 +167,7 @@ class VecEnv:
     def __init__(self, config: EnvironmentConfig, seeds: list[int], processes: int = 0):
         self.config = config
         self.seeds = [int(s) for s in seeds]
-        probe = make_env(config)
+        probe = config.make()
         # observation_space: what each step's array holds; model_space: what the model
         # is built for (they differ for a packed Dict observation)
         self.observation_space, self.action_space = probe.observation_space, probe.action_space
@@ -180,7 +180,7 @@ class VecEnv:
         self._shared = _Shared(W, self.observation_space, self.action_space, self.masked, ctx)
         self._envs, self._workers = [], []
         if processes == 0:
-            self._envs = [probe] + [make_env(config) for _ in range(W - 1)]
+            self._envs = [probe] + [config.make() for _ in range(W - 1)]
             return
         probe.close()
         bounds = np.linspace(0, W, processes + 1).astype(int)

@@ -1,17 +1,22 @@
-"""make_env(): builds one environment of a family from its config.
+"""make_env(): builds one environment of a family from plain values.
 
 Every environment comes back wrapped in EpisodeStats (the raw episode return,
-length and success, before any training-only reward scaling) so the trainer and
-enjoy.py can report scores in the environment's own units.
+length and success, before any training-only reward scaling; and its state as
+plain data for checkpoints) so the trainer and enjoy.py can report scores in the
+environment's own units. Nothing here reads the config: config.py turns its
+environment section into make_env's arguments (EnvironmentConfig.make).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import gymnasium as gym
 import numpy as np
 
-from config import ConfigError, EnvironmentConfig
+
+class SetupError(ValueError):
+    """An environment that cannot be made as asked; the message is one line."""
 
 
 class EpisodeStats(gym.Wrapper):
@@ -74,98 +79,107 @@ class EpisodeStats(gym.Wrapper):
         self._seeds.bit_generator.state = state["seeds"]
 
 
-def _poc(config: EnvironmentConfig, render_mode):
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split())
+
+
+def _poc(name, kwargs, reset_params, render_mode):
     from environments.poc_memory import PocMemoryEnv
-    return PocMemoryEnv(render_mode=render_mode, **config.kwargs)
+    return PocMemoryEnv(render_mode=render_mode, **kwargs)
 
 
 def _cartpole(masked: bool):
-    def build(config: EnvironmentConfig, render_mode):
+    def build(name, kwargs, reset_params, render_mode):
         from environments.cartpole import CartPole
-        return CartPole(masked=masked, render_mode=render_mode, **config.kwargs)
+        return CartPole(masked=masked, render_mode=render_mode, **kwargs)
     return build
 
 
-def _minigrid(config: EnvironmentConfig, render_mode):
+def _minigrid(name, kwargs, reset_params, render_mode):
     from environments.minigrid import make_minigrid
-    try:
-        return make_minigrid(config.name or "MiniGrid-MemoryS9-v0", render_mode=render_mode, **config.kwargs)
-    except ModuleNotFoundError:
-        raise ConfigError("environment.type 'Minigrid' needs the minigrid package: "
-                          "pip install -r requirements.txt") from None
-    except (gym.error.Error, TypeError, ValueError) as error:
-        raise ConfigError(f"environment.name '{config.name}' cannot be made: {' '.join(str(error).split())}") \
-            from None
+    return make_minigrid(name or "MiniGrid-MemoryS9-v0", render_mode=render_mode, **kwargs)
 
 
-def _memory_gym(config: EnvironmentConfig, render_mode):
+def _memory_gym(name, kwargs, reset_params, render_mode):
     from environments.memory_gym import make_memory_gym
-    try:
-        return make_memory_gym(config.name or "MortarMayhem-Grid-v0", reset_params=config.reset_params,
-                               render_mode=render_mode, **config.kwargs)
-    except ModuleNotFoundError as error:
-        raise ConfigError(f"environment.type 'MemoryGym' needs the {error.name} module: pip install -r "
-                          "requirements.txt && pip install --no-deps -r requirements-nodeps.txt") from None
-    except (gym.error.Error, TypeError, ValueError) as error:
-        raise ConfigError(f"environment '{config.name}' cannot be made: {' '.join(str(error).split())}") from None
+    return make_memory_gym(name or "MortarMayhem-Grid-v0", reset_params=reset_params, render_mode=render_mode)
 
 
-def _atari(config: EnvironmentConfig, render_mode):
+def _atari(name, kwargs, reset_params, render_mode):
     from environments.atari import make_atari
-    if config.reset_params:
-        raise ConfigError("environment.reset_params is for MemoryGym only; Atari takes its settings in kwargs")
-    try:
-        return make_atari(config.name or "ALE/Breakout-v5", render_mode=render_mode, **config.kwargs)
-    except ModuleNotFoundError as error:
-        raise ConfigError(f"environment.type 'Atari' needs the {error.name} module: "
-                          "pip install -r requirements.txt") from None
-    except (gym.error.Error, TypeError, ValueError) as error:
-        raise ConfigError(f"environment.name '{config.name}' cannot be made: {' '.join(str(error).split())}") \
-            from None
+    return make_atari(name or "ALE/Breakout-v5", render_mode=render_mode, **kwargs)
 
 
-def _gym(config: EnvironmentConfig, render_mode):
-    if not config.name:
-        raise ConfigError("environment.type 'gym' needs environment.name, a Gymnasium id such as 'CartPole-v1'")
-    kwargs = dict(config.kwargs, **({"render_mode": render_mode} if render_mode else {}))
-    try:
-        return gym.make(config.name, **kwargs)
-    except (gym.error.Error, TypeError, ModuleNotFoundError) as error:
-        reason = " ".join(str(error).split())
-        raise ConfigError(f"environment.name '{config.name}' cannot be made: {reason}") from None
+def _gym(name, kwargs, reset_params, render_mode):
+    if not name:
+        raise SetupError("environment.type 'gym' needs environment.name, a Gymnasium id such as 'CartPole-v1'")
+    return gym.make(name, **kwargs, **({"render_mode": render_mode} if render_mode else {}))
 
 
-# family name -> (builder, default training reward scale)
-FAMILIES: dict[str, tuple[Callable, float]] = {
-    "PocMemoryEnv": (_poc, 1.0),
-    "CartPoleMasked": (_cartpole(masked=True), 0.01),
-    "CartPole": (_cartpole(masked=False), 0.01),
-    "Minigrid": (_minigrid, 1.0),
-    "MemoryGym": (_memory_gym, 1.0),
-    "Atari": (_atari, 1.0),
-    "gym": (_gym, 1.0),
+@dataclass(frozen=True)
+class Family:
+    build: Callable  # (name, kwargs, reset_params, render_mode) -> gym.Env
+    reward_scale: float = 1.0  # the training reward scale when the config gives none
+    named: bool = False  # takes a Gymnasium id in environment.name
+    kwargs: tuple[str, ...] | None = ()  # the constructor kwargs it takes; None: any (gym.make's)
+    reset_params: bool = False  # takes environment.reset_params
+    install: str = "pip install -r requirements.txt"  # what provides its modules
+
+
+FAMILIES: dict[str, Family] = {
+    "PocMemoryEnv": Family(_poc),
+    "CartPoleMasked": Family(_cartpole(masked=True), reward_scale=0.01, kwargs=("max_steps",)),
+    "CartPole": Family(_cartpole(masked=False), reward_scale=0.01, kwargs=("max_steps",)),
+    "Minigrid": Family(_minigrid, named=True, kwargs=None),
+    "MemoryGym": Family(_memory_gym, named=True, reset_params=True,
+                        install="pip install -r requirements.txt && "
+                                "pip install --no-deps -r requirements-nodeps.txt"),
+    "Atari": Family(_atari, named=True, kwargs=None),
+    "gym": Family(_gym, named=True, kwargs=None),
 }
 
 
-def check_family(config: EnvironmentConfig) -> None:
-    if config.type not in FAMILIES:
-        raise ConfigError(f"config key 'environment.type' = {config.type!r} is not allowed: "
-                          f"one of {', '.join(FAMILIES)}")
+def check_settings(family: str, name: str = "", kwargs: dict | None = None,
+                   reset_params: dict | None = None) -> Family:
+    """Refuses, in one line, settings the family does not know or would ignore."""
+    if family not in FAMILIES:
+        raise SetupError(f"config key 'environment.type' = {family!r} is not allowed: one of {', '.join(FAMILIES)}")
+    spec = FAMILIES[family]
+    if name and not spec.named:
+        raise SetupError(f"environment.name {name!r} is not used by environment.type '{family}' "
+                         "(only Minigrid, MemoryGym, Atari and gym take a Gymnasium id): remove it")
+    unknown = [key for key in (kwargs or {}) if spec.kwargs is not None and key not in spec.kwargs]
+    if unknown:
+        takes = f"it takes {', '.join(spec.kwargs)}" if spec.kwargs else "it takes none"
+        raise SetupError(f"environment.kwargs {', '.join(map(repr, unknown))} not taken by environment.type "
+                         f"'{family}' ({takes})")
+    if reset_params and not spec.reset_params:
+        raise SetupError(f"environment.reset_params is for MemoryGym only, not environment.type '{family}'")
+    return spec
 
 
-def make_env(config: EnvironmentConfig, render_mode: str | None = None) -> gym.Env:
+def make_env(family: str, name: str = "", kwargs: dict | None = None, reset_params: dict | None = None,
+             reward_scale: float | None = None, observation_mask: list[int] | None = None,
+             render_mode: str | None = None) -> gym.Env:
     """The family's environment, its observation mask applied, a Dict observation
     packed into one vector (spaces.py), and EpisodeStats outermost."""
     from environments.wrappers import HideEntries, PackDict
-    check_family(config)
-    builder, default_scale = FAMILIES[config.type]
-    scale = default_scale if config.reward_scale is None else config.reward_scale
-    env = builder(config, render_mode)
-    if config.observation_mask is not None:
-        env = HideEntries(env, config.observation_mask)
+    spec = check_settings(family, name, kwargs, reset_params)
+    try:
+        env = spec.build(name, dict(kwargs or {}), dict(reset_params or {}), render_mode)
+    except ModuleNotFoundError as error:
+        if error.name is None:  # gym.make of "package:Id" re-raises with a message of its own
+            raise SetupError(f"environment {name!r} cannot be made: {_one_line(error)}") from None
+        raise SetupError(f"environment.type '{family}' needs the {error.name} module: {spec.install}") from None
+    except (gym.error.Error, TypeError, ValueError) as error:
+        if isinstance(error, SetupError):
+            raise
+        raise SetupError(f"environment {name or family!r} cannot be made: {_one_line(error)}") from None
+    if observation_mask is not None:
+        env = HideEntries(env, observation_mask)
     if isinstance(env.observation_space, gym.spaces.Dict):
         env = PackDict(env)
-    return EpisodeStats(env, scale)
+    return EpisodeStats(env, spec.reward_scale if reward_scale is None else reward_scale)
 
 
 def model_observation_space(env: gym.Env) -> gym.Space:

@@ -4,8 +4,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from config import ConfigError
-from spaces import MASK_KEY, dict_layout, pack, packed_space
+from spaces import MASK_KEY, SpaceError, dict_layout, pack, packed_space
 
 
 class HideEntries(gym.ObservationWrapper):
@@ -17,16 +16,16 @@ class HideEntries(gym.ObservationWrapper):
         super().__init__(env)
         space = env.observation_space
         if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
-            raise ConfigError(f"environment.observation_mask needs a vector (1-D Box) observation, "
+            raise SpaceError(f"environment.observation_mask needs a vector (1-D Box) observation, "
                               f"not {space}")
         size = space.shape[0]
         bad = [i for i in hidden if not -size <= i < size]
         if bad:
-            raise ConfigError(f"environment.observation_mask: indices {bad} are outside the observation's "
+            raise SpaceError(f"environment.observation_mask: indices {bad} are outside the observation's "
                               f"{size} entries")
         keep = np.setdiff1d(np.arange(size), np.asarray(hidden) % size)
         if keep.size == 0:
-            raise ConfigError("environment.observation_mask hides every entry of the observation")
+            raise SpaceError("environment.observation_mask hides every entry of the observation")
         self._keep = keep
         self.observation_space = gym.spaces.Box(space.low[keep], space.high[keep], (keep.size,), space.dtype)
 

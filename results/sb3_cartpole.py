@@ -50,14 +50,14 @@ def main():
     from torch import nn
 
     from config import EnvironmentConfig
-    from environments import make_env
+
     from worker import environment_seeds
 
     seeds = environment_seeds(args.seed, 16)
 
     def factory(seed):
         def build():
-            env = RawEpisodeInfo(make_env(EnvironmentConfig(type="CartPoleMasked")))
+            env = RawEpisodeInfo(EnvironmentConfig(type="CartPoleMasked").make())
             env.reset(seed=seed)
             return env
         return build

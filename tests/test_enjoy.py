@@ -141,18 +141,16 @@ def test_evaluation_and_recording_build_the_environment_with_evaluation_kwargs(t
     """environment.evaluation_kwargs is merged over kwargs for scoring and recording (e.g. MiniGrid's
     training seed pool switched off, so scores come from unlimited held-out layouts), never for training."""
     import environments
-    import worker
     agent = Agent.load(trained(tmp_path, updates=1))
     agent.config.environment.kwargs = {"length": 5}
     agent.config.environment.evaluation_kwargs = {"length": 7}
     seen = []
     real_make_env = environments.make_env
 
-    def spy(config, *args, **kwargs):
-        seen.append(dict(config.kwargs))
-        return real_make_env(config.__class__(type=config.type), *args, **kwargs)  # the plain PoC env
+    def spy(family, name, kwargs, *args):
+        seen.append(dict(kwargs))
+        return real_make_env(family, name, {}, *args)  # the plain PoC env
 
-    monkeypatch.setattr(worker, "make_env", spy)
     monkeypatch.setattr(environments, "make_env", spy)
     evaluate(agent, episodes=2, workers=2)
     record(agent, episodes=1)

@@ -13,7 +13,7 @@ from gymnasium import spaces
 
 from checkpoint import FORMAT, _tensors, arrays, load_checkpoint, save_checkpoint
 from config import ConfigError, EnvironmentConfig, load_config
-from environments import make_env
+
 from environments.memory_gym import MemoryGymEnv
 from worker import VecEnv, environment_seeds
 
@@ -53,7 +53,7 @@ def random_episode(env, seed: int, max_steps: int = 5000):
 @pytest.mark.parametrize("name", EXPECTED)
 def test_config_makes_env_with_its_spaces_seeding_and_episode_stats(name):
     (shape, dtype), action_space, has_success = EXPECTED[name]
-    env = make_env(environment(name))
+    env = environment(name).make()
     try:
         assert env.observation_space.shape == shape and env.observation_space.dtype == dtype
         assert env.action_space == action_space
@@ -69,7 +69,7 @@ def test_config_makes_env_with_its_spaces_seeding_and_episode_stats(name):
 
 
 def test_breakout_frame_stack_is_channels_first():
-    env = make_env(environment("breakout", kwargs={"frame_stack": 4}))
+    env = environment("breakout", kwargs={"frame_stack": 4}).make()
     try:
         assert env.observation_space.shape == (4, 84, 84) and env.observation_space.dtype == np.uint8
         obs, _ = env.reset(seed=0)
@@ -108,7 +108,7 @@ def test_memory_gym_wrapper_passes_reset_params_to_every_reset(monkeypatch):
 def test_reset_params_change_the_environment():
     # Mystery Path's time limit: every episode, autoreset ones included, is cut at max_steps
     # and reported as a truncation (the agent is not shown the clock).
-    env = make_env(environment("mystery_path_grid", reset_params={"max_steps": 12}))
+    env = environment("mystery_path_grid", reset_params={"max_steps": 12}).make()
     try:
         env.reset(seed=0)
         env.action_space.seed(0)
@@ -124,7 +124,7 @@ def test_reset_params_change_the_environment():
     # Mortar Mayhem's arena size shows in the picture; a single seed gives the same episode every time.
     pictures = {}
     for size in (3, 5):
-        env = make_env(environment("mortar_mayhem_grid", reset_params={"arena_size": size, "num-seeds": 1}))
+        env = environment("mortar_mayhem_grid", reset_params={"arena_size": size, "num-seeds": 1}).make()
         try:
             pictures[size], _ = env.reset(seed=1)
             np.testing.assert_array_equal(env.reset(seed=2)[0], pictures[size])
@@ -141,20 +141,20 @@ def test_reset_params_change_the_environment():
 ])
 def test_wrong_reset_params_are_one_line_config_errors(reset_params, words):
     with pytest.raises(ConfigError) as error:
-        make_env(EnvironmentConfig(type="MemoryGym", name="MortarMayhem-Grid-v0", reset_params=reset_params))
+        EnvironmentConfig(type="MemoryGym", name="MortarMayhem-Grid-v0", reset_params=reset_params).make()
     assert words in str(error.value) and "\n" not in str(error.value)
 
 
 def test_a_non_memory_gym_id_is_a_config_error():
     with pytest.raises(ConfigError, match="not a Memory Gym id"):
-        make_env(EnvironmentConfig(type="MemoryGym", name="CartPole-v1"))
+        EnvironmentConfig(type="MemoryGym", name="CartPole-v1").make()
 
 
 @pytest.mark.parametrize("name, actions", [("mortar_mayhem_grid", 25), ("mortar_mayhem", 25), ("breakout", 60)])
 def test_env_state_resumes_exactly(tmp_path, name, actions):
     """A checkpoint keeps each environment's state as plain data (episode seed and actions,
     through weights-only saving): a new environment set to it goes on exactly as the original."""
-    env = make_env(environment(name))
+    env = environment(name).make()
     rng = np.random.default_rng(0)
     sample = (lambda: int(rng.integers(env.action_space.n))) if isinstance(env.action_space, spaces.Discrete) \
         else (lambda: rng.integers(env.action_space.nvec))
@@ -164,7 +164,7 @@ def test_env_state_resumes_exactly(tmp_path, name, actions):
             env.reset()
     save_checkpoint(tmp_path / "state.pt", {"format": FORMAT, "model": {}, "config": {},
                                              "environments": _tensors([env.get_state()])})
-    copy = make_env(environment(name))
+    copy = environment(name).make()
     copy.set_state(arrays(load_checkpoint(tmp_path / "state.pt")["environments"])[0])
     try:
         for _ in range(150):
@@ -202,8 +202,8 @@ def test_vec_env_state_resumes_memory_gym_exactly():
 
 def test_memory_gym_envs_share_pygame_in_one_process():
     # pygame has one display per process: closing one environment must not break the others.
-    first, second = (make_env(environment("mortar_mayhem_grid")) for _ in range(2))
-    alone = make_env(environment("mortar_mayhem_grid"))
+    first, second = (environment("mortar_mayhem_grid").make() for _ in range(2))
+    alone = environment("mortar_mayhem_grid").make()
     expected = [alone.reset(seed=9)[0]] + [alone.step(3)[0] for _ in range(5)]
     alone.close()
     first.reset(seed=0)
@@ -240,21 +240,21 @@ def test_memory_gym_steps_the_same_in_worker_processes():
 def test_missing_package_is_one_line(monkeypatch, family, module, words):
     monkeypatch.setitem(sys.modules, module, None)  # makes `import module` fail as if not installed
     with pytest.raises(ConfigError) as error:
-        make_env(EnvironmentConfig(type=family))
+        EnvironmentConfig(type=family).make()
     message = str(error.value)
     assert "\n" not in message and module in message and "pip install" in message and words in message
 
 
 def test_reset_params_are_refused_outside_memory_gym():
     with pytest.raises(ConfigError, match="reset_params"):
-        make_env(EnvironmentConfig(type="Atari", reset_params={"max_steps": 3}))
+        EnvironmentConfig(type="Atari", reset_params={"max_steps": 3}).make()
 
 
 def test_minigrid_seed_pool_repeats_layouts_reproducibly_and_default_does_not():
     """seed_pool: N (the reference drew N = 99) gives at most N first observations; unlimited gives more."""
     def first_observations(seed_pool: int, seed: int) -> list[bytes]:
-        env = make_env(EnvironmentConfig(type="Minigrid", name="MiniGrid-MemoryS9-v0",
-                                         kwargs={"agent_view_size": 3, "seed_pool": seed_pool}))
+        env = EnvironmentConfig(type="Minigrid", name="MiniGrid-MemoryS9-v0",
+                                         kwargs={"agent_view_size": 3, "seed_pool": seed_pool}).make()
         observations = [env.reset(seed=seed)[0].tobytes()] + [env.reset()[0].tobytes() for _ in range(59)]
         env.close()
         return observations
@@ -263,4 +263,4 @@ def test_minigrid_seed_pool_repeats_layouts_reproducibly_and_default_does_not():
     assert len(set(pooled)) <= 2 and pooled == first_observations(2, seed=3)
     assert len(set(first_observations(0, seed=3))) > 2
     with pytest.raises(ConfigError, match="seed_pool"):
-        make_env(EnvironmentConfig(type="Minigrid", name="MiniGrid-MemoryS9-v0", kwargs={"seed_pool": -1}))
+        EnvironmentConfig(type="Minigrid", name="MiniGrid-MemoryS9-v0", kwargs={"seed_pool": -1}).make()

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from config import EnvironmentConfig
-from environments import make_env
+
 from environments.cartpole import CartPole
 from environments.poc_memory import PocMemoryEnv
 from worker import environment_seeds
@@ -44,7 +44,7 @@ def test_poc_goal_rewards(go_to_plus):
 
 
 def test_poc_optimal_agent_averages_1_2_in_7_steps():
-    env = make_env(EnvironmentConfig(type="PocMemoryEnv"))
+    env = EnvironmentConfig(type="PocMemoryEnv").make()
     returns, lengths = [], []
     for episode in range(2000):
         obs, _ = env.reset(seed=episode)
@@ -88,7 +88,7 @@ def test_cartpole_matches_gymnasium_cartpole_v1():
 
 
 def test_masked_cartpole_hides_velocities_and_reports_raw_return():
-    env = make_env(EnvironmentConfig(type="CartPoleMasked"))
+    env = EnvironmentConfig(type="CartPoleMasked").make()
     obs, _ = env.reset(seed=0)
     total_scaled = 0.0
     while True:

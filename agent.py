@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from checkpoint import arrays, load_checkpoint
+from checkpoint import CheckpointError, arrays, load_checkpoint
 from config import Config, config_from_dict
 from environments import model_observation_space
 from model import ActorCritic, build_model
@@ -46,7 +46,12 @@ class Agent:
         env = config.environment.make()
         space = model_observation_space(env)
         model = build_model(config, space, env.action_space)
-        model.load_state_dict(checkpoint["model"])
+        try:
+            model.load_state_dict(checkpoint["model"])
+        except RuntimeError:  # weights of another architecture than the config describes
+            env.close()
+            raise CheckpointError(f"{path}: its weights do not fit the model its config describes "
+                                  "(another architecture or environment)") from None
         normalizers = Normalizers(config, space)
         normalizers.load_state_dict(arrays(checkpoint["normalization"]))
         env.close()

@@ -17,6 +17,7 @@ from typing import Iterator, NamedTuple
 import numpy as np
 import torch
 
+from config import ConfigError
 from normalization import ValueNormalizer
 from spaces import ActionFormat
 
@@ -89,23 +90,28 @@ class Minibatch(NamedTuple):
     action_mask: torch.Tensor | None = None  # (n, L, A) the actions allowed at each step; None: no masking
 
 
+def _field_specs(obs_shape: tuple, obs_dtype: np.dtype, actions: ActionFormat, masked: bool,
+                 state_size: int) -> dict[str, tuple[tuple, np.dtype]]:
+    """The per-step fields stored for training: name -> (shape of one step, dtype)."""
+    specs = {
+        "obs": (tuple(obs_shape), np.dtype(obs_dtype)),
+        "states": ((state_size,), np.dtype(np.float32)),  # the state the policy used at each step
+        "actions": ((actions.size,), np.dtype(actions.dtype)),
+        **{name: ((), np.dtype(np.float32)) for name in ("log_probs", "values", "advantages", "returns")},
+    }
+    if masked:  # the allowed actions at each step, so the update samples from the same support
+        specs["action_mask"] = ((actions.mask_size,), np.dtype(bool))
+    return specs
+
+
 class RolloutBuffer:
     def __init__(self, workers: int, steps: int, obs_shape: tuple, obs_dtype: np.dtype,
                  actions: ActionFormat, masked: bool, state_size: int, device: torch.device):
         W, T = workers, steps
         self.W, self.T, self.device = W, T, device
-
-        def field(*shape, dtype=np.float32):
-            return np.zeros((W * T + 1, *shape), dtype=dtype)
-
-        self._flat = {
-            "obs": field(*obs_shape, dtype=obs_dtype),
-            "states": field(state_size),  # the state the policy used at each step
-            "actions": field(actions.size, dtype=actions.dtype),
-            "log_probs": field(), "values": field(), "advantages": field(), "returns": field(),
-        }
-        if masked:  # the allowed actions at each step, so the update samples from the same support
-            self._flat["action_mask"] = field(actions.mask_size, dtype=bool)
+        self._flat = {name: np.zeros((W * T + 1, *shape), dtype=dtype)
+                      for name, (shape, dtype) in _field_specs(obs_shape, obs_dtype, actions, masked,
+                                                               state_size).items()}
         self.masked = masked
         for name, storage in self._flat.items():  # (W*T + 1, ...) -> (W, T, ...) views
             setattr(self, name, storage[:W * T].reshape(W, T, *storage.shape[1:]))
@@ -115,6 +121,17 @@ class RolloutBuffer:
         self.final_values = np.zeros((W, T), dtype=np.float32)  # V(final obs) where truncated
         self.index: SequenceIndex | None = None
         self._train: dict[str, torch.Tensor] = {}
+
+    @staticmethod
+    def bytes_needed(workers: int, steps: int, obs_shape: tuple, obs_dtype: np.dtype, actions: ActionFormat,
+                     masked: bool, state_size: int, n_mini_batch: int) -> int:
+        """At least what a run's rollout takes: the storage of W x T steps, and one
+        minibatch's observations as float32 (the encoder's input)."""
+        specs = _field_specs(obs_shape, obs_dtype, actions, masked, state_size)
+        per_step = sum(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize for shape, dtype in specs.values())
+        storage = (workers * steps + 1) * per_step + workers * steps * 14  # + rewards, flags, final values
+        minibatch = workers * steps // n_mini_batch * int(np.prod(obs_shape, dtype=np.int64)) * 4
+        return storage + minibatch
 
     def finish(self, last_values: np.ndarray, gamma: float, lamda: float, sequence_length: int,
                value_normalizer: ValueNormalizer | None = None) -> None:
@@ -156,3 +173,16 @@ class RolloutBuffer:
                 log_probs=f["log_probs"][rows], values=f["values"][rows],
                 advantages=f["advantages"][rows], returns=f["returns"][rows], mask=f["mask"][ids],
                 action_mask=f["action_mask"][rows] if self.masked else None)
+
+
+def require_memory(needed: int, env=None) -> None:
+    """Refuses (ConfigError) a run whose rollout cannot fit in the memory available now:
+    better one line at start than a run killed by the kernel later."""
+    import psutil
+    available = psutil.virtual_memory().available
+    if needed > available:
+        if env is not None:
+            env.close()
+        raise ConfigError(f"n_workers x worker_steps need at least {needed / 2 ** 30:.1f} GiB for the rollout "
+                          f"of these observations, {available / 2 ** 30:.1f} GiB is available: "
+                          "lower n_workers or worker_steps")

@@ -7,7 +7,8 @@ Usage:
 Options:
   --model=<path>     A checkpoint written by train.py (models/<run-id>.pt).
   --episodes=<n>     Episodes to run [default: 10].
-  --seed=<s>         Evaluation seed; environments get seeds disjoint from any training seed [default: 0].
+  --seed=<s>         Evaluation seed of the environments (disjoint from any training seed) and of
+                     the policy's sampled actions: the same command gives the same scores [default: 0].
   --deterministic    Take the most probable action instead of sampling.
   --video=<path>     Record the episodes to a .gif (Pillow) or .mp4 (needs the video extra:
                      pip install -r requirements-video.txt).
@@ -15,15 +16,18 @@ Options:
                      <model name>.gif instead.
 
 Without --video or --render the episodes run in parallel across the config's
-number of environments. Every episode prints one line; a summary follows.
+number of environments. Every episode prints one line (a progress bar on a terminal);
+a summary follows. Exit codes: 0 done, 2 refused (bad flag or file), 130 stopped by Ctrl-C.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
 
 import numpy as np
+import torch
 from docopt import docopt
 
 from checkpoint import CheckpointError
@@ -45,6 +49,7 @@ def evaluate(agent, episodes: int, seed: int = 0, deterministic: bool = False, w
     which would favour short episodes); extra episodes it finishes are ignored.
     """
     from worker import VecEnv
+    torch.manual_seed(seed)  # the policy's sampled actions: the same command gives the same scores
     W = max(1, min(workers or agent.config.n_workers, episodes))
     quota = [episodes // W + (w < episodes % W) for w in range(W)]
     envs = VecEnv(agent.config.environment.for_evaluation(), evaluation_seeds(seed, W), processes=0)
@@ -74,6 +79,7 @@ def record(agent, episodes: int, seed: int = 0, deterministic: bool = False, on_
     episode of length n gives n + 1 frames.
     """
     from spaces import MASK_KEY, env_actions
+    torch.manual_seed(seed)  # the policy's sampled actions: the same command gives the same scores
     env = agent.config.environment.for_evaluation().make(render_mode="rgb_array")
     results, frames = [], []
     try:
@@ -155,46 +161,82 @@ def summary(results: list[dict]) -> str:
     return line
 
 
+def _options(args: dict) -> tuple[int, int, Path | None, bool]:
+    """(episodes, seed, video path or None, show a window), every flag checked before anything runs."""
+    episodes, seed = args["--episodes"], args["--seed"]
+    if not episodes.isdigit() or int(episodes) < 1:
+        raise ConfigError(f"--episodes must be a positive integer, got {episodes!r}")
+    if not seed.isdigit() or int(seed) >= 2 ** 32:
+        raise ConfigError(f"--seed must be an integer in [0, 2**32), got {seed!r}")
+    video = Path(args["--video"]) if args["--video"] else None
+    window = False
+    if args["--render"]:
+        window = bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+        if not window and video is None:
+            video = Path(Path(args["--model"]).stem + ".gif")
+            print(f"no display: recording to {video} instead", flush=True)
+    if video is not None:
+        if video.suffix.lower() not in (".gif", ".mp4"):
+            raise ConfigError(f"--video {video}: use a .gif or .mp4 file name")
+        if video.is_dir() or not (video.parent.is_dir() and os.access(video.parent, os.W_OK)):
+            raise ConfigError(f"--video {video}: {video.parent}/ is not a writable folder (or the path is a folder)")
+        if video.suffix.lower() == ".mp4" and importlib.util.find_spec("imageio_ffmpeg") is None:
+            raise ConfigError("writing .mp4 needs the video extra: pip install -r requirements-video.txt "
+                              "(or use a .gif)")
+    return int(episodes), int(seed), video, window
+
+
 def main(argv=None) -> int:
     args = docopt(__doc__, argv=argv)
-    try:
-        episodes, seed = int(args["--episodes"]), int(args["--seed"])
-        if episodes < 1:
-            raise ValueError
-    except ValueError:
-        print("error: --episodes must be a positive integer and --seed an integer", file=sys.stderr)
-        return 2
-
-    def on_episode(i, stats):
-        success = f"  success {int(stats['success'])}" if "success" in stats else ""
-        print(f"episode {i:4d}  return {stats['reward']:9.3f}  length {stats['length']:5d}{success}", flush=True)
-
     from agent import Agent
+    from spaces import SpaceError
     try:
+        episodes, seed, video, window = _options(args)
         agent = Agent.load(args["--model"])
-        video = Path(args["--video"]) if args["--video"] else None
-        window = False
-        if args["--render"]:
-            window = bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
-            if not window and video is None:
-                video = Path(Path(args["--model"]).stem + ".gif")
-                print(f"no display: recording to {video} instead", flush=True)
-        if video is not None and video.suffix.lower() not in (".gif", ".mp4"):
-            raise ConfigError(f"--video {video}: use a .gif or .mp4 file name")
-        if video or window:
-            results, frames = record(agent, episodes, seed, args["--deterministic"], on_episode)
-            if video:
-                write_video(video, frames)
-                print(f"wrote {video} ({len(frames)} frames)")
-            if window:
-                show(frames)
-        else:
-            results = evaluate(agent, episodes, seed, args["--deterministic"], on_episode=on_episode)
-    except (CheckpointError, ConfigError) as error:
+        with Progress(episodes) as progress:
+            if video or window:
+                results, frames = record(agent, episodes, seed, args["--deterministic"], progress.episode)
+            else:
+                results = evaluate(agent, episodes, seed, args["--deterministic"], on_episode=progress.episode)
+        if video:
+            write_video(video, frames)
+            print(f"wrote {video} ({len(frames)} frames)")
+        if window:
+            show(frames)
+    except (CheckpointError, ConfigError, SpaceError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("stopped by SIGINT", file=sys.stderr)
+        return 130
     print(summary(results))
     return 0
+
+
+class Progress:
+    """A bar on a terminal, else one line per episode (as train.py does per update)."""
+
+    def __init__(self, episodes: int):
+        self.bar = None
+        if sys.stdout.isatty():
+            from tqdm import tqdm
+            self.bar = tqdm(total=episodes, unit="episode", dynamic_ncols=True)
+
+    def episode(self, i: int, stats: dict) -> None:
+        success = f"  success {int(stats['success'])}" if "success" in stats else ""
+        line = f"episode {i:4d}  return {stats['reward']:9.3f}  length {stats['length']:5d}{success}"
+        if self.bar is None:
+            print(line, flush=True)
+        else:
+            self.bar.set_postfix_str(line.split("  ", 1)[1], refresh=False)
+            self.bar.update(1)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.close()
 
 
 if __name__ == "__main__":

@@ -26,17 +26,30 @@ is kept), 2 refused before starting (bad config, flag or file), 130 / 143 stoppe
 from __future__ import annotations
 
 import os
-import re
 import signal
 import sys
-from datetime import datetime
-from pathlib import Path
 
-from docopt import docopt
 
-from checkpoint import CheckpointError, RunLock, load_checkpoint, require_resumable, same_checkpoint, writable
-from config import ConfigError, check_resume_overrides, config_from_dict, load_config
-from spaces import SpaceError
+def _stop_during_start_up(number, frame):
+    """Until main() takes over: nothing is open or running yet, so leave at once, quietly."""
+    os.write(2, f"stopped by {signal.Signals(number).name} during start-up\n".encode())
+    os._exit(128 + number)
+
+
+if __name__ == "__main__":
+    for _number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(_number, _stop_during_start_up)
+
+import re  # noqa: E402  (the imports below take seconds: a Ctrl-C among them is handled above)
+from datetime import datetime  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from docopt import docopt  # noqa: E402
+
+from checkpoint import (CheckpointError, RunLock, load_checkpoint, require_resumable,  # noqa: E402
+                        same_checkpoint, writable)
+from config import ConfigError, check_resume_overrides, config_from_dict, load_config  # noqa: E402
+from spaces import SpaceError  # noqa: E402
 
 MODELS, SUMMARIES = Path("models"), Path("summaries")
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
@@ -62,7 +75,9 @@ def read_run(args: dict, raw_argv: list[str]):
             if not re.fullmatch(r"\d+", args["--seed"]) or int(args["--seed"]) >= 2 ** 32:
                 raise ConfigError(f"--seed must be an integer in [0, 2**32), got {args['--seed']!r}")
             config.seed = int(args["--seed"])
-        run_id = args["--run-id"] or f"{Path(args['--config']).stem}-{datetime.now():%Y%m%d-%H%M%S}"
+        run_id = args["--run-id"]
+        if run_id is None:
+            run_id = f"{Path(args['--config']).stem}-{datetime.now():%Y%m%d-%H%M%S}"
         if not RUN_ID.fullmatch(run_id) or run_id.endswith((".pt", ".lock")):
             raise ConfigError(f"--run-id {run_id!r} is not allowed: a name of letters, digits, '.', '_' and '-' "
                               "(no folders, no leading '.' or '-')")

@@ -17,8 +17,9 @@ import numpy as np
 import torch
 
 import checkpoint
-from buffer import RolloutBuffer
+from buffer import RolloutBuffer, require_memory
 from config import Config, schedule_value
+from environments import model_observation_space
 from losses import Losses, ppo_loss
 from model import build_model
 from normalization import Normalizers
@@ -46,14 +47,18 @@ class Trainer:
         np.random.seed(config.seed)
 
         W, T = config.n_workers, config.worker_steps
-        self.envs = VecEnv(config.environment, environment_seeds(config.seed, W), config.worker_processes)
-        self.model = build_model(config, self.envs.model_space, self.envs.action_space).to(self.device)
-        self.optimizer = AdamW(self.model.parameters(), lr=config.learning_rate_schedule.initial)
-        self.normalizers = Normalizers(config, self.envs.model_space)
-        obs_space = self.envs.observation_space
+        probe = config.environment.make()  # one environment for the spaces, before any worker starts
+        model_space = model_observation_space(probe)
+        self.model = build_model(config, model_space, probe.action_space).to(self.device)
+        self.normalizers = Normalizers(config, model_space)
+        obs_space, actions = probe.observation_space, action_format(probe.action_space)
         obs_dtype = np.float32 if self.normalizers.observations else obs_space.dtype
-        self.buffer = RolloutBuffer(W, T, obs_space.shape, obs_dtype, action_format(self.envs.action_space),
-                                    self.envs.masked, self.model.state_size, self.device)
+        require_memory(RolloutBuffer.bytes_needed(W, T, obs_space.shape, obs_dtype, actions, False,
+                                                  self.model.state_size, config.n_mini_batch), probe)
+        self.envs = VecEnv(config.environment, environment_seeds(config.seed, W), config.worker_processes, probe)
+        self.optimizer = AdamW(self.model.parameters(), lr=config.learning_rate_schedule.initial)
+        self.buffer = RolloutBuffer(W, T, obs_space.shape, obs_dtype, actions, self.envs.masked,
+                                    self.model.state_size, self.device)
         self.update = self.steps = 0
         self.saved_update: int | None = None  # the update of the last checkpoint written
         self.stop_signal: int | None = None  # set by a signal handler: stop after this update

@@ -164,10 +164,11 @@ def _worker_main(conn, config: EnvironmentConfig, lo: int, seeds: list[int], sha
 class VecEnv:
     """W environments behind one step(actions) call; see the module docstring."""
 
-    def __init__(self, config: EnvironmentConfig, seeds: list[int], processes: int = 0):
+    def __init__(self, config: EnvironmentConfig, seeds: list[int], processes: int = 0, probe: gym.Env | None = None):
+        """probe: an environment of this config already made (it becomes environment 0 or is closed)."""
         self.config = config
         self.seeds = [int(s) for s in seeds]
-        probe = config.make()
+        probe = probe or config.make()
         # observation_space: what each step's array holds; model_space: what the model
         # is built for (they differ for a packed Dict observation)
         self.observation_space, self.action_space = probe.observation_space, probe.action_space

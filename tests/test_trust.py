@@ -1,0 +1,285 @@
+"""Never lose a run, never trust a file: each rule of DESIGN.md's Trust section, end to end.
+
+Every test runs the real scripts as processes in a scratch folder and checks
+the exit code, the one line said, and what happened to the files.
+"""
+import hashlib
+import os
+import pickle
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from checkpoint import load_checkpoint, save_checkpoint
+from tests.test_faults import SMALL, Run, assert_no_process_left, write_config
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = dict(SMALL, updates=2, hidden_layer_size=8, recurrence={"hidden_state_size": 4})
+
+
+def script(tmp_path, name, *args, **kwargs):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, str(ROOT / name), *args], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, env=env, **kwargs)
+
+
+def one_line(result) -> str:
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
+    return result.stderr
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def trained(tmp_path):
+    """A finished tiny run: models/first.pt at update 2."""
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", **TINY)
+    result = script(tmp_path, "train.py", "--config", config, "--run-id", "first")
+    assert result.returncode == 0, result.stderr
+    return config, tmp_path / "models/first.pt"
+
+
+# ------------------------------------------------------------- 1: no overwrite
+
+def test_an_existing_checkpoint_is_never_replaced_without_overwrite(tmp_path, trained):
+    config, path = trained
+    before = digest(path)
+    result = script(tmp_path, "train.py", "--config", config, "--run-id", "first")
+    assert result.returncode == 2 and "--resume models/first.pt" in one_line(result)
+    assert digest(path) == before
+    result = script(tmp_path, "train.py", "--config", config, "--run-id", "first", "--overwrite")
+    assert result.returncode == 0 and digest(path) != before
+
+
+def test_resuming_an_older_copy_refuses_to_replace_the_newer_checkpoint(tmp_path, trained):
+    config, path = trained
+    older = tmp_path / "older.pt"
+    older.write_bytes(path.read_bytes())
+    assert script(tmp_path, "train.py", "--resume", "models/first.pt", "--set", "updates=4").returncode == 0
+    newer = digest(path)
+    result = script(tmp_path, "train.py", "--resume", "older.pt", "--set", "updates=6")
+    assert result.returncode == 2 and "models/first.pt" in one_line(result)
+    assert digest(path) == newer
+
+
+def test_the_default_run_id_never_collides_with_a_shipped_model(tmp_path):
+    (tmp_path / "models").mkdir()
+    shipped = tmp_path / "models/poc_memory_env.pt"
+    shipped.write_bytes((ROOT / "models/poc_memory_env.pt").read_bytes())
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", name="poc_memory_env.yaml", **TINY)
+    result = script(tmp_path, "train.py", "--config", config)
+    assert result.returncode == 0, result.stderr
+    assert digest(shipped) == digest(ROOT / "models/poc_memory_env.pt")
+    assert len(list((tmp_path / "models").glob("poc_memory_env-*.pt"))) == 1
+
+
+# --------------------------------------------------- 2: saving that cannot work
+
+def test_unwritable_models_folder_is_refused_before_any_worker_starts(tmp_path):
+    if os.geteuid() == 0:  # root writes anywhere: make models/ a file instead
+        (tmp_path / "models").write_text("")
+    else:
+        (tmp_path / "models").mkdir(mode=0o500)
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", **TINY, worker_processes=2)
+    run = Run(tmp_path, "--config", config, "--run-id", "x")
+    code, out, err = run.finish()
+    assert code == 2 and "models/ is not writable" in err and err.count("\n") == 1
+    assert "training" not in out  # nothing started
+
+
+def test_a_save_that_fails_keeps_the_previous_checkpoint_and_removes_its_temporary_file(tmp_path, trained):
+    config, path = trained
+    before = digest(path)
+
+    def small_files():  # a full disk, as far as large files go (Python ignores SIGXFSZ)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size // 2, resource.RLIM_INFINITY))
+
+    result = script(tmp_path, "train.py", "--resume", "models/first.pt", "--set", "updates=3",
+                    preexec_fn=small_files)
+    assert result.returncode == 1, result.stderr
+    assert "could not write models/first.pt" in result.stderr and "is intact" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert digest(path) == before
+    assert not list((tmp_path / "models").glob("*.tmp")) and not list((tmp_path / "models").glob(".*.tmp"))
+
+
+# ------------------------------------------------------------ 3: one run per id
+
+def test_a_second_run_with_the_same_id_refuses_while_the_first_runs_and_a_stale_lock_is_taken_over(tmp_path):
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", **dict(TINY, updates=400))
+    first = Run(tmp_path, "--config", config, "--run-id", "same")
+    first.wait_for_line("update    1/")
+    second = script(tmp_path, "train.py", "--config", config, "--run-id", "same")
+    assert second.returncode == 2 and "in use by a running process" in one_line(second)
+    first.process.kill()  # SIGKILL: the lock file stays behind, its lock dies with the process
+    first.finish()
+    assert (tmp_path / "models/same.lock").exists()
+    third = script(tmp_path, "train.py", "--config", write_config(tmp_path, "configs/poc_memory_env.yaml",
+                                                                  name="b.yaml", **TINY), "--run-id", "same")
+    assert third.returncode == 0, third.stderr
+    assert not (tmp_path / "models/same.lock").exists()
+
+
+# ------------------------------------------------------- 4, 6: files not trusted
+
+def test_a_flipped_bit_is_a_corrupt_checkpoint_everywhere(tmp_path, trained):
+    _, path = trained
+    data = bytearray(path.read_bytes())
+    first = next(iter(load_checkpoint(path)["model"].values())).numpy().tobytes()
+    at = data.find(first)  # the first weight tensor's bytes, stored as they are in the zip archive
+    assert at > 0
+    data[at + len(first) // 2] ^= 0x10
+    flipped = tmp_path / "flipped.pt"
+    flipped.write_bytes(bytes(data))
+    for args in (("train.py", "--resume", "flipped.pt", "--set", "updates=3"),
+                 ("enjoy.py", "--model", "flipped.pt", "--episodes", "1"),
+                 ("checkpoint.py", "--inference-only", "flipped.pt", "out.pt")):
+        result = script(tmp_path, *args)
+        assert result.returncode == 2 and "corrupt checkpoint" in one_line(result), args
+    assert not (tmp_path / "out.pt").exists()
+
+
+def test_a_value_changed_inside_a_tensor_is_caught_by_the_digest(tmp_path, trained):
+    _, path = trained
+    payload = torch.load(path, weights_only=True)  # the file's own digest, kept as it is
+    name = next(iter(payload["model"]))
+    payload["model"][name] = payload["model"][name] + 1e-3
+    torch.save(payload, tmp_path / "edited.pt")
+    result = script(tmp_path, "enjoy.py", "--model", "edited.pt", "--episodes", "1")
+    assert result.returncode == 2 and "corrupt checkpoint" in one_line(result)
+
+
+class _RunsACommand:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.marker}",)
+
+
+def test_a_checkpoint_whose_pickle_would_run_a_command_is_refused_and_the_command_never_runs(tmp_path, trained):
+    _, path = trained
+    marker = tmp_path / "PWNED"
+    payload = torch.load(path, weights_only=True)
+    payload["config"]["evil"] = _RunsACommand(marker)
+    torch.save(payload, tmp_path / "crafted.pt")
+    for args in (("train.py", "--resume", "crafted.pt"), ("enjoy.py", "--model", "crafted.pt"),
+                 ("checkpoint.py", "--inference-only", "crafted.pt", "out.pt")):
+        result = script(tmp_path, *args)
+        assert result.returncode == 2 and "could run code" in one_line(result), args
+    assert not marker.exists()
+    pickle.loads(pickle.dumps(_RunsACommand(marker)))  # the payload really does run it when unpickled
+    assert marker.exists()
+
+
+# -------------------------------------------------------- 5, 7, 8: bad input
+
+@pytest.mark.parametrize("run_id", ["../../x", "/tmp/abs", "a/b", "", ".hidden", "-flag"])
+def test_run_ids_that_leave_models_and_summaries_are_refused(tmp_path, run_id):
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", **TINY)
+    result = script(tmp_path, "train.py", "--config", config, f"--run-id={run_id}")
+    assert result.returncode == 2 and "--run-id" in one_line(result)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [config]
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"environment": {"type": "PocMemoryEnv", "kwargs": {"length": 5}}}, "not taken by environment.type"),
+    ({"environment": {"type": "PocMemoryEnv", "name": "CartPole-v1"}}, "environment.name"),
+    ({"environment": {"type": "CartPoleMasked", "reset_params": {"a": 1}}}, "reset_params"),
+    ({"environment": {"type": "Minigrid"}, "n_workers": 64, "worker_steps": 100000}, "GiB"),
+])
+def test_settings_that_would_crash_or_be_ignored_are_refused_before_any_worker_starts(tmp_path, change, words):
+    raw = {**yaml.safe_load((ROOT / "configs/poc_memory_env.yaml").read_text()), **TINY, **change}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(raw))
+    result = script(tmp_path, "train.py", "--config", "c.yaml", "--run-id", "x")
+    assert result.returncode == 2 and words in one_line(result)
+    assert not (tmp_path / "models/x.pt").exists()
+
+
+def test_config_files_that_are_not_utf8_or_repeat_a_key_are_refused(tmp_path):
+    (tmp_path / "latin1.yaml").write_bytes("updates: 3 # caf\xe9\n".encode("latin-1"))
+    (tmp_path / "twice.yaml").write_text("updates: 3\nepochs: 2\nupdates: 5\n")
+    for name, words in (("latin1.yaml", "UTF-8"), ("twice.yaml", "'updates' is given twice")):
+        result = script(tmp_path, "train.py", "--config", name)
+        assert result.returncode == 2 and words in one_line(result)
+
+
+def test_resume_refuses_overrides_it_cannot_honour(tmp_path, trained):
+    for override, words in (("n_workers=8", "n_workers"), ("recurrence.layer_type=lstm", "recurrence.layer_type"),
+                            ("environment.type=CartPoleMasked", "environment"), ("updates=2", "nothing to resume")):
+        result = script(tmp_path, "train.py", "--resume", "models/first.pt", "--set", override)
+        assert result.returncode == 2 and words in one_line(result), override
+
+
+def test_resume_with_other_worker_processes_continues_the_same_environments(tmp_path, trained):
+    result = script(tmp_path, "train.py", "--resume", "models/first.pt", "--set", "updates=3",
+                    "--set", "worker_processes=2")
+    assert result.returncode == 0, result.stderr
+    assert load_checkpoint(tmp_path / "models/first.pt")["update"] == 3
+
+
+# ----------------------------------------------------------- 9: enjoy, checkpoint.py
+
+def test_enjoy_and_checkpoint_refuse_bad_input_before_the_first_episode(tmp_path, trained):
+    _, path = trained
+    mismatched = load_checkpoint(path)
+    mismatched["config"]["hidden_layer_size"] = 16
+    save_checkpoint(tmp_path / "mismatched.pt", mismatched)
+    cases = [
+        (("enjoy.py", "--model", "mismatched.pt"), "do not fit"),
+        (("enjoy.py", "--model", "models/first.pt", "--video", "no/such/folder/x.gif"), "not a writable folder"),
+        (("enjoy.py", "--model", "models/first.pt", "--episodes", "0"), "--episodes"),
+        (("enjoy.py", "--model", "models/first.pt", "--seed=-3"), "--seed"),
+        (("checkpoint.py", "--inference-only", "missing.pt", "out.pt"), "not found"),
+        (("checkpoint.py", "--inference-only", "models/first.pt", "models"), "is a folder"),
+        (("checkpoint.py", "--inference-only", "models/first.pt", "models/first.pt"), "exists"),
+    ]
+    for args, words in cases:
+        result = script(tmp_path, *args)
+        assert result.returncode == 2 and words in one_line(result), args
+        assert "episode" not in result.stdout, args
+
+
+def test_the_same_enjoy_command_gives_the_same_sampled_scores(tmp_path, trained):
+    runs = [script(tmp_path, "enjoy.py", "--model", "models/first.pt", "--episodes", "6", "--seed", "3")
+            for _ in range(2)]
+    assert runs[0].returncode == 0 and runs[0].stdout == runs[1].stdout
+    other = script(tmp_path, "enjoy.py", "--model", "models/first.pt", "--episodes", "6", "--seed", "4")
+    assert other.stdout != runs[0].stdout
+
+
+# ------------------------------------------------------------- 10, 11: signals
+
+def test_sigterm_saves_and_exits_143(tmp_path):
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", **dict(TINY, updates=400))
+    run = Run(tmp_path, "--config", config, "--run-id", "term")
+    run.wait_for_line("update    2/")
+    run.process.send_signal(signal.SIGTERM)
+    code, out, err = run.finish()
+    assert code == 143 and "stopped by SIGTERM" in out, err
+    assert load_checkpoint(tmp_path / "models/term.pt")["update"] >= 2
+
+
+@pytest.mark.parametrize("delay", [0.3, 1.5, 3.0])
+def test_ctrl_c_during_start_up_stops_quietly_and_leaves_no_process(tmp_path, delay):
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", **dict(TINY, updates=400, worker_processes=2))
+    marker = f"STARTUP_{os.getpid()}_{int(delay * 10)}"
+    env = {**os.environ, marker: "1", "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen([sys.executable, str(ROOT / "train.py"), "--config", config, "--run-id", "c"],
+                               cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    time.sleep(delay)
+    os.killpg(process.pid, signal.SIGINT)  # as a terminal does: the whole process group
+    out, err = process.communicate(timeout=60)
+    assert process.returncode in (0, 130), err
+    assert "Traceback" not in err and "Error" not in err.replace("KeyboardInterrupt", ""), err
+    assert_no_process_left(marker)

@@ -74,6 +74,8 @@ OWN_FLAGS = ("--resume", "--address", "--threshold")  # what --resume can be com
 class Sweep:
     """Everything a trial and a resumed sweep need; stored as <storage>/<sweep-id>/sweep.json."""
     sweep_id: str
+    config_path: str  # as given to --config, for the lines sweep.py prints
+    sets: list[str]  # the --set items, already applied to config
     config: dict  # the yaml, --set applied
     seeds: list[int]
     grid: dict[str, list] = field(default_factory=dict)  # key -> values
@@ -239,7 +241,7 @@ def read_sweep(args: dict) -> Sweep:
     storage = args["--storage"] if "://" in args["--storage"] else str(Path(args["--storage"]).expanduser().resolve())
     local = Path(storage if "://" not in storage else Path("sweeps").resolve()) / sweep_id
     sweep = Sweep(
-        sweep_id, raw, seeds, grid, search,
+        sweep_id, args["--config"], args["--set"], raw, seeds, grid, search,
         samples=_number(args, "--samples", int, 1) if args["--samples"] is not None else (10 if search else 0),
         scheduler=args["--scheduler"], metric=args["--metric"],
         cpus=_number(args, "--cpus-per-trial", float, 0.01), gpus=_number(args, "--gpus-per-trial"),
@@ -589,6 +591,9 @@ def statistics(sweep: Sweep, finished: list[str]) -> None:
     <storage>/<sweep-id>/stats.{md,json,png}. Trials that ASHA stopped are left out: in a search each
     sample is its own grid point, and its curve cut short would be scored as if it had ended there."""
     from results import stats
+    if not finished:
+        print("no statistics: no trial ran all its updates", file=sys.stderr)
+        return
     try:
         table = stats.report([Path(sweep.summaries) / name for name in finished], Path(sweep.local) / "stats",
                              sweep.threshold)
@@ -660,12 +665,13 @@ def report(sweep: Sweep, seconds: float) -> int:
     stopped = f", {len(ended) - len(finished)} of them stopped early by ASHA" if len(ended) > len(finished) else ""
     print(f"sweep {sweep.sweep_id}: {len(ended)} of {sweep.trials} trials ended{stopped}, in {seconds:.0f} s wall "
           f"time; models in {sweep.local}/models, summaries in {sweep.summaries}", flush=True)
-    if sweep.search and ended:
-        best = max(ended, key=lambda t: _score(t.last_result.get(sweep.metric)))
-        sets = " ".join(f"--set {shlex.quote(override(k, v))}" for k, v in best.config.items() if k != "seed")
+    if sweep.search and ended:  # among the trials that ran all their updates, if any did
+        best = max(finished or ended, key=lambda t: _score(t.last_result.get(sweep.metric)))
+        sets = [*sweep.sets, *(override(k, v) for k, v in best.config.items() if k != "seed")]
+        command = shlex.join(["python", "sweep.py", "--config", sweep.config_path,
+                              *(arg for item in sets for arg in ("--set", item)), "--seeds", "10"])
         print(f"best sample: {best} ({sweep.metric} {_score(best.last_result.get(sweep.metric)):.4g} at update "
-              f"{best.last_result.get('update')}); run it over seeds with: python sweep.py --config ... {sets} "
-              "--seeds 10")
+              f"{best.last_result.get('update')}); run it over seeds with: {command}")
     if failed:
         print(f"error: {len(failed)} trial(s) failed more than {sweep.max_failures} times (see error.txt in their "
               f"folders under {folder}); retry them with: python sweep.py --resume {folder}", file=sys.stderr)

@@ -4,6 +4,9 @@ Used as `environment: {type: gym, name: "tests.faulty_envs:<Id>"}`: gym.make
 imports this module (in whichever process builds the environment), which
 registers the ids below.
 """
+import os
+import signal
+
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
@@ -35,3 +38,26 @@ class Flaky(gym.Env):
 
 
 gym.register("Flaky-v0", entry_point=Flaky)
+
+
+class KillsItsProcess(Flaky):
+    """Flaky's task, except that the first environment to reach `at_step` steps SIGKILLs its own
+    process (a trainer stepping its environments in-process: the run itself), once: the marker
+    file it creates first keeps every later run, and the same run resumed, alive."""
+
+    def __init__(self, marker: str, at_step: int = 30):
+        super().__init__(at_step=2 ** 62)
+        self.marker, self.kill_at = marker, at_step
+
+    def step(self, action):
+        if self.steps + 1 == self.kill_at:
+            try:
+                os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                pass
+            else:
+                os.kill(os.getpid(), signal.SIGKILL)
+        return super().step(action)
+
+
+gym.register("KillsItsProcess-v0", entry_point=KillsItsProcess)

@@ -1,0 +1,265 @@
+"""sweep.py: seeds, grids and searches as Ray Tune trials, each a normal run.
+
+Each sweep here is tiny (4 workers x 32 steps, a few updates): what is tested is the plumbing
+(paths, checkpoints, resume, nodes, refusals), not learning. Every Ray started here is stopped
+by its handle: the sweep's own ray.shutdown(), the test cluster's shutdown().
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+import sweep
+from checkpoint import load_checkpoint
+from config import config_from_dict
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = ["n_workers=4", "worker_steps=32", "n_mini_batch=2", "updates=3", "hidden_layer_size=16",
+        "recurrence.hidden_state_size=8"]
+POC = str(ROOT / "configs/poc_memory_env.yaml")
+
+
+def sets(*items: str) -> list[str]:
+    return [arg for item in items for arg in ("--set", item)]
+
+
+def start_sweep(tmp_path: Path, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, str(ROOT / "sweep.py"), *args], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def run_sweep(tmp_path: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    process = start_sweep(tmp_path, *args)
+    out, err = process.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+def results(trial_folder: Path) -> list[dict]:
+    """What the trial reported to Tune, one dict per update."""
+    return [json.loads(line) for line in (trial_folder / "result.json").read_text().splitlines()]
+
+
+def run_folder(summaries: Path, name: str) -> Path:
+    """The trial's one TensorBoard folder, summaries/<sweep-id>/<trial-name>/<time>."""
+    folders = list((summaries / name).iterdir())
+    assert len(folders) == 1, folders
+    return folders[0]
+
+
+# ---------------------------------------------------------------- without Ray
+
+def read(*argv: str) -> sweep.Sweep:
+    from docopt import docopt
+    config = [] if "--config" in argv else ["--config", POC]
+    return sweep.read_sweep(docopt(sweep.__doc__, argv=[*config, *argv]))
+
+
+def test_seeds_cross_every_grid_point_with_readable_distinct_names():
+    plan = read("--seeds", "2", "--grid", "learning_rate_schedule.initial=0.0003,1.0e-4",
+                "--grid", "recurrence.layer_type=gru,lstm")
+    assert plan.trials == 8
+    names = sweep.trial_names(plan)
+    assert len(set(names)) == 8
+    assert "seed1-initial0.0003-layer_typelstm" in names and "seed0-initial0.0001-layer_typegru" in names
+    assert sweep.trial_name({"seed": 3, "environment.kwargs": {"a b": 1}}) == "seed3-kwargs__a_b___1_"
+
+
+def test_trial_threads_processes_and_device_follow_its_reservation():
+    plan = read("--config", str(ROOT / "configs/minigrid.yaml"))  # worker_processes: 2 in the file
+    one = sweep.trial_config(plan, {"seed": 5})
+    assert (one.torch_threads, one.worker_processes, one.device, one.seed) == (1, 0, "cpu", 5)
+    plan.cpus, plan.gpus = 2, 0.5
+    two = sweep.trial_config(plan, {"seed": 5})
+    assert (two.torch_threads, two.worker_processes, two.device) == (2, 2, "cuda")
+    plan.config["torch_threads"] = 1  # asked for fewer than reserved: kept
+    assert sweep.trial_config(plan, {"seed": 5}).torch_threads == 1
+
+
+def test_search_is_seeded_and_int_bounds_are_inclusive():
+    def samples(seed: str) -> list[dict]:
+        plan = read("--seed-list", seed, "--search", "learning_rate_schedule.initial=loguniform:1e-4:1e-3",
+                    "--search", "epochs=int:1:2", "--search", "recurrence.layer_type=choice:gru,lstm")
+        searcher = sweep.searcher(plan)
+        searcher.set_search_properties(None, None, sweep.param_space(plan))
+        return [searcher.suggest(f"t{i}") for i in range(8)]
+    first = samples("0")
+    assert first == samples("0") and first != samples("1")
+    assert {s["epochs"] for s in first} == {1, 2}
+    assert all(1e-4 <= s["learning_rate_schedule.initial"] <= 1e-3 for s in first)
+
+
+# ---------------------------------------------------------------- end to end
+
+def test_two_seeds_locally_give_two_normal_runs_and_the_statistics(tmp_path):
+    done = run_sweep(tmp_path, "--config", POC, "--seeds", "2", "--sweep-id", "two", "--grid", "gamma=0.95",
+                     *sets(*TINY))
+    assert done.returncode == 0, done.stderr
+    assert "2 of 2 trials ended" in done.stdout
+    folder, summaries = tmp_path / "sweeps/two", tmp_path / "summaries/two"
+    table = (folder / "stats.md").read_text()
+    assert table in done.stdout and "| gamma=0.95 | 2 |" not in table and "| PocMemoryEnv | 2 |" in table
+    stats = json.loads((folder / "stats.json").read_text())["grid_points"][0]["runs"]
+    models = []
+    for seed in (0, 1):
+        name = f"seed{seed}-gamma0.95"
+        run = run_folder(summaries, name)
+        config = json.loads((run / "config.json").read_text())
+        assert (config["seed"], config["gamma"], config["torch_threads"], config["worker_processes"],
+                config["device"]) == (seed, 0.95, 1, 0, "cpu")
+        assert list(run.glob("events.out.tfevents.*"))
+        saved = load_checkpoint(folder / f"models/{name}.pt")
+        assert (saved["update"], saved["run_id"], saved["config"]["seed"]) == (3, name, seed)
+        assert saved["summaries_path"] == str(run)
+        tune_copy, = (folder / name).glob("checkpoint_*/*.pt")  # what Tune keeps (num_to_keep=1)
+        assert tune_copy.read_bytes() == (folder / f"models/{name}.pt").read_bytes()
+        reported = results(folder / name)
+        assert [r["update"] for r in reported] == [1, 2, 3]
+        # the statistics read TensorBoard; Tune got the same number from the trial
+        score = next(r["final_score"] for r in stats if r["seed"] == seed)
+        assert score == pytest.approx(reported[-1]["episode/reward_mean_last100"], rel=1e-6)
+        models.append(saved["model"])
+    assert any(not torch.equal(a, b) for a, b in zip(models[0].values(), models[1].values()))
+
+
+def test_trials_land_on_both_nodes_of_a_cluster(tmp_path, monkeypatch):
+    from ray.cluster_utils import Cluster
+    monkeypatch.chdir(tmp_path)
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    try:
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        code = sweep.main(["--config", POC, "--address", cluster.address, "--seeds", "2", "--sweep-id", "nodes",
+                           *sets(*TINY)])
+        assert code == 0
+        nodes = {node.node_id for node in cluster.list_all_nodes()}
+        where = [{(r["node_id"], r["pid"]) for r in results(tmp_path / f"sweeps/nodes/seed{s}")} for s in (0, 1)]
+        assert all(len(w) == 1 for w in where)  # each trial ran in one process
+        used = {node for w in where for node, _ in w}
+        assert used == nodes and len(nodes) == 2
+        for seed in (0, 1):
+            assert load_checkpoint(tmp_path / f"sweeps/nodes/models/seed{seed}.pt")["update"] == 3
+    finally:
+        cluster.shutdown()
+
+
+def test_killed_trial_resumes_from_its_checkpoint_to_the_same_weights(tmp_path):
+    marker = tmp_path / "killed-once"
+    raw = yaml.safe_load(Path(POC).read_text())
+    raw.update(n_workers=4, worker_steps=32, n_mini_batch=2, updates=6, hidden_layer_size=16, checkpoint_interval=2,
+               environment={"type": "gym", "name": "tests.faulty_envs:KillsItsProcess-v0",
+                            "kwargs": {"marker": str(marker), "at_step": 3 * 32 + 10}})  # in update 4
+    (tmp_path / "kill.yaml").write_text(yaml.safe_dump(raw))
+    done = run_sweep(tmp_path, "--config", "kill.yaml", "--sweep-id", "kill", "--seed-list", "7")
+    assert done.returncode == 0, done.stderr
+    assert marker.exists() and "seed7 failed (1 of 3 restarts)" in done.stdout
+    reported = results(tmp_path / "sweeps/kill/seed7")
+    first, second = sorted({r["pid"] for r in reported}, key=[r["pid"] for r in reported].index)
+    # killed in update 4 (a last result or two may die with the process before Tune reads them) ...
+    assert [r["update"] for r in reported if r["pid"] == first] in ([1, 2, 3], [1, 2], [1])
+    # ... and restarted from the checkpoint of update 2
+    assert [r["update"] for r in reported if r["pid"] == second] == [3, 4, 5, 6]
+    run = run_folder(tmp_path / "summaries/kill", "seed7")  # the resumed trial kept its folder
+
+    from trainer import Trainer
+    config = config_from_dict(json.loads((run / "config.json").read_text()))
+    threads = torch.get_num_threads()
+    try:  # the uninterrupted run of the same config and seed (the marker exists: no kill)
+        straight = Trainer(config, run_id="straight", summaries_dir=tmp_path / "straight", models_dir=tmp_path,
+                           verbose=False)
+        straight.run()
+    finally:
+        torch.set_num_threads(threads)
+    resumed = load_checkpoint(tmp_path / "sweeps/kill/models/seed7.pt")
+    assert resumed["update"] == straight.update == 6
+    for name, tensor in straight.model.state_dict().items():
+        assert torch.equal(tensor, resumed["model"][name]), name
+
+
+def test_resume_after_ctrl_c_keeps_finished_trials_and_completes_the_others(tmp_path):
+    args = ["--config", POC, "--seeds", "3", "--sweep-id", "cut", "--max-concurrent", "1",
+            *sets(*TINY, "updates=20", "checkpoint_interval=5")]
+    summaries = tmp_path / "summaries/cut"
+    process = start_sweep(tmp_path, *args)
+    deadline = time.time() + 180
+    while len(list(summaries.glob("*"))) < 2 and process.poll() is None and time.time() < deadline:
+        time.sleep(0.1)
+    # one trial at a time: the first trial has ended once the second has started
+    first = min(summaries.iterdir(), key=lambda p: p.stat().st_mtime).name
+    before = {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in (summaries / first).rglob("*")}
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    folder = tmp_path / "sweeps/cut"
+    assert f"resume with: python sweep.py --resume {folder}" in out
+    unfinished = [s for s in range(3) if not (folder / f"models/seed{s}.pt").exists()
+                  or load_checkpoint(folder / f"models/seed{s}.pt")["update"] < 20]
+    assert unfinished and first not in [f"seed{s}" for s in unfinished]
+
+    done = run_sweep(tmp_path, "--resume", str(folder))
+    assert done.returncode == 0, done.stderr
+    assert "3 of 3 trials ended" in done.stdout and "| PocMemoryEnv | 3 |" in done.stdout
+    after = {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in (summaries / first).rglob("*")}
+    assert after == before  # not re-run: the same folder, the same event file, untouched
+    assert f"{first} finished" not in done.stdout
+    for seed in range(3):
+        assert load_checkpoint(folder / f"models/seed{seed}.pt")["update"] == 20
+        run_folder(summaries, f"seed{seed}")
+
+
+def test_search_with_asha_samples_within_bounds_and_stops_only_at_rungs(tmp_path):
+    done = run_sweep(tmp_path, "--config", POC, "--sweep-id", "search", "--samples", "2", "--scheduler", "asha",
+                     "--search", "learning_rate_schedule.initial=loguniform:1e-4:1e-3",
+                     "--search", "recurrence.layer_type=choice:gru,lstm", *sets(*TINY, "updates=8"))
+    assert done.returncode == 0, done.stderr
+    assert "best sample: seed0-initial" in done.stdout
+    trials = sorted(p for p in (tmp_path / "summaries/search").iterdir())
+    assert len(trials) == 2
+    last = []
+    for trial in trials:
+        config = json.loads((run_folder(trial.parent, trial.name) / "config.json").read_text())
+        rate, layer = config["learning_rate_schedule"]["initial"], config["recurrence"]["layer_type"]
+        assert 1e-4 <= rate <= 1e-3 and layer in ("gru", "lstm") and config["seed"] == 0
+        assert trial.name.startswith(f"seed0-initial{rate:.4g}-layer_type{layer}-")
+        last.append(results(tmp_path / "sweeps/search" / trial.name)[-1]["update"])
+    assert set(last) <= {2, 4, 8} and 8 in last  # ASHA: grace period 8 // 4, halving at each rung
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("args,says", [
+    (["--grid", "learning_rate=1e-4,3e-4"], "unknown config key 'learning_rate'"),
+    (["--search", "recurrence.size=int:8:64"], "unknown config key 'recurrence.size'"),
+    (["--search", "learning_rate_schedule.initial=loguniform:1e-3"], "loguniform takes two numbers"),
+    (["--search", "gamma=normal:0:1"], "is not a distribution"),
+    (["--samples", "4"], "--samples is the number of runs of a search"),
+    (["--address", "127.0.0.1:PORT"], "nothing answers at 127.0.0.1"),
+    (["--sweep-id", "taken"], "sweeps/taken exists: continue that sweep with --resume"),
+    (["--config", "bad.yaml"], "config key 'recurrence.layer_type' = 'transformer' is not allowed"),
+])
+def test_bad_input_is_one_line_exit_2_and_starts_nothing(tmp_path, args, says):
+    (tmp_path / "sweeps/taken").mkdir(parents=True)
+    (tmp_path / "bad.yaml").write_text("recurrence:\n  layer_type: transformer\n")
+    before = sorted(tmp_path.rglob("*"))
+    args = [a.replace("PORT", str(free_port())) for a in args]
+    probe = ("import sys, sweep; code = sweep.main(sys.argv[1:]); "
+             "print('ray imported' if 'ray' in sys.modules else 'no ray'); sys.exit(code)")
+    config = [] if "--config" in args else ["--config", POC]
+    done = subprocess.run([sys.executable, "-c", probe, *config, *args], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: ") and says in done.stderr, done.stderr
+    assert done.stdout == "no ray\n"
+    assert sorted(tmp_path.rglob("*")) == before

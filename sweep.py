@@ -214,9 +214,7 @@ def check_values(raw: dict, grid: dict[str, list], search: dict[str, list]) -> l
 
 def read_sweep(args: dict) -> Sweep:
     """The sweep the command line describes, every input checked; starts nothing, writes nothing."""
-    from environments import check_family
-    config = load_config(args["--config"], args["--set"])
-    check_family(config.environment)
+    config = load_config(args["--config"], args["--set"])  # the environment's settings are checked here too
     raw = yaml.safe_load(Path(args["--config"]).read_text(encoding="utf-8")) or {}
     for item in args["--set"]:
         apply_override(raw, item)

@@ -19,7 +19,7 @@ import torch
 
 from checkpoint import CheckpointError, arrays, load_checkpoint
 from config import Config, config_from_dict
-from environments import model_observation_space
+from environments import spaces_of
 from model import ActorCritic, build_model
 from normalization import Normalizers
 
@@ -44,15 +44,15 @@ class Agent:
         checkpoint = load_checkpoint(path, map_location=device)
         config = config_from_dict(checkpoint["config"])
         env = config.environment.make()
-        space = model_observation_space(env)
-        model = build_model(config, space, env.action_space)
+        spaces = spaces_of(env)
+        model = build_model(config, spaces)
         try:
             model.load_state_dict(checkpoint["model"])
         except RuntimeError:  # weights of another architecture than the config describes
             env.close()
             raise CheckpointError(f"{path}: its weights do not fit the model its config describes "
                                   "(another architecture or environment)") from None
-        normalizers = Normalizers(config, space)
+        normalizers = Normalizers(config, spaces.observation)
         normalizers.load_state_dict(arrays(checkpoint["normalization"]))
         env.close()
         return cls(model.to(device), config, env.action_space, device, normalizers)
@@ -68,8 +68,7 @@ class Agent:
         if state is None:
             state = self.initial_state(n)
         elif self.config.recurrence.reset_hidden_state:
-            start = torch.as_tensor(np.asarray(episode_start, dtype=bool), device=self.device).unsqueeze(1)
-            state = torch.where(start, self.initial_state(1), state)
+            state = self.model.reset_state(state, np.asarray(episode_start, dtype=bool))
         n = self.normalizers
         if n is not None:
             obs = n.observation(np.asarray(obs), update=False)

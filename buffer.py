@@ -105,9 +105,14 @@ def _field_specs(obs_shape: tuple, obs_dtype: np.dtype, actions: ActionFormat, m
 
 
 class RolloutBuffer:
+    """Rollout storage for W workers x T steps: the rollout writes each step with
+    store_step() and store_outcome(), finish() prepares training, minibatches() serves it."""
+
     def __init__(self, workers: int, steps: int, obs_shape: tuple, obs_dtype: np.dtype,
-                 actions: ActionFormat, masked: bool, state_size: int, device: torch.device):
+                 actions: ActionFormat, masked: bool, state_size: int, device: torch.device, n_mini_batch: int = 1):
+        """Refuses (ConfigError), before allocating, a rollout that cannot fit in the memory available."""
         W, T = workers, steps
+        require_memory(self.bytes_needed(W, T, obs_shape, obs_dtype, actions, masked, state_size, n_mini_batch))
         self.W, self.T, self.device = W, T, device
         self._flat = {name: np.zeros((W * T + 1, *shape), dtype=dtype)
                       for name, (shape, dtype) in _field_specs(obs_shape, obs_dtype, actions, masked,
@@ -133,14 +138,34 @@ class RolloutBuffer:
         minibatch = workers * steps // n_mini_batch * int(np.prod(obs_shape, dtype=np.int64)) * 4
         return storage + minibatch
 
+    def store_step(self, t: int, obs: np.ndarray, state: torch.Tensor, action_mask: np.ndarray | None,
+                   actions: np.ndarray, log_probs: torch.Tensor, values: torch.Tensor) -> None:
+        """What the policy saw and did at step t: obs (W, ...), the state it used (W, S)
+        (saved before any reset), the allowed actions (W, A) or None, and its outputs."""
+        self.obs[:, t] = obs
+        self.states[:, t] = state.cpu().numpy()
+        if action_mask is not None:
+            self.action_mask[:, t] = action_mask
+        self.actions[:, t], self.log_probs[:, t], self.values[:, t] = actions, log_probs.cpu(), values.cpu()
+
+    def store_outcome(self, t: int, rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray) -> None:
+        """What the environments answered to step t, each (W,)."""
+        self.rewards[:, t], self.terminated[:, t], self.truncated[:, t] = rewards, terminated, truncated
+
     def finish(self, last_values: np.ndarray, gamma: float, lamda: float, sequence_length: int,
                value_normalizer: ValueNormalizer | None = None) -> None:
         """After the rollout: advantages, returns, the sequence index map, and the move to torch.
 
-        Values are stored in the returns' own units. With a value normalizer, its
-        statistics take in this rollout's returns, and then the value targets and the
-        rollout's values are mapped into the value head's standardised scale.
+        Values (the rollout's, final_values and last_values) come as the value head gave
+        them. With a value normalizer they are standardised: they are taken to the
+        returns' units for GAE, its statistics take in this rollout's returns, and then
+        the value targets and the rollout's values go back to the head's scale, under
+        the updated statistics. This is the only place that maps values between scales.
         """
+        if value_normalizer is not None:
+            for stored in (self.values, self.final_values):
+                stored[:] = value_normalizer.denormalize(stored)
+            last_values = value_normalizer.denormalize(last_values)
         self.advantages[:] = compute_gae(self.rewards, self.values, self.final_values, self.terminated,
                                          self.truncated, last_values, gamma, lamda)
         self.returns[:] = self.advantages + self.values
@@ -175,14 +200,12 @@ class RolloutBuffer:
                 action_mask=f["action_mask"][rows] if self.masked else None)
 
 
-def require_memory(needed: int, env=None) -> None:
+def require_memory(needed: int) -> None:
     """Refuses (ConfigError) a run whose rollout cannot fit in the memory available now:
     better one line at start than a run killed by the kernel later."""
     import psutil
     available = psutil.virtual_memory().available
     if needed > available:
-        if env is not None:
-            env.close()
         raise ConfigError(f"n_workers x worker_steps need at least {needed / 2 ** 30:.1f} GiB for the rollout "
                           f"of these observations, {available / 2 ** 30:.1f} GiB is available: "
                           "lower n_workers or worker_steps")

@@ -39,14 +39,19 @@ class EnvironmentConfig:
         """This environment as enjoy.py builds it: kwargs with evaluation_kwargs merged over them."""
         return replace(self, kwargs={**self.kwargs, **self.evaluation_kwargs})
 
+    def training_reward_scale(self) -> float:
+        """reward_scale, or the family's default where it is None."""
+        from environments import FAMILIES
+        return FAMILIES[self.type].reward_scale if self.reward_scale is None else self.reward_scale
+
     def make(self, render_mode: str | None = None):
         """One environment of this section (environments.make_env, which takes plain values);
         what cannot be made is a ConfigError."""
         from environments import SetupError, make_env
         from spaces import SpaceError
         try:
-            return make_env(self.type, self.name, self.kwargs, self.reset_params, self.reward_scale,
-                            self.observation_mask, render_mode)
+            return make_env(self.type, self.name, self.kwargs, self.reset_params, self.observation_mask,
+                            render_mode)
         except (SetupError, SpaceError) as error:
             raise ConfigError(str(error)) from None
 

@@ -57,3 +57,28 @@ def ppo_loss(out: EvaluateOutput, mb: Minibatch, clip_range: float, beta: float,
         approx_kl = ((ratio - 1 - log_ratio) * w).sum()  # the k3 estimator of KL(old || new)
         clip_frac = (((ratio - 1).abs() > clip_range) * w).sum()
     return Losses(total, pg_loss, v_loss, entropy, approx_kl, clip_frac)
+
+
+class NonFiniteError(RuntimeError):
+    """A loss or gradient that is NaN or infinite: the update stops, nothing is saved."""
+
+
+def require_finite(losses: Losses, grad_norm: torch.Tensor, update: int) -> None:
+    if not torch.isfinite(losses.total + grad_norm):
+        terms = ", ".join(f"{k} {v.item():.4g}" for k, v in losses._asdict().items())
+        raise NonFiniteError(f"non-finite loss or gradient in update {update} "
+                             f"({terms}, grad_norm {grad_norm.item():.4g}); the model was not saved")
+
+
+class StepStats(NamedTuple):
+    losses: Losses
+    grad_norm: torch.Tensor
+
+
+def mean_metrics(steps: list[StepStats], early_stop: bool, taken: int | None = None) -> dict:
+    """The update's metrics: each loss term and the gradient norm averaged over its minibatch
+    steps (read back from the device in one go), whether target_kl stopped it, the steps taken."""
+    rows = torch.stack([torch.stack([*(v.detach() for v in s.losses), s.grad_norm]) for s in steps])
+    means = rows.mean(0).tolist()
+    return {**dict(zip([*Losses._fields, "grad_norm"], means)), "early_stop": float(early_stop),
+            "minibatch_steps": float(len(steps) if taken is None else taken)}

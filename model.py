@@ -9,17 +9,17 @@ per layer 1 part for a GRU (h) or 2 for an LSTM (h, then c), of H units each.
 """
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
+from torch.nn import functional as F
 
-from config import ConfigError, InitializationConfig, RecurrenceConfig
+from config import InitializationConfig, RecurrenceConfig
 from distributions import make_distribution
-from spaces import dict_layout, image_channels_last, is_image
+from spaces import EnvSpaces, Layout, Part, layout
 
 # layer class for sequences, its one-step function, tensors in its state
 CORES = {"gru": (nn.GRU, torch.gru_cell, 1), "lstm": (nn.LSTM, torch.lstm_cell, 2)}
@@ -58,11 +58,10 @@ class _Init:
 class _ImageEncoder(nn.Module):
     """The three-layer CNN of the reference baseline (seed 000) on HWC or CHW images."""
 
-    def __init__(self, shape: tuple[int, ...], dtype: np.dtype, init: _Init):
+    def __init__(self, part: Part, init: _Init):
         super().__init__()
-        self._channels_last = image_channels_last(shape)
-        H, W, C = shape if self._channels_last else (shape[1], shape[2], shape[0])
-        self._scale = 1.0 / 255.0 if dtype == np.uint8 else 1.0
+        self._channels_last, self._scale = part.channels_last, part.scale
+        H, W, C = part.shape if part.channels_last else (part.shape[1], part.shape[2], part.shape[0])
         gain = init.config.hidden_gain
         self.conv = nn.Sequential(
             init(nn.Conv2d(C, 32, 8, stride=4), gain), nn.ReLU(),
@@ -80,58 +79,56 @@ class _ImageEncoder(nn.Module):
 
 class _VectorEncoder(nn.Module):
     """A Linear+ReLU layer of `width` units; width 0 feeds the observation to the
-    recurrent core as it is (the reference baseline's choice for vectors)."""
+    recurrent core as it is (the reference baseline's choice for vectors). A categorical
+    part is first turned into one one-hot vector per index."""
 
-    def __init__(self, shape: tuple[int, ...], width: int, init: _Init):
+    def __init__(self, part: Part, width: int, init: _Init):
         super().__init__()
-        size = int(np.prod(shape))
+        self._categories = list(part.categories)
+        size = sum(self._categories) if part.kind == "categorical" else part.size
         self.net = (nn.Sequential(init(nn.Linear(size, width), init.config.hidden_gain), nn.ReLU())
                     if width > 0 else nn.Identity())
         self.out_features = width if width > 0 else size
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.net(obs.flatten(1).float())  # (B, *shape) -> (B, obs)
+        x = obs.reshape(obs.shape[0], -1)  # (B, *shape) -> (B, size); a Discrete part is (B,)
+        if self._categories:  # (B, k) indices -> (B, sum of the categories), one one-hot block per index
+            x = torch.cat([F.one_hot(i.long(), n) for i, n in zip(x.unbind(1), self._categories)], dim=1)
+        return self.net(x.float())
 
 
-def _encoder(shape, dtype, vector_width: int, init: _Init) -> nn.Module:
-    if is_image(shape):
-        return _ImageEncoder(shape, dtype, init)
-    if len(shape) in (1, 2):
-        return _VectorEncoder(shape, vector_width, init)
-    raise ConfigError(f"observation shape {shape} is not supported (vectors, or 3-D images HWC / CHW)")
+def _encoder(part: Part, vector_width: int, init: _Init) -> nn.Module:
+    return _ImageEncoder(part, init) if part.kind == "image" else _VectorEncoder(part, vector_width, init)
 
 
-class _DictEncoder(nn.Module):
-    """A packed Dict observation (B, D) float -> each key unpacked and encoded -> features concatenated."""
+class _PartsEncoder(nn.Module):
+    """A packed observation (B, D) float -> each part unpacked and encoded -> features concatenated."""
 
-    def __init__(self, space: gym.spaces.Dict, vector_width: int, init: _Init):
+    def __init__(self, observation: Layout, vector_width: int, init: _Init):
         super().__init__()
-        self.layout = dict_layout(space)
-        self.encoders = nn.ModuleList(
-            _encoder(f.shape, space.spaces[f.key].dtype, vector_width, init) for f in self.layout)
+        self.parts = observation.parts
+        self.encoders = nn.ModuleList(_encoder(p, vector_width, init) for p in self.parts)
         self.out_features = sum(e.out_features for e in self.encoders)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         B = obs.shape[0]
-        parts = [encoder(obs[:, f.start:f.start + f.size].reshape(B, *f.shape))  # (B, D) -> (B, *key shape)
-                 for f, encoder in zip(self.layout, self.encoders)]
-        return torch.cat(parts, dim=-1)  # (B, sum of the keys' features)
+        parts = [encoder(obs[:, p.start:p.start + p.size].reshape(B, *p.shape))  # (B, D) -> (B, *part's shape)
+                 for p, encoder in zip(self.parts, self.encoders)]
+        return torch.cat(parts, dim=-1)  # (B, sum of the parts' features)
 
 
 class ActorCritic(nn.Module):
-    def __init__(self, observation_space: gym.Space, action_space: gym.Space, hidden_layer_size: int,
+    def __init__(self, observation: Layout | gym.Space, action_space: gym.Space, hidden_layer_size: int,
                  recurrence: RecurrenceConfig, vector_encoder_size: int = 0,
                  initialization: InitializationConfig | None = None):
+        """observation: the stored layout (spaces.Layout) or the environment's own observation space."""
         super().__init__()
         init = _Init(initialization or InitializationConfig())
         gains = init.config
-        if isinstance(observation_space, gym.spaces.Dict):
-            self.encoder = _DictEncoder(observation_space, vector_encoder_size, init)
-        elif isinstance(observation_space, gym.spaces.Box):
-            self.encoder = _encoder(observation_space.shape, observation_space.dtype, vector_encoder_size, init)
-        else:
-            raise ConfigError(f"the environment's observation space {observation_space} is not supported "
-                              "(Box vectors or images, or a Dict of them)")
+        if isinstance(observation, gym.Space):
+            observation = layout(observation)
+        self.encoder = (_PartsEncoder(observation, vector_encoder_size, init) if observation.packed
+                        else _encoder(observation.parts[0], vector_encoder_size, init))
         self.distribution = make_distribution(action_space)
 
         layer, self._cell, self._parts = CORES[recurrence.layer_type]
@@ -171,6 +168,14 @@ class ActorCritic(nn.Module):
 
     def initial_state(self, batch: int, device=None) -> torch.Tensor:
         return torch.zeros(batch, self.state_size, device=device)
+
+    def reset_state(self, state: torch.Tensor, starts: np.ndarray) -> torch.Tensor:
+        """state (B, S) with the rows of environments that begin an episode (starts (B,) bool)
+        set to the initial state: the one place the reset at an episode's start is written."""
+        if not starts.any():
+            return state
+        starts = torch.from_numpy(np.asarray(starts, dtype=bool)).to(state.device).unsqueeze(1)  # (B,) -> (B, 1)
+        return torch.where(starts, self.initial_state(1, state.device), state)
 
     def _sequence_state(self, state: torch.Tensor, core: int):
         """(B, S) -> core's state in the layout torch's GRU (h) / LSTM ((h, c)) take: (layers, B, H) each."""
@@ -266,7 +271,7 @@ class ActorCritic(nn.Module):
         return EvaluateOutput(log_prob.reshape(N, L), entropy.reshape(N, L), values.reshape(N, L))
 
 
-def build_model(config, observation_space: gym.Space, action_space: gym.Space) -> ActorCritic:
-    """The model a config describes, for the environment's spaces (the model's view: a Dict stays a Dict)."""
-    return ActorCritic(observation_space, action_space, config.hidden_layer_size, config.recurrence,
+def build_model(config, spaces: EnvSpaces) -> ActorCritic:
+    """The model a config describes, for the environment's spaces (environments.spaces_of)."""
+    return ActorCritic(spaces.observation, spaces.action_space, config.hidden_layer_size, config.recurrence,
                        config.vector_encoder_size, config.initialization)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from spaces import vector_features
+from spaces import Layout
 
 
 class RunningMeanStd:
@@ -48,7 +48,7 @@ class RunningMeanStd:
 
 
 class ObservationNormalizer:
-    """(obs - mean) / std per feature, clipped; only the vector features (spaces.vector_features),
+    """(obs - mean) / std per feature, clipped; only the vector features (spaces.Layout.vector_features),
     never image pixels. Works on stored observations (W, D)."""
 
     def __init__(self, features: np.ndarray, clip: float):
@@ -123,30 +123,43 @@ class ValueNormalizer:
 
 
 class Normalizers:
-    """The switched-on normalisers of a run (None where off), saved and restored together."""
+    """What training sees of observations, rewards and values: the switched-on normalisers
+    (None where off) and the environment's reward scale, saved and restored together."""
 
-    def __init__(self, config, model_space):
-        """config: the run's Config; model_space: the observation space the model is built for."""
+    def __init__(self, config, observation: Layout):
+        """config: the run's Config; observation: how observations are stored (spaces.Layout)."""
         norm = config.normalization
-        features = vector_features(model_space)
+        features = observation.vector_features()
         # images are never normalised: a pure image observation has no features to normalise
         self.observations = (ObservationNormalizer(features, norm.observation_clip)
                              if norm.observations and features is not None else None)
         self.rewards = RewardScaler(config.n_workers, config.gamma, norm.reward_clip) if norm.rewards else None
         self.values = ValueNormalizer() if norm.value_targets else None
+        self.reward_scale = config.environment.training_reward_scale()
 
     def observation(self, obs: np.ndarray, update: bool) -> np.ndarray:
         """Raw observations (n, ...) -> what the model sees: normalised when switched on, else as they are."""
         return obs if self.observations is None else self.observations(obs, update)
 
+    def reward(self, rewards: np.ndarray, dones: np.ndarray) -> np.ndarray:
+        """Raw rewards (W,) -> what training uses: times the reward scale (the environment's own
+        units stay in the episode statistics), then scaled by the return's std when switched on."""
+        if self.reward_scale != 1.0:
+            rewards = (rewards * self.reward_scale).astype(np.float32)  # in float64, then stored as float32
+        return rewards if self.rewards is None else self.rewards(rewards, dones)
+
     def value_units(self, values: np.ndarray) -> np.ndarray:
         """The value head's output -> the returns' units: denormalised when switched on, else as it is."""
         return values if self.values is None else self.values.denormalize(values)
 
+    def _parts(self) -> dict:
+        return {name: part for name, part in
+                (("observations", self.observations), ("rewards", self.rewards), ("values", self.values))
+                if part is not None}
+
     def state_dict(self) -> dict:
-        return {name: part.state_dict() for name, part in vars(self).items() if part is not None}
+        return {name: part.state_dict() for name, part in self._parts().items()}
 
     def load_state_dict(self, state: dict) -> None:
-        for name, part in vars(self).items():
-            if part is not None:
-                part.load_state_dict(state[name])
+        for name, part in self._parts().items():
+            part.load_state_dict(state[name])

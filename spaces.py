@@ -1,15 +1,24 @@
-"""How observations and actions of any supported Gymnasium space are laid out in storage.
+"""The environment's spaces, described once: how observations and actions are stored and encoded.
 
-Everything between the environment and the model (shared memory, the rollout
-buffer, checkpoints) holds one array per step. A Box observation is stored as
-it is (uint8 images stay uint8). A Dict observation is packed into one float32
-vector, its keys in sorted order, each flattened; the model unpacks it with the
-same layout and gives each key its own encoder. An `action_mask` key is not an
-observation: it is moved into info["action_mask"], where environments that
-mask actions through the info dict already put it.
+describe(env) reads an environment's spaces one time and gives an EnvSpaces:
+the observation's Layout (its parts, each with its kind), the action format,
+and whether the environment masks actions. The model, the action
+distribution, the normalisers, the buffer and the workers all take it, so
+nothing else asks the Gymnasium spaces again.
 
-Actions are stored as (k,) rows: int64 for Discrete (k = 1), MultiDiscrete
-(one entry per branch) and MultiBinary, float32 for Box. Only numpy here: the
+Observations. A single Box is stored as it is (uint8 images stay uint8). Every
+other observation space (Discrete, MultiDiscrete, MultiBinary, Dict, Tuple, and
+any nesting of them) is packed into one float32 vector, its parts in a fixed
+order (Dict keys sorted, Tuple entries in order), each flattened: a Box part as
+its values, a MultiBinary part as 0/1, a Discrete or MultiDiscrete part as its
+category indices (minus its start), which the model turns into one-hot vectors.
+An `action_mask` key of a Dict is not an observation: it is moved into
+info["action_mask"], where environments that mask actions through the info
+dict already put it. Each part gets its own encoder: images a CNN, vectors
+and one-hot categories a Linear layer (or none).
+
+Actions are stored as (k,) rows: int64 for Discrete (k = 1), MultiDiscrete (one
+entry per branch) and MultiBinary, float32 for Box. Only numpy here: the
 environment worker processes import this module and never torch.
 """
 from __future__ import annotations
@@ -26,64 +35,106 @@ class SpaceError(ValueError):
     """An observation or action space this project cannot use; the message is one line."""
 
 
-class Field(NamedTuple):
-    key: str
-    shape: tuple[int, ...]  # the key's own shape
-    start: int  # offset in the packed vector
-    size: int  # number of entries
+# ------------------------------------------------------------- observations
+
+class Part(NamedTuple):
+    """One part of an observation, as stored and as its encoder sees it."""
+    key: str  # where it sits: "" for the whole observation, "cue" in a Dict, "1" in a Tuple, "a.1" nested
+    kind: str  # "image", "vector" (floats, 0/1 included) or "categorical" (indices, one-hot in the model)
+    shape: tuple[int, ...]  # its own shape (an image's H, W, C or C, H, W)
+    start: int  # its first entry in the stored vector (0 for an observation stored as it is)
+    size: int  # its entries in storage
+    categories: tuple[int, ...] = ()  # categorical: the number of categories of each of its indices
+    channels_last: bool = True  # image: HWC (True) or CHW (False)
+    scale: float = 1.0  # image: multiplies its pixels (1/255 for uint8)
 
 
-def dict_layout(space: gym.spaces.Dict) -> list[Field]:
-    """The packed layout of a Dict observation space (the action mask left out)."""
-    fields, start = [], 0
-    for key in sorted(space.spaces):
-        if key == MASK_KEY:
-            continue
-        sub = space.spaces[key]
-        if not isinstance(sub, gym.spaces.Box):
-            raise SpaceError(f"observation key '{key}' has space {sub}; Dict observations must hold Box spaces")
-        size = int(np.prod(sub.shape))
-        fields.append(Field(key, tuple(sub.shape), start, size))
-        start += size
-    if not fields:
-        raise SpaceError(f"the Dict observation space {space} has no observation key besides '{MASK_KEY}'")
-    return fields
+class Layout(NamedTuple):
+    """How one observation is stored: its parts, and the stored array's shape and dtype."""
+    parts: tuple[Part, ...]
+    packed: bool  # stored as one float32 vector of the parts (anything but a single Box)
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    def vector_features(self) -> np.ndarray | None:
+        """Which stored entries are vector features, the ones a normaliser may touch (never
+        pixels, never category indices); None when there are none."""
+        mask = np.concatenate([np.full(p.size, p.kind == "vector") for p in self.parts])
+        return mask if mask.any() else None
 
 
-def packed_space(space: gym.spaces.Dict) -> gym.spaces.Box:
-    size = sum(f.size for f in dict_layout(space))
-    return gym.spaces.Box(-np.inf, np.inf, (size,), np.float32)
-
-
-def pack(obs: dict, layout: list[Field]) -> np.ndarray:
-    """A Dict observation -> one float32 vector (the layout's order)."""
-    return np.concatenate([np.asarray(obs[f.key], dtype=np.float32).ravel() for f in layout])
-
-
-def is_image(shape: tuple[int, ...]) -> bool:
-    return len(shape) == 3
-
-
-def image_channels_last(shape: tuple[int, ...]) -> bool:
+def _channels_last(shape: tuple[int, ...]) -> bool:
     """HWC (True) or CHW (False): the channel axis is the short one (at most 4 channels)."""
     if shape[-1] <= 4:
         return True
     if shape[0] <= 4:
         return False
     raise SpaceError(f"cannot tell the channel axis of the image observation shape {shape}: "
-                      "expected height x width x channels or channels x height x width with at most 4 channels")
+                     "expected height x width x channels or channels x height x width with at most 4 channels")
 
 
-def vector_features(space: gym.Space) -> np.ndarray | None:
-    """Which entries of the stored observation are vector features (True) rather than image pixels;
-    None when the observation is a single image (nothing to normalise)."""
-    if isinstance(space, gym.spaces.Dict):
-        layout = dict_layout(space)
-        mask = np.concatenate([np.full(f.size, not is_image(f.shape)) for f in layout])
-        return mask if mask.any() else None
-    if is_image(space.shape):
-        return None
-    return np.ones(int(np.prod(space.shape)), dtype=bool)
+def _box_part(key: str, space: gym.spaces.Box, start: int) -> Part:
+    shape = tuple(space.shape)
+    if len(shape) == 3:
+        return Part(key, "image", shape, start, int(np.prod(shape)), channels_last=_channels_last(shape),
+                    scale=1.0 / 255.0 if space.dtype == np.uint8 else 1.0)
+    if len(shape) in (0, 1, 2):
+        return Part(key, "vector", shape, start, int(np.prod(shape)))
+    raise SpaceError(f"observation shape {shape} is not supported (vectors, or 3-D images HWC / CHW)")
+
+
+def _parts(space: gym.Space, key: str, start: int) -> list[Part]:
+    """The parts of `space` in storage order, the first beginning at entry `start`."""
+    if isinstance(space, gym.spaces.Box):
+        return [_box_part(key, space, start)]
+    if isinstance(space, gym.spaces.Discrete):
+        return [Part(key, "categorical", (), start, 1, (int(space.n),))]
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        nvec = tuple(int(n) for n in np.asarray(space.nvec).ravel())
+        return [Part(key, "categorical", tuple(space.shape), start, len(nvec), nvec)]
+    if isinstance(space, gym.spaces.MultiBinary):
+        return [Part(key, "vector", tuple(np.atleast_1d(space.shape)), start, int(np.prod(space.shape)))]
+    if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
+        items = (sorted(space.spaces.items()) if isinstance(space, gym.spaces.Dict)
+                 else [(str(i), sub) for i, sub in enumerate(space.spaces)])
+        parts = []
+        for name, sub in items:
+            if name == MASK_KEY and isinstance(space, gym.spaces.Dict):
+                continue
+            parts += _parts(sub, f"{key}.{name}" if key else name, start + sum(p.size for p in parts))
+        return parts
+    raise SpaceError(f"observation space {space} is not supported "
+                     "(Box, Discrete, MultiDiscrete, MultiBinary, and Dict or Tuple of them)")
+
+
+def layout(space: gym.Space) -> Layout:
+    """The stored layout of an observation space (see the module docstring)."""
+    parts = tuple(_parts(space, "", 0))
+    if not parts:
+        raise SpaceError(f"the observation space {space} has no observation besides '{MASK_KEY}'")
+    if isinstance(space, gym.spaces.Box):
+        return Layout(parts, False, tuple(space.shape), np.dtype(space.dtype))
+    return Layout(parts, True, (sum(p.size for p in parts),), np.dtype(np.float32))
+
+
+def pack(obs, space: gym.Space) -> np.ndarray:
+    """An observation of a packed space -> its stored float32 vector (the layout's order)."""
+    pieces = []
+
+    def add(value, sub):
+        if isinstance(sub, gym.spaces.Dict):
+            for name in sorted(sub.spaces):
+                if name != MASK_KEY:
+                    add(value[name], sub.spaces[name])
+        elif isinstance(sub, gym.spaces.Tuple):
+            for item, part in zip(value, sub.spaces):
+                add(item, part)
+        elif isinstance(sub, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)):
+            pieces.append((np.asarray(value) - sub.start).astype(np.float32).ravel())
+        else:
+            pieces.append(np.asarray(value, dtype=np.float32).ravel())
+    add(obs, space)
+    return np.concatenate(pieces)
 
 
 # ------------------------------------------------------------------ actions
@@ -104,7 +155,7 @@ def action_format(space: gym.Space) -> ActionFormat:
     if isinstance(space, gym.spaces.Box) and len(space.shape) == 1:
         return ActionFormat(int(space.shape[0]), np.float32, 0)
     raise SpaceError(f"the environment's action space {space} is not supported "
-                      "(Discrete, MultiDiscrete, MultiBinary, one-dimensional Box)")
+                     "(Discrete, MultiDiscrete, MultiBinary, one-dimensional Box)")
 
 
 def env_actions(space: gym.Space, actions: np.ndarray) -> list:
@@ -120,3 +171,20 @@ def env_actions(space: gym.Space, actions: np.ndarray) -> list:
     if isinstance(space, gym.spaces.MultiBinary):
         return list(actions.astype(np.int8).reshape(len(actions), *space.shape))
     return list(actions.reshape(len(actions), *space.shape))
+
+
+# -------------------------------------------------------------- both at once
+
+class EnvSpaces(NamedTuple):
+    """Everything the rest of the program needs to know about an environment's spaces."""
+    observation: Layout
+    observation_space: gym.Space  # the environment's own (before packing)
+    action_space: gym.Space
+    action: ActionFormat
+    masked: bool  # the environment gives info["action_mask"]
+
+
+def describe(observation_space: gym.Space, action_space: gym.Space, masked: bool) -> EnvSpaces:
+    """Checks both spaces once (SpaceError in one line) and describes them."""
+    return EnvSpaces(layout(observation_space), observation_space, action_space, action_format(action_space),
+                     masked)

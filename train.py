@@ -153,7 +153,7 @@ def main(argv=None) -> int:
 
 
 def train(trainer, checkpoint: dict | None) -> int:
-    from trainer import NonFiniteError
+    from losses import NonFiniteError
     from worker import WorkerError
     if checkpoint:
         trainer.restore(checkpoint)

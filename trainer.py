@@ -7,6 +7,7 @@ checkpoint.py, and signals are train.py's.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
@@ -17,20 +18,15 @@ import numpy as np
 import torch
 
 import checkpoint
-from buffer import RolloutBuffer, require_memory
+from buffer import RolloutBuffer
 from config import Config, schedule_value
-from environments import model_observation_space
-from losses import Losses, ppo_loss
+from environments import spaces_of
+from losses import NonFiniteError, StepStats, mean_metrics, ppo_loss, require_finite
 from model import build_model
 from normalization import Normalizers
 from optimizer import AdamW
-from spaces import action_format
 from summaries import PhaseTimes, Summaries, UpdateLog
 from worker import VecEnv, environment_seeds
-
-
-class NonFiniteError(RuntimeError):
-    """A loss or gradient that is NaN or infinite: the update stops, nothing is saved."""
 
 
 class Trainer:
@@ -47,18 +43,17 @@ class Trainer:
         np.random.seed(config.seed)
 
         W, T = config.n_workers, config.worker_steps
+        seeds = environment_seeds(config.seed, W)
         probe = config.environment.make()  # one environment for the spaces, before any worker starts
-        model_space = model_observation_space(probe)
-        self.model = build_model(config, model_space, probe.action_space).to(self.device)
-        self.normalizers = Normalizers(config, model_space)
-        obs_space, actions = probe.observation_space, action_format(probe.action_space)
-        obs_dtype = np.float32 if self.normalizers.observations else obs_space.dtype
-        require_memory(RolloutBuffer.bytes_needed(W, T, obs_space.shape, obs_dtype, actions, False,
-                                                  self.model.state_size, config.n_mini_batch), probe)
-        self.envs = VecEnv(config.environment, environment_seeds(config.seed, W), config.worker_processes, probe)
+        self.spaces = spaces_of(probe, seeds[0])
+        self.model = build_model(config, self.spaces).to(self.device)
         self.optimizer = AdamW(self.model.parameters(), lr=config.learning_rate_schedule.initial)
-        self.buffer = RolloutBuffer(W, T, obs_space.shape, obs_dtype, actions, self.envs.masked,
-                                    self.model.state_size, self.device)
+        self.normalizers = Normalizers(config, self.spaces.observation)
+        stored = self.spaces.observation
+        self.buffer = RolloutBuffer(W, T, stored.shape, np.float32 if self.normalizers.observations else stored.dtype,
+                                    self.spaces.action, self.spaces.masked, self.model.state_size, self.device,
+                                    config.n_mini_batch)  # refuses a rollout that cannot fit in memory
+        self.envs = VecEnv(config.environment, seeds, config.worker_processes, probe, self.spaces)
         self.update = self.steps = 0
         self.saved_update: int | None = None  # the update of the last checkpoint written
         self.stop_signal: int | None = None  # set by a signal handler: stop after this update
@@ -102,8 +97,7 @@ class Trainer:
 
         episodes = self.collect(times)
         start = time.perf_counter()
-        last_values = self._values(self.normalizers.observation(self.obs, update=False), self.state)
-        self.buffer.finish(last_values, c.gamma, c.lamda, c.recurrence.sequence_length, self.normalizers.values)
+        self.advantages()
         times.buffer = time.perf_counter() - start
 
         start = time.perf_counter()
@@ -115,49 +109,46 @@ class Trainer:
         self.steps += c.n_workers * c.worker_steps
         return UpdateLog(self.update, self.steps, episodes, metrics, times, time.perf_counter() - tick)
 
+    def advantages(self) -> None:
+        """GAE and the sequence index over the rollout just collected, bootstrapped from
+        V of the observations that follow it."""
+        c = self.config
+        self.buffer.finish(self._values(self.obs, self.state), c.gamma, c.lamda, c.recurrence.sequence_length,
+                           self.normalizers.values)
+
     def _values(self, obs: np.ndarray, state: torch.Tensor) -> np.ndarray:
-        """V(obs) in the returns' units, for observations as the model sees them."""
-        values = self.model.value(torch.from_numpy(obs).to(self.device), state).cpu().numpy()
-        return self.normalizers.value_units(values)
+        """V(obs) as the value head gives it, for raw observations and the state before them."""
+        obs = self.normalizers.observation(obs, update=False)
+        return self.model.value(torch.from_numpy(obs).to(self.device), state).cpu().numpy()
 
     def collect(self, times: PhaseTimes) -> list[dict]:
         """Fills the buffer with T steps of all W environments; returns the finished episodes."""
         b, model, device, norm = self.buffer, self.model, self.device, self.normalizers
-        reset_state = self.config.recurrence.reset_hidden_state
-        initial = model.initial_state(1, device)  # (1, S), broadcast over the rows to reset
         episodes = []
         torch.set_num_threads(1)  # W-row inference: more threads only add synchronisation
         start, env_time = time.perf_counter(), 0.0
         for t in range(self.config.worker_steps):
             obs = norm.observation(self.obs, update=True)  # what the model and the buffer see
-            b.obs[:, t] = obs
-            b.states[:, t] = self.state.cpu().numpy()  # the state this step's policy uses, saved before any reset
-            mask = None
-            if b.masked:  # the actions allowed now; stored so the update uses the same support
-                b.action_mask[:, t] = self.envs.action_mask
-                mask = torch.from_numpy(b.action_mask[:, t]).to(device)
-            out = model.act(torch.from_numpy(obs).to(device), self.state, action_mask=mask)
+            mask = self.envs.action_mask  # (W, A) allowed actions, or None; stored: the update uses the same
+            out = model.act(torch.from_numpy(obs).to(device), self.state,
+                            action_mask=None if mask is None else torch.from_numpy(mask).to(device))
             actions = out.actions.cpu().numpy()
-            b.actions[:, t], b.log_probs[:, t] = actions, out.log_probs.cpu()
-            b.values[:, t] = norm.value_units(out.values.cpu().numpy())
+            b.store_step(t, obs, self.state, mask, actions, out.log_probs, out.values)
 
             tick = time.perf_counter()
             step = self.envs.step(actions)
             env_time += time.perf_counter() - tick
 
             done = step.terminated | step.truncated
-            rewards = step.rewards if norm.rewards is None else norm.rewards(step.rewards, done)
-            b.rewards[:, t], b.terminated[:, t], b.truncated[:, t] = rewards, step.terminated, step.truncated
+            b.store_outcome(t, norm.reward(step.rewards, done), step.terminated, step.truncated)
             if step.truncated.any():
                 # Bootstrap a time-limit cut from V(final observation) under the state
                 # that followed the last step, before that state is reset.
                 rows = np.flatnonzero(step.truncated)
-                final_obs = norm.observation(step.final_obs[rows], update=False)
-                b.final_values[rows, t] = self._values(final_obs, out.state[rows])
+                b.final_values[rows, t] = self._values(step.final_obs[rows], out.state[rows])
             self.obs = step.obs  # a view of the workers' shared array: read before the next step overwrites it
-            self.state = out.state
-            if reset_state and done.any():
-                self.state = torch.where(torch.from_numpy(done).to(device).unsqueeze(1), initial, self.state)
+            self.state = model.reset_state(out.state, done) if self.config.recurrence.reset_hidden_state \
+                else out.state
             episodes.extend(step.episodes)
         times.env = env_time
         times.inference = time.perf_counter() - start - env_time
@@ -169,34 +160,22 @@ class Trainer:
         torch.set_num_threads(self.update_threads)
         self.optimizer.lr = lr
         value_clip = (c.value_clip_range or clip) if c.value_clip else None
-        stats = []  # per minibatch: the losses and the gradient norm, read back once at the end
-        early_stop = False
-        for _ in range(c.epochs):
-            for mb in self.buffer.minibatches(c.n_mini_batch):
-                out = self.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask)
-                losses = ppo_loss(out, mb, clip, beta, c.value_loss_coefficient,
-                                  c.normalization.advantages, value_clip)
-                # Too far from the rollout's policy: skip this step and the update's remaining epochs.
-                early_stop = c.target_kl is not None and losses.approx_kl.item() > c.target_kl
-                if early_stop:
-                    break
-                self.optimizer.zero_grad()
-                losses.total.backward()
-                grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), c.max_grad_norm, foreach=True)
-                if not torch.isfinite(losses.total + grad_norm):
-                    terms = ", ".join(f"{k} {v.item():.4g}" for k, v in losses._asdict().items())
-                    raise NonFiniteError(f"non-finite loss or gradient in update {self.update + 1} "
-                                         f"({terms}, grad_norm {grad_norm.item():.4g}); the model was not saved")
-                self.optimizer.step()
-                stats.append(torch.stack([*(v.detach() for v in losses), grad_norm]))
-            if early_stop:
-                break
-        steps = len(stats)
-        if not stats:  # stopped before the first step: report that minibatch's losses
-            stats.append(torch.stack([*(v.detach() for v in losses), torch.tensor(0.0)]))
-        means = torch.stack(stats).mean(0).tolist()
-        return {**dict(zip([*Losses._fields, "grad_norm"], means)),
-                "early_stop": float(early_stop), "minibatch_steps": float(steps)}
+        steps = []  # per minibatch step: its losses and gradient norm, read back once at the end
+        epochs = itertools.chain.from_iterable(self.buffer.minibatches(c.n_mini_batch) for _ in range(c.epochs))
+        for mb in epochs:
+            out = self.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask)
+            losses = ppo_loss(out, mb, clip, beta, c.value_loss_coefficient, c.normalization.advantages, value_clip)
+            if c.target_kl is not None and losses.approx_kl.item() > c.target_kl:
+                break  # too far from the rollout's policy: skip this step and the update's remaining epochs
+            self.optimizer.zero_grad()
+            losses.total.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), c.max_grad_norm, foreach=True)
+            require_finite(losses, grad_norm, self.update + 1)
+            self.optimizer.step()
+            steps.append(StepStats(losses, grad_norm))
+        else:
+            return mean_metrics(steps, early_stop=False)
+        return mean_metrics(steps or [StepStats(losses, torch.tensor(0.0))], early_stop=True, taken=len(steps))
 
     def save(self) -> Path:
         """Writes models/<run-id>.pt; refuses a model with non-finite parameters."""

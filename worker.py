@@ -20,8 +20,8 @@ import gymnasium as gym
 import numpy as np
 
 from config import EnvironmentConfig
-from environments import model_observation_space
-from spaces import MASK_KEY, action_format, env_actions
+from environments import spaces_of
+from spaces import MASK_KEY, EnvSpaces, env_actions
 
 
 class WorkerError(RuntimeError):
@@ -53,16 +53,16 @@ def environment_seeds(seed: int, count: int) -> list[int]:
 class _Shared:
     """The step's arrays in shared memory, allocated once."""
 
-    def __init__(self, W: int, obs_space: gym.spaces.Box, action_space: gym.Space, masked: bool, ctx):
-        actions = action_format(action_space)
+    def __init__(self, W: int, spaces: EnvSpaces, ctx):
+        obs, actions = spaces.observation, spaces.action
         self.specs = {
-            "obs": ((W, *obs_space.shape), obs_space.dtype),
-            "final_obs": ((W, *obs_space.shape), obs_space.dtype),
+            "obs": ((W, *obs.shape), obs.dtype),
+            "final_obs": ((W, *obs.shape), obs.dtype),
             "rewards": ((W,), np.float32),
             "terminated": ((W,), np.bool_),
             "truncated": ((W,), np.bool_),
             "actions": ((W, actions.size), actions.dtype),
-            "action_mask": ((W, actions.mask_size if masked else 0), np.bool_),
+            "action_mask": ((W, actions.mask_size if spaces.masked else 0), np.bool_),
         }
         self.raw = {name: ctx.RawArray("b", max(1, int(np.prod(shape)) * np.dtype(dtype).itemsize))
                     for name, (shape, dtype) in self.specs.items()}
@@ -164,21 +164,18 @@ def _worker_main(conn, config: EnvironmentConfig, lo: int, seeds: list[int], sha
 class VecEnv:
     """W environments behind one step(actions) call; see the module docstring."""
 
-    def __init__(self, config: EnvironmentConfig, seeds: list[int], processes: int = 0, probe: gym.Env | None = None):
-        """probe: an environment of this config already made (it becomes environment 0 or is closed)."""
+    def __init__(self, config: EnvironmentConfig, seeds: list[int], processes: int = 0, probe: gym.Env | None = None,
+                 spaces: EnvSpaces | None = None):
+        """probe: an environment of this config already made (it becomes environment 0 or is
+        closed); spaces: its description, if already made (environments.spaces_of)."""
         self.config = config
         self.seeds = [int(s) for s in seeds]
         probe = probe or config.make()
-        # observation_space: what each step's array holds; model_space: what the model
-        # is built for (they differ for a packed Dict observation)
-        self.observation_space, self.action_space = probe.observation_space, probe.action_space
-        self.model_space = model_observation_space(probe)
-        # An environment that masks actions says so in the info of its first reset.
-        _, info = probe.reset(seed=self.seeds[0])
-        self.masked = MASK_KEY in info
+        self.spaces = spaces or spaces_of(probe, self.seeds[0])
+        self.masked = self.spaces.masked
         W = len(self.seeds)
         ctx = mp.get_context("forkserver")
-        self._shared = _Shared(W, self.observation_space, self.action_space, self.masked, ctx)
+        self._shared = _Shared(W, self.spaces, ctx)
         self._envs, self._workers = [], []
         if processes == 0:
             self._envs = [probe] + [config.make() for _ in range(W - 1)]

@@ -14,6 +14,8 @@ from typing import Callable
 import gymnasium as gym
 import numpy as np
 
+from spaces import MASK_KEY, EnvSpaces, describe
+
 
 class SetupError(ValueError):
     """An environment that cannot be made as asked; the message is one line."""
@@ -21,7 +23,8 @@ class SetupError(ValueError):
 
 class EpisodeStats(gym.Wrapper):
     """Adds info["episode"] = {reward, length[, success]} at the end of each episode,
-    in the environment's own reward units, and scales the reward for training.
+    in the environment's own reward units (training's reward scale is applied by the
+    trainer, normalization.Normalizers.reward).
 
     It also makes the environment's state plain data, for checkpoints that load
     weights-only (no pickled objects): every episode is reset with a seed drawn from
@@ -34,9 +37,8 @@ class EpisodeStats(gym.Wrapper):
     One wrapper does all this because each wrapper layer costs a Python call per step.
     """
 
-    def __init__(self, env: gym.Env, reward_scale: float = 1.0):
+    def __init__(self, env: gym.Env):
         super().__init__(env)
-        self._scale = reward_scale
         self._return, self._length = 0.0, 0
         self._seeds = np.random.default_rng()  # replaced at the first seeded reset
         self._episode_seed: int | None = None
@@ -62,7 +64,7 @@ class EpisodeStats(gym.Wrapper):
             if "success" in info:
                 stats["success"] = float(info["success"])
             info = {**info, "episode": stats}
-        return obs, reward * self._scale, terminated, truncated, info
+        return obs, reward, terminated, truncated, info
 
     def get_state(self) -> dict:
         """Plain data: the episode-seed generator's state, this episode's seed and actions."""
@@ -119,7 +121,7 @@ def _gym(name, kwargs, reset_params, render_mode):
 @dataclass(frozen=True)
 class Family:
     build: Callable  # (name, kwargs, reset_params, render_mode) -> gym.Env
-    reward_scale: float = 1.0  # the training reward scale when the config gives none
+    reward_scale: float = 1.0  # training's reward scale when the config gives none (Normalizers.reward)
     named: bool = False  # takes a Gymnasium id in environment.name
     kwargs: tuple[str, ...] | None = ()  # the constructor kwargs it takes; None: any (gym.make's)
     reset_params: bool = False  # takes environment.reset_params
@@ -159,11 +161,10 @@ def check_settings(family: str, name: str = "", kwargs: dict | None = None,
 
 
 def make_env(family: str, name: str = "", kwargs: dict | None = None, reset_params: dict | None = None,
-             reward_scale: float | None = None, observation_mask: list[int] | None = None,
-             render_mode: str | None = None) -> gym.Env:
-    """The family's environment, its observation mask applied, a Dict observation
-    packed into one vector (spaces.py), and EpisodeStats outermost."""
-    from environments.wrappers import HideEntries, PackDict
+             observation_mask: list[int] | None = None, render_mode: str | None = None) -> gym.Env:
+    """The family's environment, its observation mask applied, any observation but a
+    single Box packed into one vector (spaces.py), and EpisodeStats outermost."""
+    from environments.wrappers import HideEntries, PackObservation
     spec = check_settings(family, name, kwargs, reset_params)
     try:
         env = spec.build(name, dict(kwargs or {}), dict(reset_params or {}), render_mode)
@@ -177,16 +178,18 @@ def make_env(family: str, name: str = "", kwargs: dict | None = None, reset_para
         raise SetupError(f"environment {name or family!r} cannot be made: {_one_line(error)}") from None
     if observation_mask is not None:
         env = HideEntries(env, observation_mask)
-    if isinstance(env.observation_space, gym.spaces.Dict):
-        env = PackDict(env)
-    return EpisodeStats(env, spec.reward_scale if reward_scale is None else reward_scale)
+    if not isinstance(env.observation_space, gym.spaces.Box):
+        env = PackObservation(env)
+    return EpisodeStats(env)
 
 
-def model_observation_space(env: gym.Env) -> gym.Space:
-    """The space the model is built for: a packed Dict's original space, else the env's own."""
+def spaces_of(env: gym.Env, seed: int | None = None) -> EnvSpaces:
+    """The environment's spaces described once (spaces.describe): its own observation space
+    (before packing), its action space, and whether it masks actions, which an environment
+    says in the info of a reset (this one resets it, with `seed`)."""
+    _, info = env.reset(seed=seed)
     inner = env
-    while isinstance(inner, gym.Wrapper):
-        if hasattr(inner, "dict_space"):
-            return inner.dict_space
+    while isinstance(inner, gym.Wrapper) and not hasattr(inner, "original_space"):
         inner = inner.env
-    return env.observation_space
+    observation_space = getattr(inner, "original_space", env.observation_space)
+    return describe(observation_space, env.action_space, MASK_KEY in info)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from spaces import MASK_KEY, SpaceError, dict_layout, pack, packed_space
+from spaces import MASK_KEY, SpaceError, layout, pack
 
 
 class HideEntries(gym.ObservationWrapper):
@@ -33,22 +33,23 @@ class HideEntries(gym.ObservationWrapper):
         return obs[self._keep]
 
 
-class PackDict(gym.Wrapper):
-    """A Dict observation -> one float32 vector (see spaces.py); its `action_mask` key,
-    if any, goes to info["action_mask"]. `dict_space` keeps the original space for
-    the model's per-key encoders."""
+class PackObservation(gym.Wrapper):
+    """Any observation but a single Box (Discrete, MultiDiscrete, MultiBinary, Dict, Tuple,
+    nested) -> one float32 vector (spaces.py); a Dict's `action_mask` key, if any, goes to
+    info["action_mask"]. `original_space` keeps the environment's own space, which
+    spaces.layout() describes part by part for the model's encoders."""
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
-        self.dict_space = env.observation_space
-        self._layout = dict_layout(self.dict_space)
-        self._masked = MASK_KEY in self.dict_space.spaces
-        self.observation_space = packed_space(self.dict_space)
+        self.original_space = env.observation_space
+        self._masked = isinstance(self.original_space, gym.spaces.Dict) and MASK_KEY in self.original_space.spaces
+        size = layout(self.original_space).shape[0]
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, (size,), np.float32)
 
     def _convert(self, obs, info):
         if self._masked:
             info = {**info, MASK_KEY: np.asarray(obs[MASK_KEY], dtype=bool)}
-        return pack(obs, self._layout), info
+        return pack(obs, self.original_space), info
 
     def reset(self, **kwargs):
         return self._convert(*self.env.reset(**kwargs))

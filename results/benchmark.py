@@ -272,7 +272,7 @@ def env_ceiling(config_path: str | Path, steps: int) -> float:
     config = load_config(ROOT / config_path)
     W = config.n_workers
     envs = VecEnv(config.environment, environment_seeds(0, W), config.worker_processes)
-    actions = random_actions(envs.action_space, W, max(1, steps // W))  # drawn before the clock starts
+    actions = random_actions(envs.spaces.action_space, W, max(1, steps // W))  # drawn before the clock starts
     envs.reset()
     start = time.perf_counter()
     for a in actions:

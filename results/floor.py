@@ -71,7 +71,7 @@ def main():
                   for f in dataclasses.fields(PhaseTimes)}
 
     # env: random actions, the same workers, T steps
-    actions = random_actions(envs.action_space, W, T)  # (T, W, k)
+    actions = random_actions(envs.spaces.action_space, W, T)  # (T, W, k)
 
     def env_only():
         for a in actions:

@@ -111,6 +111,22 @@ class CueImage(_OneOfThree):
         return obs
 
 
+class CueDiscrete(_OneOfThree):
+    """A Discrete(5) observation, as FrozenLake's or a POMDP's state index: step 0 shows the
+    cue (1, 2 or 3), the steps after it show 0, the last one shows 4 ("answer now"); the
+    last step's Discrete(3) action must name the cue (reward 1, else 0; chance 0.33)."""
+
+    def __init__(self, length: int = 4):
+        super().__init__(length)
+        self.observation_space = spaces.Discrete(5)
+        self.action_space = spaces.Discrete(3)
+
+    def _obs(self):
+        if self._t == 0:
+            return 1 + self._cue
+        return 4 if self._t == self.length - 1 else 0
+
+
 class MaskedChoice(gym.Env):
     """Discrete(5) actions of which only some are allowed at each step (a random subset,
     never empty). An invalid action raises, so a run that finishes never took one.
@@ -156,3 +172,4 @@ gym.register("CueMultiDiscrete-v0", entry_point=CueMultiDiscrete)
 gym.register("CueDict-v0", entry_point=CueDict)
 gym.register("MaskedChoice-v0", entry_point=MaskedChoice)
 gym.register("CueImage-v0", entry_point=CueImage)
+gym.register("CueDiscrete-v0", entry_point=CueDiscrete)

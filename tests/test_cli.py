@@ -6,6 +6,7 @@ from pathlib import Path
 import torch
 import yaml
 
+from checkpoint import load_checkpoint
 from config import config_from_dict
 from model import ActorCritic
 from worker import VecEnv
@@ -27,12 +28,12 @@ def test_train_two_updates_writes_checkpoint_and_summaries(tmp_path):
     lines = [l for l in result.stdout.splitlines() if l.startswith("update")]
     assert len(lines) == 2 and "sps" in lines[0]
 
-    checkpoint = torch.load(tmp_path / "models/my-run.pt", weights_only=False)
+    checkpoint = load_checkpoint(tmp_path / "models/my-run.pt")
     assert checkpoint["update"] == 2 and checkpoint["config"]["seed"] == 7
     config = config_from_dict(checkpoint["config"])
     vec = VecEnv(config.environment, [0], processes=0)
-    model = ActorCritic(vec.observation_space, vec.action_space, config.hidden_layer_size, config.recurrence,
-                        config.vector_encoder_size)
+    model = ActorCritic(vec.spaces.observation, vec.spaces.action_space, config.hidden_layer_size,
+                        config.recurrence, config.vector_encoder_size)
     model.load_state_dict(checkpoint["model"])
     vec.close()
     assert all(torch.isfinite(p).all() for p in model.parameters())

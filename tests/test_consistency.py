@@ -35,8 +35,7 @@ def test_recomputed_log_probs_and_values_match_rollout(tmp_path, layer, L, reset
     try:
         for rollout in range(2):  # the second rollout starts from states carried over from the first
             trainer.collect(PhaseTimes())
-            last = trainer.model.value(torch.from_numpy(trainer.obs), trainer.state).numpy()
-            trainer.buffer.finish(last, 0.99, 0.95, L)
+            trainer.advantages()
             checked = 0
             for mb in trainer.buffer.minibatches(2):
                 for encoded in (None, mb.mask):  # every slot encoded, or the real steps only (the trainer's way)
@@ -99,8 +98,7 @@ def test_recomputed_log_probs_match_rollout_for_every_space_and_switch(tmp_path,
             if rollout:  # the second rollout follows a real update, and the normalisers have moved
                 trainer.one_update()
             trainer.collect(PhaseTimes())
-            obs = trainer.normalizers.observation(trainer.obs, update=False)
-            trainer.buffer.finish(trainer._values(obs, trainer.state), 0.99, 0.95, 8, trainer.normalizers.values)
+            trainer.advantages()
             for mb in trainer.buffer.minibatches(2):
                 with torch.no_grad():
                     out = trainer.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask)

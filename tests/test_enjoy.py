@@ -34,7 +34,7 @@ def test_agent_reproduces_the_training_rollout(tmp_path, env, layer, reset):
     trainer.collect(PhaseTimes())
     trainer.close()
     b = trainer.buffer
-    agent = Agent(trainer.model, trainer.config, trainer.envs.action_space)
+    agent = Agent(trainer.model, trainer.config, trainer.spaces.action_space)
     torch.set_rng_state(rng)  # the same sampling noise as the rollout drew
     state, start = None, np.ones(4, dtype=bool)
     for t in range(b.T):

@@ -16,7 +16,8 @@ import yaml
 
 from checkpoint import load_checkpoint
 from config import config_from_dict, load_config
-from trainer import NonFiniteError, Trainer
+from losses import NonFiniteError
+from trainer import Trainer
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -58,8 +58,9 @@ def tiny_task(name: str, seed: int) -> dict:
 
 @pytest.mark.learning
 @pytest.mark.parametrize("seed", [0, 1])
-@pytest.mark.parametrize("task,chance", [("CueMultiDiscrete-v0", 0.42), ("CueDict-v0", 0.33)])
-def test_multidiscrete_and_dict_observation_memory_tasks_learn(task, chance, seed, tmp_path):
+@pytest.mark.parametrize("task,chance", [("CueMultiDiscrete-v0", 0.42), ("CueDict-v0", 0.33),
+                                         ("CueDiscrete-v0", 0.33)])
+def test_multidiscrete_dict_and_discrete_observation_memory_tasks_learn(task, chance, seed, tmp_path):
     """Recalling the step-0 cue at step 4 needs memory; chance level is `chance`, recall scores 1."""
     from config import config_from_dict
     trainer = Trainer(config_from_dict(tiny_task(task, seed)), run_id=f"{task}{seed}", summaries_dir=tmp_path,

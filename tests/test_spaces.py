@@ -8,9 +8,9 @@ import torch
 
 from config import ConfigError, EnvironmentConfig, RecurrenceConfig, config_from_dict
 from distributions import Bernoulli, Categorical, Gaussian, make_distribution
-from environments import model_observation_space
+from environments import spaces_of
 from model import ActorCritic
-from spaces import SpaceError, action_format, dict_layout, env_actions, pack
+from spaces import SpaceError, action_format, env_actions, layout, pack
 from trainer import Trainer
 
 import tests.memory_tasks  # noqa: F401  (registers the tiny tasks)
@@ -119,17 +119,51 @@ def test_observation_mask_hides_entries_from_yaml():
 
 def test_dict_observation_is_packed_and_each_key_gets_its_own_encoder():
     env = EnvironmentConfig(type="gym", name="tests.memory_tasks:CueDict-v0").make()
-    space = model_observation_space(env)
-    assert isinstance(space, gym.spaces.Dict) and env.observation_space.shape == (4,)
+    spaces = spaces_of(env, seed=0)
+    assert isinstance(spaces.observation_space, gym.spaces.Dict) and env.observation_space.shape == (4,)
     obs, _ = env.reset(seed=0)
-    layout = dict_layout(space)
-    assert [f.key for f in layout] == ["clock", "cue"]
-    raw = env.unwrapped._obs()
-    np.testing.assert_array_equal(obs, pack(raw, layout))
-    model = ActorCritic(space, env.action_space, 16, RecurrenceConfig(hidden_state_size=8), vector_encoder_size=5)
+    assert [p.key for p in spaces.observation.parts] == ["clock", "cue"]
+    np.testing.assert_array_equal(obs, pack(env.unwrapped._obs(), spaces.observation_space))
+    model = ActorCritic(spaces.observation, env.action_space, 16, RecurrenceConfig(hidden_state_size=8),
+                        vector_encoder_size=5)
     assert len(model.encoder.encoders) == 2 and model.encoder.out_features == 10
-    with pytest.raises(SpaceError, match="Dict"):
-        ActorCritic(gym.spaces.Dict({"a": gym.spaces.Discrete(3)}), env.action_space, 16, RecurrenceConfig())
+    with pytest.raises(SpaceError, match="not supported"):
+        layout(gym.spaces.Dict({"a": gym.spaces.Text(5)}))
+
+
+NESTED = gym.spaces.Dict({
+    "where": gym.spaces.Discrete(4, start=1),
+    "flags": gym.spaces.MultiBinary(3),
+    "pair": gym.spaces.Tuple((gym.spaces.MultiDiscrete([2, 3]), gym.spaces.Box(-1.0, 1.0, (2,), np.float32))),
+    "action_mask": gym.spaces.MultiBinary(2),  # moved to info, not an observation
+})
+
+
+def test_every_observation_space_has_a_layout_and_packs_to_it():
+    """Discrete and MultiDiscrete are stored as category indices (minus their start), MultiBinary
+    as 0/1, Tuple like Dict in order; nested, in storage order (Dict keys sorted)."""
+    L = layout(NESTED)
+    assert [(p.key, p.kind, p.start, p.size) for p in L.parts] == [
+        ("flags", "vector", 0, 3), ("pair.0", "categorical", 3, 2), ("pair.1", "vector", 5, 2),
+        ("where", "categorical", 7, 1)]
+    assert L.packed and L.shape == (8,) and L.parts[1].categories == (2, 3) and L.parts[3].categories == (4,)
+    obs = {"where": 3, "flags": np.array([1, 0, 1], np.int8), "action_mask": np.ones(2, np.int8),
+           "pair": (np.array([1, 2]), np.array([0.5, -0.25], np.float32))}
+    np.testing.assert_array_equal(pack(obs, NESTED), [1, 0, 1, 1, 2, 0.5, -0.25, 2])
+    np.testing.assert_array_equal(L.vector_features(), [1, 1, 1, 0, 0, 1, 1, 0])  # indices are never normalised
+    for space, size in ((gym.spaces.Discrete(5), 1), (gym.spaces.MultiDiscrete([[2, 2], [3, 3]]), 4),
+                        (gym.spaces.MultiBinary([2, 2]), 4), (gym.spaces.Tuple((gym.spaces.Discrete(2),) * 3), 3)):
+        assert layout(space).shape == (size,) and pack(space.sample(), space).shape == (size,)
+    assert not layout(gym.spaces.Box(0, 255, (8, 8, 3), np.uint8)).packed  # images stay as they are
+
+
+def test_categorical_parts_are_one_hot_encoded():
+    model = ActorCritic(NESTED, gym.spaces.Discrete(2), 16, RecurrenceConfig(hidden_state_size=8))
+    assert model.encoder.out_features == 3 + (2 + 3) + 2 + 4
+    obs = torch.tensor([[1, 0, 1, 1, 2, 0.5, -0.25, 2]], dtype=torch.float32)
+    features = model.encoder(obs)
+    expected = [1, 0, 1, 0, 1, 0, 0, 1, 0.5, -0.25, 0, 0, 1, 0]  # flags, one-hot 1 of 2 and 2 of 3, box, one-hot 2 of 4
+    torch.testing.assert_close(features, torch.tensor([expected], dtype=torch.float32))
 
 
 def test_channels_first_and_last_images_give_the_same_features():

@@ -34,6 +34,11 @@ not start from; files are written under a unique temporary name and renamed; an
 interrupted run saves and exits 130 (SIGINT) or 143 (SIGTERM); nothing is left behind.
 Exit codes are recorded as a shell shows them: a process killed by signal N is 128 + N.
 
+A full disk is made two ways: RLIMIT_FSIZE (a write past it fails with EFBIG) and a small
+tmpfs mounted over models/ or summaries/ for the probe (ENOSPC; a probe that cannot mount
+is reported as skipped). Unwritable folders are mode 0555 with the run started without
+CAP_DAC_OVERRIDE (setpriv), since permission bits do not bind root.
+
 The scripts probed are those of the checkout that holds this file (copied per probe,
 with the shipped models but models/minigrid.pt). The whole suite takes about 13 minutes
 with --jobs 2 on two busy cores; the probes that time or signal things run alone.
@@ -410,7 +415,8 @@ class Probe:
     expect: str = ""  # what the action or the check also expects, in words (for the report)
     cwd: str = "repo"
     no_dac: bool = False  # run without the capabilities that let root ignore permission bits (NO_DAC)
-    fsize: int | None = None
+    fsize: int | None = None  # RLIMIT_FSIZE of the runs: a write past it fails with EFBIG
+    tmpfs: dict[str, int] = field(default_factory=dict)  # folder of the copy -> size of a tmpfs mounted there
     address_space: int | None = None
     timeout: float = 120
     serial: bool = False  # times or signals things, or sets limits: runs alone
@@ -434,6 +440,7 @@ class Ctx:
         self.repo = self.outer / "repo"
         self.marker = f"PROBE_{uuid.uuid4().hex}"
         self.procs: list[Proc] = []
+        self.mounts: list[Path] = []
         self.notes: list[str] = []  # reasons found by an action (a second run that misbehaved, ...)
         self.data: dict = {}
 
@@ -538,6 +545,29 @@ def matches(rel: str, globs) -> bool:
 
 def run_probe(p: Probe, base: Path, fixtures: Fixtures) -> Result:
     ctx = Ctx(p, base, fixtures)
+    try:
+        return _run_probe(p, ctx)
+    finally:
+        for path in reversed(ctx.mounts):
+            subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def mount_tmpfs(ctx: Ctx, rel: str, size: int) -> None:
+    """A small file system at rel in the copy: a disk that fills up (ENOSPC), unmounted after the probe."""
+    path = ctx.path(rel)
+    path.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(path)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise Skip(f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode})")
+    ctx.mounts.append(path)
+
+
+class Skip(Exception):
+    """The probe cannot run on this machine (e.g. no permission to mount): reported as skipped."""
+
+
+def _run_probe(p: Probe, ctx: Ctx) -> Result:
     command = shlex.join(["python", *(p.args or [])]) if p.args else "(see what)"
     if p.cwd != "repo":
         command = f"(cd {p.cwd.replace('repo', '$PROBE/repo', 1)} && {command})"
@@ -546,9 +576,14 @@ def run_probe(p: Probe, base: Path, fixtures: Fixtures) -> Result:
     proc = None
     try:
         copy_repository(ctx.repo)
+        for rel, size in p.tmpfs.items():
+            mount_tmpfs(ctx, rel, size)
         if p.setup:
             p.setup(ctx)
         before = snapshot(ctx.outer)
+    except Skip as why:
+        result.verdict, result.reasons = "skipped", [str(why)]
+        return result
     except Exception as error:  # a fixture run failed (SetupError), or the probe itself is broken
         result.verdict = "wrong"
         result.reasons = [f"setup failed: {error}" if isinstance(error, SetupError)
@@ -1089,9 +1124,15 @@ def build_probes() -> list[Probe]:
               "no models/p.pt, no *.tmp", ["train.py", "--run-id", "p", *TINY], fsize=20000, serial=True,
               code=(1,), words=("models/p.pt",), absent=("repo/models/p.pt",)))
     add(Probe("disk-full-summaries", "2", "disk full while writing summaries",
-              "RLIMIT_FSIZE 600 bytes: the summaries' first write fails: exit 1 with one line, no traceback",
-              ["train.py", "--run-id", "p", *TINY], fsize=600, serial=True, code=(1,), one_line=True,
-              words=(("summaries", "could not write", "no space", "too large"),)))
+              "summaries/ is a full disk (a 4 KiB tmpfs): a new run: exit 1 with one line naming summaries, no "
+              "traceback", ["train.py", "--run-id", "p", *TINY], tmpfs={"summaries": 4096}, code=(1, 2),
+              one_line=True, words=(("summaries", "no space"),)))
+    add(Probe("disk-full-models-enospc", "2", "disk full while saving",
+              "models/ is a 48 KiB tmpfs holding models/r.pt (29 kB): --resume to update 4, saving every update: "
+              "the second copy does not fit (ENOSPC): exit 1, one line saying models/r.pt is intact; models/r.pt "
+              "unchanged, no *.tmp left",
+              ["train.py", "--resume", "models/r.pt", "--set", "updates=4", "--set", "checkpoint_interval=1"],
+              setup=R, tmpfs={"models": 48 * 1024}, code=(1,), words=("models/r.pt", "intact")))
     add(Probe("disk-full-inference-only", "2", "disk full in checkpoint.py",
               "RLIMIT_FSIZE 4000: checkpoint.py --inference-only: non-zero, one line, no target, no *.tmp",
               ["checkpoint.py", "--inference-only", "models/r.pt", "small.pt"], setup=R, fsize=4000,
@@ -1785,6 +1826,7 @@ def totals(results: list[Result]) -> dict:
         "kinds": len({r.kind for r in results}),
         "right": sum(r.verdict == "right" for r in results),
         "wrong": sum(r.verdict == "wrong" for r in results),
+        "skipped": sum(r.verdict == "skipped" for r in results),
         "tracebacks": sum("traceback" in r.reasons for r in results),
         "lost_or_overwritten_files": sum(bool(r.changed) for r in results),
         "written_where_not_allowed": sum(bool(r.written) for r in results),
@@ -1808,7 +1850,9 @@ def markdown(results: list[Result], summary: dict, command: str) -> str:
                                                          "leftover_processes", "leftover_tmp_files")) + " |", "",
              "## Every probe", "", "| probe | point | exit | first line | verdict |", "|---|---|---|---|---|"]
     for r in results:
-        verdict = "right" if r.verdict == "right" else "**wrong**: " + "; ".join(r.reasons)
+        verdict = r.verdict if r.verdict != "wrong" else "**wrong**: " + "; ".join(r.reasons)
+        if r.verdict == "skipped":
+            verdict += ": " + "; ".join(r.reasons)
         code = f"{r.code} ({r.killed_by})" if r.killed_by else str(r.code)
         lines.append(f"| {r.name} | {r.point} | {code} | `{cell(r.first_line[:140])}` | {cell(verdict)} |")
     wrong = [r for r in results if r.verdict == "wrong"]
@@ -1875,10 +1919,10 @@ def main(argv=None) -> int:
         result = run_probe(p, base, fixtures)
         results[p.name] = result
         with print_lock:
-            mark = "ok   " if result.verdict == "right" else "WRONG"
+            mark = {"right": "ok   ", "wrong": "WRONG", "skipped": "skip "}[result.verdict]
             print(f"{mark} {p.name:45s} exit {str(result.code):4s} {result.seconds:5.1f}s  "
                   f"{result.first_line[:90]}", flush=True)
-            if result.verdict == "wrong":
+            if result.verdict != "right":
                 print(f"      {'; '.join(result.reasons)}", flush=True)
             if args.verbose:
                 print("      stdout: " + result.stdout.replace("\n", "\n              "))

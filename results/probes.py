@@ -1138,9 +1138,9 @@ def build_probes() -> list[Probe]:
               ["checkpoint.py", "--inference-only", "models/r.pt", "small.pt"], setup=R, fsize=4000,
               serial=True, code=(1, 2), one_line=True, words=("small.pt",), absent=("repo/small.pt",)))
     add(Probe("disk-full-video", "2", "disk full while writing a video",
-              "RLIMIT_FSIZE 2000: enjoy.py --video out.gif: non-zero, one line, no traceback",
-              ["enjoy.py", "--model", "models/r.pt", "--episodes", "1", "--video", "out.gif"], setup=R,
-              fsize=2000, serial=True, code=(1, 2), one_line=True, words=("out.gif",),
+              "RLIMIT_FSIZE 300 bytes (less than any GIF): enjoy.py --video out.gif: non-zero, one line, no "
+              "traceback", ["enjoy.py", "--model", "models/r.pt", "--episodes", "1", "--video", "out.gif"], setup=R,
+              fsize=300, serial=True, code=(1, 2), one_line=True, words=("out.gif",),
               may_write=("repo/out.gif",)))
 
     # ---------------------------------------------------------------- 3: concurrency, locks, temporary names
@@ -1843,9 +1843,9 @@ def markdown(results: list[Result], summary: dict, command: str) -> str:
     lines = ["# Probes: the scripts tried as a new, a careless and a hostile user would", "",
              f"Made by `{command}` (results/probes.py; each probe's folder is `$PROBE`, the repository copy "
              "`$PROBE/repo`, the working folder unless said otherwise).", "",
-             "| probes | kinds | right | wrong | tracebacks | lost or overwritten files | written where not allowed "
-             "| processes left | *.tmp left |", "|---|---|---|---|---|---|---|---|---|",
-             "| " + " | ".join(str(summary[k]) for k in ("probes", "kinds", "right", "wrong", "tracebacks",
+             "| probes | kinds | right | wrong | skipped | tracebacks | lost or overwritten files | written where not "
+             "allowed | processes left | *.tmp left |", "|---|---|---|---|---|---|---|---|---|---|",
+             "| " + " | ".join(str(summary[k]) for k in ("probes", "kinds", "right", "wrong", "skipped", "tracebacks",
                                                          "lost_or_overwritten_files", "written_where_not_allowed",
                                                          "leftover_processes", "leftover_tmp_files")) + " |", "",
              "## Every probe", "", "| probe | point | exit | first line | verdict |", "|---|---|---|---|---|"]
@@ -1958,7 +1958,7 @@ def main(argv=None) -> int:
                                         "probes": [{k: v for k, v in vars(r).items()} for r in ordered]},
                                        indent=1) + "\n")
     print(f"{summary['probes']} probes of {summary['kinds']} kinds: {summary['right']} right, {summary['wrong']} "
-          f"wrong; tracebacks {summary['tracebacks']}, lost or overwritten files "
+          f"wrong, {summary['skipped']} skipped; tracebacks {summary['tracebacks']}, lost or overwritten files "
           f"{summary['lost_or_overwritten_files']}, written where not allowed "
           f"{summary['written_where_not_allowed']}, processes left {summary['leftover_processes']}, *.tmp left "
           f"{summary['leftover_tmp_files']} ({summary['seconds']} s)")

@@ -1779,14 +1779,16 @@ def build_probes() -> list[Probe]:
               workers_run, action=kill_worker(workers_run), code=(1,), words=("died",), serial=True))
 
     # ---------------------------------------------------------------- 12: repeatable evaluation
-    shipped_poc = ["enjoy.py", "--model", "models/poc_memory_env.pt", "--episodes", "6", "--seed", "3"]
+    # A sharp policy (the shipped ones) often samples the same actions by chance: the fresh
+    # checkpoint's nearly uniform policy shows unseeded sampling at once.
+    shipped_poc = ["enjoy.py", "--model", "models/poc_memory_env.pt", "--episodes", "20", "--seed", "3"]
     add(Probe("enjoy-sampled-twice", "12", "sampled evaluation repeats",
-              "enjoy.py --model models/poc_memory_env.pt --episodes 6 --seed 3 (sampled actions) twice: the same "
-              "episodes", shipped_poc, code=(0,), action=twice_same(shipped_poc), fast=True,
+              "enjoy.py --model models/poc_memory_env.pt --episodes 20 --seed 3 (sampled actions) twice: the same "
+              "episodes", shipped_poc, code=(0,), action=twice_same(shipped_poc),
               expect="both runs print the same episode lines"))
     add(Probe("enjoy-sampled-twice-fresh", "12", "sampled evaluation repeats",
               "enjoy.py --model models/r.pt (a barely trained, nearly uniform policy) --episodes 6 --seed 3 twice: "
-              "the same episodes", [*enjoy, "--episodes", "6", "--seed", "3"], setup=R, code=(0,),
+              "the same episodes", [*enjoy, "--episodes", "6", "--seed", "3"], setup=R, code=(0,), fast=True,
               action=twice_same([*enjoy, "--episodes", "6", "--seed", "3"]),
               expect="both runs print the same episode lines"))
     add(Probe("enjoy-sampled-twice-shipped", "12", "sampled evaluation of a shipped model repeats",

@@ -1,0 +1,1971 @@
+"""Probe suite: train.py, enjoy.py and checkpoint.py tried as a new, a careless and a hostile user would.
+
+    /work/main/.venv/bin/python results/probes.py --jobs 2
+
+runs every probe and writes results/probes.md and results/probes.json (the table, the
+totals and every wrong outcome with its exact command), prints the totals, and exits 1
+if any probe ended wrong. Other forms:
+
+    python results/probes.py --fast             # the subset tests/test_probes.py runs (well under 60 s)
+    python results/probes.py --only 4,6         # the probes of issue points 4 and 6 ('extra': the rest)
+    python results/probes.py --name flip -v     # probes whose name holds 'flip', with their stdout and stderr
+    python results/probes.py --list             # the probes, one line each, without running them
+
+A subset writes no report unless --md or --json names a file.
+
+Each probe is one entry of PROBES: a name, the issue point it covers (1-12 as the team
+filed them, or 'extra'), a kind (what it tries; several probes share one), the command
+(or an action that starts processes, signals them, starts a second run ...), a setup
+that prepares the scratch folder, and the expected outcome. Every probe runs as real
+processes of the repository's scripts, with the working folder in a fresh copy of the
+repository ($PROBE/repo; $PROBE is the probe's own temporary folder, the "outside").
+
+Recorded for each probe: the exit code, the first line of stderr (or of stdout when
+stderr is empty), whether a traceback appeared, files that existed before and changed
+or vanished (lost or overwritten), files written outside models/ and summaries/ (or
+anything at all written by a refused run), processes left behind (found by a marker in
+their environment), *.tmp and *.lock files left behind, and a verdict, right or wrong,
+with the reasons.
+
+What is right, in general (DESIGN.md, Trust): bad input is refused before any process
+starts (a refused run must not have had a child process: forkserver or worker), in one
+line on stderr, with exit code 2 and no traceback; a run never replaces a checkpoint it did
+not start from; files are written under a unique temporary name and renamed; an
+interrupted run saves and exits 130 (SIGINT) or 143 (SIGTERM); nothing is left behind.
+Exit codes are recorded as a shell shows them: a process killed by signal N is 128 + N.
+
+A full disk is made two ways: RLIMIT_FSIZE (a write past it fails with EFBIG) and a small
+tmpfs mounted over models/ or summaries/ for the probe (ENOSPC; a probe that cannot mount
+is reported as skipped). Unwritable folders are mode 0555 with the run started without
+CAP_DAC_OVERRIDE (setpriv), since permission bits do not bind root.
+
+The scripts probed are those of the checkout that holds this file (copied per probe,
+with the shipped models but models/minigrid.pt). The whole suite takes about 13 minutes
+with --jobs 2 on two busy cores; the probes that time or signal things run alone.
+"""
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import hashlib
+import json
+import os
+import pickle
+import resource
+import shlex
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+# Permission bits do not bind root; without these capabilities they do (as for any user).
+NO_DAC = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+
+# The smallest run worth the name: two updates of 2 x 16 steps, a tiny model.
+TINY_SETTINGS = {"n_workers": 2, "worker_steps": 16, "n_mini_batch": 1, "updates": 2, "hidden_layer_size": 8,
+                 "recurrence.hidden_state_size": 4}
+
+
+def sets(**changes) -> list[str]:
+    """--set flags for TINY_SETTINGS with `changes` (a__b means a.b) over them."""
+    values = {**TINY_SETTINGS, **{key.replace("__", "."): value for key, value in changes.items()}}
+    return [flag for key, value in values.items() for flag in ("--set", f"{key}={value}")]
+
+
+TINY = sets()
+
+# What a user's checkout holds that the scripts need (models/minigrid.pt, 16 MiB, is left out).
+COPIED = ["*.py", "environments/*.py", "configs/*.yaml", "tests/faulty_envs.py", "models/.gitkeep",
+          "models/poc_memory_env.pt", "models/cartpole_masked.pt"]
+
+# Environments of the probes' own, written into each copy as probe_envs.py:
+# Probe-v0 leaves a file <touch>.<pid> when it is built (kwargs touch=<path>), so a probe can
+# tell that a refusal came before any environment was built, or at least before any worker
+# process built one (a pid other than train.py's); sleep=<s>
+# makes every step slow, so that a signal surely lands inside an update.
+PROBE_ENVS = '''"""Environments for results/probes.py."""
+import os
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+
+class Probe(gym.Env):
+    def __init__(self, touch="", sleep=0.0, image=False):
+        if touch:  # one file per process that builds the environment
+            Path(f"{touch}.{os.getpid()}").touch()
+        self.sleep, self.t = sleep, 0
+        self.observation_space = (spaces.Box(0, 255, (84, 84, 3), np.uint8) if image
+                                  else spaces.Box(-1.0, 1.0, (2,), np.float32))
+        self.action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(self.observation_space.shape, self.observation_space.dtype), {}
+
+    def step(self, action):
+        if self.sleep:
+            time.sleep(self.sleep)
+        self.t += 1
+        obs = np.zeros(self.observation_space.shape, self.observation_space.dtype)
+        return obs, float(action), self.t >= 8, False, {}
+
+
+gym.register("Probe-v0", entry_point=Probe)
+'''
+
+
+# ------------------------------------------------------------------ processes
+
+def processes_with(marker: str) -> list[int]:
+    """Live processes whose environment holds the marker (a probe's runs and their workers)."""
+    needle, found = marker.encode(), []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if needle in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def parent_of(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("PPid:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return -1
+
+
+class Proc:
+    """One script run as a child process in its own session (as a terminal's foreground job),
+    its output read line by line as it comes."""
+
+    def __init__(self, ctx: "Ctx", args: list[str], cwd: Path, preexec=None, no_dac: bool = False):
+        self.args, self.ctx = args, ctx
+        self.started = time.monotonic()
+        self.process = subprocess.Popen(
+            [*(NO_DAC if no_dac else []), PYTHON, *args], cwd=cwd, env=ctx.environment(), stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True,
+            preexec_fn=preexec)
+        self.out: list[str] = []
+        self.err: list[str] = []
+        self.children: set[int] = set()  # every child process seen while it ran (forkserver, workers)
+        self.timed_out = False
+        self._readers = [threading.Thread(target=self._read, args=(stream, lines), daemon=True)
+                         for stream, lines in ((self.process.stdout, self.out), (self.process.stderr, self.err))]
+        self._readers.append(threading.Thread(target=self._watch, daemon=True))
+        for reader in self._readers:
+            reader.start()
+
+    def _watch(self):
+        """Notes the run's child processes every 20 ms: a refusal must come before any exists."""
+        pid = self.process.pid
+        while self.process.poll() is None:
+            try:
+                for task in os.listdir(f"/proc/{pid}/task"):
+                    self.children.update(int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split())
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.02)
+
+    @staticmethod
+    def _read(stream, lines):
+        for line in stream:
+            lines.append(line)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def stdout(self) -> str:
+        return "".join(self.out)
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self.err)
+
+    def wait_line(self, prefix: str, timeout: float = 90) -> bool:
+        """True once stdout has a line starting with prefix; False if the run ends or time is up first."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(line.startswith(prefix) for line in list(self.out)):
+                return True
+            if self.process.poll() is not None:
+                time.sleep(0.1)  # let the readers catch up
+                return any(line.startswith(prefix) for line in list(self.out))
+            time.sleep(0.02)
+        return False
+
+    def signal(self, number: int, group: bool = False) -> None:
+        try:
+            if group:
+                os.killpg(self.process.pid, number)
+            else:
+                self.process.send_signal(number)
+        except ProcessLookupError:
+            pass
+
+    def wait(self, timeout: float) -> int | None:
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.timed_out = True
+            self.signal(signal.SIGKILL, group=True)
+            self.process.wait()
+        for reader in self._readers:
+            reader.join(timeout=5)
+        return None if self.timed_out else self.process.returncode
+
+
+def limits(fsize: int | None = None, address_space: int | None = None):
+    """A preexec_fn that sets RLIMIT_FSIZE (a write past it fails with EFBIG: Python ignores
+    SIGXFSZ) and RLIMIT_AS (an allocation past it fails at once)."""
+    def apply():
+        if fsize is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+        if address_space is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+    return apply if fsize is not None or address_space is not None else None
+
+
+# ------------------------------------------------------------------ files
+
+def snapshot(top: Path) -> dict[str, str]:
+    """relative path -> sha256 of each file (a symlink: its target, not followed) under top."""
+    files = {}
+    for folder, dirs, names in os.walk(top):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for name in names + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
+            path = os.path.join(folder, name)
+            rel = os.path.relpath(path, top)
+            if os.path.islink(path):
+                files[rel] = "link:" + os.readlink(path)
+            else:
+                try:
+                    files[rel] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+                except OSError as error:
+                    files[rel] = f"unreadable:{error.errno}"
+    return files
+
+
+def show_path(rel: str) -> str:
+    """'repo/models/r.pt' -> 'models/r.pt'; anything else is outside the copy: '$PROBE/...'."""
+    return rel[len("repo/"):] if rel.startswith("repo/") else f"$PROBE/{rel}"
+
+
+def flip_bit(path: Path, offset: int, bit: int = 0) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 1 << bit
+    path.write_bytes(bytes(data))
+
+
+def member_span(path: Path, suffix: str) -> tuple[int, int]:
+    """(offset, size) of the bytes of the first non-empty zip member whose name ends with suffix."""
+    with zipfile.ZipFile(path) as archive:
+        info = next(i for i in archive.infolist() if i.filename.endswith(suffix) and i.file_size > 0)
+    with open(path, "rb") as f:
+        f.seek(info.header_offset)
+        header = f.read(30)
+    name_length, extra_length = struct.unpack("<HH", header[26:30])
+    return info.header_offset + 30 + name_length + extra_length, info.compress_size
+
+
+class Evil:
+    """Unpickling it runs a shell command (what a crafted checkpoint would do)."""
+
+    def __init__(self, command: str):
+        self.command = command
+
+    def __reduce__(self):
+        return os.system, (self.command,)
+
+
+_project_lock = threading.Lock()
+
+
+def project():
+    """The repository's checkpoint module (digest, save and load), imported once."""
+    with _project_lock:
+        if str(ROOT) not in sys.path:
+            sys.path.insert(0, str(ROOT))
+        import checkpoint
+        return checkpoint
+
+
+def load_ok(path: Path) -> dict | None:
+    try:
+        return project().load_checkpoint(path)
+    except Exception:
+        return None
+
+
+# ------------------------------------------------------------------ fixtures
+
+class SetupError(RuntimeError):
+    """A probe's setup could not be made (a fixture run failed): the probe is wrong."""
+
+
+class Fixtures:
+    """Checkpoints made once per suite by the scripts themselves, copied into probes:
+    r_u1 (run r after update 1), r (the same run resumed to update 2), other (another run
+    with the run id r, seed 1), small (r exported with --inference-only), lstm (run r
+    with an LSTM core)."""
+
+    def __init__(self, base: Path):
+        self.folder = base / "_fixtures"
+        self._lock = threading.Lock()
+        self._made: dict[str, Path] = {}
+
+    def _run(self, work: Path, args: list[str]):
+        result = subprocess.run([PYTHON, *args], cwd=work, capture_output=True, text=True, timeout=300,
+                                env={**os.environ, "PYTHONPATH": str(work)})
+        if result.returncode != 0:
+            last = (result.stderr.strip().splitlines() or ["(no stderr)"])[-1]
+            raise SetupError(f"fixture run `python {shlex.join(args)}` exited {result.returncode}: {last}")
+
+    def get(self, name: str) -> Path:
+        with self._lock:
+            return self._get(name)
+
+    def _get(self, name: str) -> Path:
+        if name in self._made:
+            return self._made[name]
+        target = self.folder / f"{name}.pt"
+        if name in ("r_u1", "r"):
+            work = self.folder / "run"
+            if name == "r_u1":
+                copy_repository(work)
+                self._run(work, ["train.py", "--run-id", "r", *sets(updates=1)])
+            else:
+                self._get("r_u1")
+                self._run(work, ["train.py", "--resume", "models/r.pt", "--set", "updates=2"])
+            shutil.copy2(work / "models/r.pt", target)
+        elif name == "other":
+            work = self.folder / "other"
+            copy_repository(work)
+            self._run(work, ["train.py", "--run-id", "r", "--seed", "1", *TINY])
+            shutil.copy2(work / "models/r.pt", target)
+        elif name == "lstm":
+            work = self.folder / "lstm"
+            copy_repository(work)
+            self._run(work, ["train.py", "--run-id", "r", *sets(recurrence__layer_type="lstm")])
+            shutil.copy2(work / "models/r.pt", target)
+        elif name == "small":
+            source = self._get("r")
+            self._run(self.folder / "run", ["checkpoint.py", "--inference-only", str(source), str(target)])
+        else:
+            raise KeyError(name)
+        self._made[name] = target
+        return target
+
+
+def copy_repository(work: Path) -> None:
+    for pattern in COPIED:
+        for source in ROOT.glob(pattern):
+            destination = work / source.relative_to(ROOT)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination)
+    (work / "probe_envs.py").write_text(PROBE_ENVS)
+
+
+# ------------------------------------------------------------------ probes
+
+@dataclass
+class Probe:
+    name: str
+    point: str  # the issue point: "1" .. "12", or "extra"
+    kind: str  # what is tried; several probes share a kind
+    what: str  # the setup and the expectation, in words
+    args: list[str] | None = None  # the script and its arguments ($PROBE: the probe's folder)
+    setup: Callable[["Ctx"], None] | None = None
+    action: Callable[["Ctx"], "Proc"] | None = None  # starts the processes itself; returns the judged one
+    code: tuple[int, ...] = (2,)  # allowed exit codes
+    words: tuple = ()  # each must be in the first line (a tuple item: any one of them), case-insensitive
+    stdout_has: tuple[str, ...] = ()
+    stdout_lacks: tuple[str, ...] = ()
+    stderr_has: tuple[str, ...] = ()
+    one_line: bool | None = None  # stderr exactly one line; default: when the expected code is 2
+    traceback_ok: bool = False
+    exists: tuple[str, ...] = ()  # globs relative to the probe's folder ('repo/...' inside the copy)
+    absent: tuple[str, ...] = ()
+    may_change: tuple[str, ...] = ()  # globs of existing files the probe may change
+    may_write: tuple[str, ...] = ()  # globs of new files allowed outside models/ and summaries/
+    check: Callable[["Ctx", "Proc"], str | None] | None = None  # any other condition: a reason, or None
+    expect: str = ""  # what the action or the check also expects, in words (for the report)
+    cwd: str = "repo"
+    no_dac: bool = False  # run without the capabilities that let root ignore permission bits (NO_DAC)
+    fsize: int | None = None  # RLIMIT_FSIZE of the runs: a write past it fails with EFBIG
+    tmpfs: dict[str, int] = field(default_factory=dict)  # folder of the copy -> size of a tmpfs mounted there
+    address_space: int | None = None
+    timeout: float = 120
+    serial: bool = False  # times or signals things, or sets limits: runs alone
+    fast: bool = False  # in the --fast subset
+
+    @property
+    def codes(self) -> tuple[int, ...]:
+        return self.code if isinstance(self.code, tuple) else (self.code,)
+
+    @property
+    def refusal(self) -> bool:
+        return self.codes == (2,)
+
+
+class Ctx:
+    """A probe's scratch folder ($PROBE, with the repository copy in $PROBE/repo) and its processes."""
+
+    def __init__(self, probe: Probe, base: Path, fixtures: Fixtures):
+        self.probe, self.fixtures = probe, fixtures
+        self.outer = base / probe.name
+        self.repo = self.outer / "repo"
+        self.marker = f"PROBE_{uuid.uuid4().hex}"
+        self.procs: list[Proc] = []
+        self.mounts: list[Path] = []
+        self.notes: list[str] = []  # reasons found by an action (a second run that misbehaved, ...)
+        self.data: dict = {}
+
+    # files
+    def path(self, rel: str) -> Path:
+        return self.repo / rel
+
+    def out(self, rel: str = "") -> Path:
+        return self.outer / rel
+
+    def write(self, rel: str, data: str | bytes, outside: bool = False) -> Path:
+        path = (self.outer if outside else self.repo) / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, bytes):
+            path.write_bytes(data)
+        else:
+            path.write_text(data)
+        return path
+
+    def fixture(self, name: str = "r", rel: str = "models/r.pt") -> Path:
+        path = self.repo / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(self.fixtures.get(name), path)
+        return path
+
+    # processes
+    def environment(self) -> dict:
+        env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "PYTHONPATH")}
+        env.update({self.marker: "1", "PYTHONPATH": str(self.repo), "SDL_VIDEODRIVER": "dummy",
+                    "PYTHONDONTWRITEBYTECODE": "1"})
+        return env
+
+    def popen(self, args: list[str], cwd: str | None = None) -> Proc:
+        p = self.probe
+        args = [a.replace("$PROBE", str(self.outer)) for a in args]
+        proc = Proc(self, args, self.outer / (cwd or p.cwd), limits(p.fsize, p.address_space), p.no_dac)
+        self.procs.append(proc)
+        return proc
+
+    def run(self, args: list[str], timeout: float | None = None, cwd: str | None = None) -> Proc:
+        proc = self.popen(args, cwd)
+        proc.wait(timeout or self.probe.timeout)
+        return proc
+
+
+# ------------------------------------------------------------------ judging
+
+@dataclass
+class Result:
+    name: str
+    point: str
+    kind: str
+    what: str
+    command: str
+    code: int | None = None  # as a shell shows it: 128 + N when killed by signal N
+    killed_by: str = ""  # the signal that ended the process, if one did
+    first_line: str = ""
+    traceback: bool = False
+    changed: list[str] = field(default_factory=list)  # existing files changed or gone
+    written: list[str] = field(default_factory=list)  # new files where none should be
+    leftover_processes: int = 0
+    leftover_tmp: list[str] = field(default_factory=list)
+    leftover_locks: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    verdict: str = "right"
+    reasons: list[str] = field(default_factory=list)
+    expected: str = ""
+    stdout: str = ""
+    stderr: str = ""
+
+
+def first_line(proc: Proc) -> str:
+    for text in (proc.stderr, proc.stdout):
+        for line in text.splitlines():
+            if line.strip():
+                return line.strip()
+    return ""
+
+
+def expectation(p: Probe) -> str:
+    parts = [f"exit {' or '.join(map(str, p.codes))}"]
+    if p.words:
+        parts.append("first line naming " + ", ".join(" / ".join(w) if isinstance(w, tuple) else w
+                                                      for w in p.words))
+    if p.one_line if p.one_line is not None else p.refusal:
+        parts.append("one line on stderr")
+    if not p.traceback_ok:
+        parts.append("no traceback")
+    parts += [f"stdout has '{s}'" for s in p.stdout_has] + [f"stdout lacks '{s}'" for s in p.stdout_lacks]
+    parts += [f"stderr has '{s}'" for s in p.stderr_has]
+    parts += [f"{show_path(g)} exists" for g in p.exists] + [f"no {show_path(g)}" for g in p.absent]
+    if p.expect:
+        parts.append(p.expect)
+    parts.append("existing files unchanged" + (f" (but {', '.join(map(show_path, p.may_change))})"
+                                                if p.may_change else "") + ", nothing left behind")
+    return "; ".join(parts)
+
+
+def matches(rel: str, globs) -> bool:
+    return any(fnmatch.fnmatchcase(rel, g) for g in globs)
+
+
+def run_probe(p: Probe, base: Path, fixtures: Fixtures) -> Result:
+    ctx = Ctx(p, base, fixtures)
+    try:
+        return _run_probe(p, ctx)
+    finally:
+        for path in reversed(ctx.mounts):
+            subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def mount_tmpfs(ctx: Ctx, rel: str, size: int) -> None:
+    """A small file system at rel in the copy: a disk that fills up (ENOSPC), unmounted after the probe."""
+    path = ctx.path(rel)
+    path.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(path)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise Skip(f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode})")
+    ctx.mounts.append(path)
+
+
+class Skip(Exception):
+    """The probe cannot run on this machine (e.g. no permission to mount): reported as skipped."""
+
+
+def _run_probe(p: Probe, ctx: Ctx) -> Result:
+    command = shlex.join(["python", *(p.args or [])]) if p.args else "(see what)"
+    if p.cwd != "repo":
+        command = f"(cd {p.cwd.replace('repo', '$PROBE/repo', 1)} && {command})"
+    result = Result(p.name, p.point, p.kind, p.what, command, expected=expectation(p))
+    start = time.monotonic()
+    proc = None
+    try:
+        copy_repository(ctx.repo)
+        for rel, size in p.tmpfs.items():
+            mount_tmpfs(ctx, rel, size)
+        if p.setup:
+            p.setup(ctx)
+        before = snapshot(ctx.outer)
+    except Skip as why:
+        result.verdict, result.reasons = "skipped", [str(why)]
+        return result
+    except Exception as error:  # a fixture run failed (SetupError), or the probe itself is broken
+        result.verdict = "wrong"
+        result.reasons = [f"setup failed: {error}" if isinstance(error, SetupError)
+                          else f"probe setup error: {type(error).__name__}: {error}"]
+        result.seconds = time.monotonic() - start
+        return result
+    try:
+        proc = p.action(ctx) if p.action else ctx.run(p.args)
+    finally:
+        for other in ctx.procs:  # nothing a probe started may outlive it
+            if other.process.poll() is None:
+                other.signal(signal.SIGKILL, group=True)
+                other.wait(10)
+
+    reasons = list(ctx.notes)
+    returncode = proc.process.returncode
+    # As a shell reports it: killed by signal N is 128 + N (a Python that dies of an uncaught
+    # KeyboardInterrupt kills itself with SIGINT: 130 to the shell, like exit(130)).
+    result.code = None if proc.timed_out else (128 - returncode if returncode < 0 else returncode)
+    if returncode < 0 and not proc.timed_out:
+        result.killed_by = signal.Signals(-returncode).name
+    result.first_line = first_line(proc)
+    result.stdout, result.stderr = proc.stdout[-4000:], proc.stderr[-4000:]
+    output = "".join(q.stdout + q.stderr for q in ctx.procs)
+    result.traceback = "Traceback (most recent call last)" in output
+    if proc.timed_out:
+        reasons.append(f"did not finish within {p.timeout:.0f} s (killed)")
+    elif result.code not in p.codes:
+        reasons.append(f"exit {result.code}, expected {' or '.join(map(str, p.codes))}")
+    line = result.first_line.lower()
+    for word in p.words:
+        options = word if isinstance(word, tuple) else (word,)
+        if not any(o.lower() in line for o in options):
+            reasons.append(f"first line does not name {' / '.join(options)!r}")
+    for text in p.stdout_has:
+        if text not in proc.stdout:
+            reasons.append(f"stdout lacks {text!r}")
+    for text in p.stdout_lacks:
+        if text in proc.stdout:
+            reasons.append(f"stdout has {text!r}")
+    for text in p.stderr_has:
+        if text not in proc.stderr:
+            reasons.append(f"stderr lacks {text!r}")
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    if (p.one_line if p.one_line is not None else p.refusal) and len(lines) != 1:
+        reasons.append(f"stderr has {len(lines)} lines, expected one")
+    if result.traceback and not p.traceback_ok:
+        reasons.append("traceback")
+    if p.refusal and proc.children:
+        reasons.append(f"started {len(proc.children)} child process(es) (forkserver, workers) before it ended")
+
+    # leftovers: processes, then files
+    deadline = time.monotonic() + 5
+    while processes_with(ctx.marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = processes_with(ctx.marker)
+    result.leftover_processes = len(left)
+    for pid in left:  # ours: started by this probe
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    if left:
+        reasons.append(f"{len(left)} process(es) left running")
+
+    after = snapshot(ctx.outer)
+    for rel, digest in before.items():
+        if matches(rel, p.may_change):
+            continue
+        if rel not in after:
+            result.changed.append(f"{show_path(rel)} removed")
+        elif after[rel] != digest:
+            result.changed.append(f"{show_path(rel)} changed")
+    if result.changed:
+        reasons.append("lost or overwritten: " + ", ".join(result.changed))
+    new = [rel for rel in after if rel not in before]
+    models, summaries = (os.path.join(p.cwd, "models", ""), os.path.join(p.cwd, "summaries", ""))
+    named = tuple(p.exists) + tuple(p.absent) + tuple(p.may_write)
+    for rel in new:
+        base_name = os.path.basename(rel)
+        if base_name.endswith(".tmp"):
+            result.leftover_tmp.append(show_path(rel))
+        elif base_name.endswith(".lock"):
+            result.leftover_locks.append(show_path(rel))
+        elif matches(rel, named):
+            continue
+        elif p.refusal:
+            result.written.append(show_path(rel))
+        elif not (rel.startswith(models) or rel.startswith(summaries)):
+            result.written.append(show_path(rel))
+    if result.leftover_tmp:
+        reasons.append("temporary file(s) left: " + ", ".join(result.leftover_tmp))
+    if result.leftover_locks:
+        reasons.append("lock file(s) left: " + ", ".join(result.leftover_locks))
+    if result.written:
+        where = "a refused run wrote" if p.refusal else "written outside models/ and summaries/:"
+        reasons.append(f"{where} " + ", ".join(result.written))
+    for glob in p.exists:
+        if not any(fnmatch.fnmatchcase(rel, glob) for rel in after):
+            reasons.append(f"{show_path(glob)} missing")
+    for glob in p.absent:
+        if any(fnmatch.fnmatchcase(rel, glob) for rel in after):
+            reasons.append(f"{show_path(glob)} appeared")
+    if p.check and not proc.timed_out:
+        reason = p.check(ctx, proc)
+        if reason:
+            reasons.append(reason)
+
+    result.reasons = reasons
+    result.verdict = "wrong" if reasons else "right"
+    result.seconds = time.monotonic() - start
+    return result
+
+
+# ------------------------------------------------------------------ setups and checks
+
+def with_fixture(name: str = "r", rel: str = "models/r.pt", then: Callable | None = None):
+    def setup(ctx: Ctx):
+        ctx.fixture(name, rel)
+        if then:
+            then(ctx)
+    return setup
+
+
+def all_of(*setups):
+    def setup(ctx: Ctx):
+        for s in setups:
+            s(ctx)
+    return setup
+
+
+def write_file(rel: str, data: str | bytes, outside: bool = False):
+    return lambda ctx: ctx.write(rel, data, outside)
+
+
+def symlink(rel: str, target: str):
+    """rel (in the copy) -> target ($PROBE/... allowed)."""
+    def setup(ctx: Ctx):
+        path = ctx.path(rel)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.symlink_to(target.replace("$PROBE", str(ctx.outer)))
+    return setup
+
+
+def copy_to_outside(name: str, rel: str):
+    def setup(ctx: Ctx):
+        shutil.copy2(ctx.fixtures.get(name), ctx.out(rel))
+    return setup
+
+
+def checkpoint_update(rel: str, update: int):
+    """The checkpoint at rel loads (weights-only, digest) and is at `update`."""
+    def check(ctx: Ctx, proc: Proc):
+        saved = load_ok(ctx.path(rel))
+        if saved is None:
+            return f"{rel} does not load"
+        if saved["update"] != update:
+            return f"{rel} is at update {saved['update']}, expected {update}"
+    return check
+
+
+def loads(rel: str, at_least: int = 1):
+    def check(ctx: Ctx, proc: Proc):
+        saved = load_ok(ctx.path(rel))
+        if saved is None:
+            return f"{rel} missing or does not load"
+        if saved["update"] < at_least:
+            return f"{rel} is at update {saved['update']}, expected >= {at_least}"
+    return check
+
+
+def flipped(where: str, name: str = "r", rel: str = "models/r.pt"):
+    """A copy of a fixture with one bit flipped: in the tensor data, the pickle (an opcode or a
+    string), the digest, or the zip's central directory."""
+    def setup(ctx: Ctx):
+        path = ctx.fixture(name, rel)
+        if where == "tensor":
+            offset, size = member_span(path, "/data/0")
+            flip_bit(path, offset + size // 2, 3)
+        elif where == "last-tensor":
+            with zipfile.ZipFile(path) as archive:
+                numbered = [i.filename for i in archive.infolist() if "/data/" in i.filename and i.file_size]
+            last = max(numbered, key=lambda n: int(n.rsplit("/", 1)[1]))
+            offset, size = member_span(path, "/data/" + last.rsplit("/", 1)[1])
+            flip_bit(path, offset + size - 1, 0)
+        elif where == "pickle-opcode":
+            offset, _ = member_span(path, "data.pkl")
+            flip_bit(path, offset + 2, 1)  # the first opcode after PROTO
+        elif where == "pickle-string":
+            offset, size = member_span(path, "data.pkl")
+            data = path.read_bytes()
+            at = data.index(b"config", offset, offset + size)  # a key of the payload
+            flip_bit(path, at + 1, 0)
+        elif where == "digest":
+            import torch
+            digest = torch.load(path, weights_only=True)["digest"]
+            flip_bit(path, path.read_bytes().index(digest.encode()) + 10, 0)
+        elif where == "directory":
+            data = path.read_bytes()
+            flip_bit(path, data.index(b"PK\x01\x02") + 46, 1)  # a name in the central directory
+        else:
+            raise KeyError(where)
+    return setup
+
+
+def crafted(change: Callable[[dict], None], name: str = "r", rel: str = "models/r.pt", outside: bool = False):
+    """A fixture's payload changed by `change`, written by the project's own save_checkpoint, so its
+    digest is right: what a careless or hostile author could hand over."""
+    def setup(ctx: Ctx):
+        ck = project()
+        payload = ck.load_checkpoint(ctx.fixtures.get(name))
+        change(payload)
+        target = (ctx.outer if outside else ctx.repo) / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        ck.save_checkpoint(target, payload)
+    return setup
+
+
+def evil(how: str, rel: str = "models/r.pt"):
+    """A checkpoint whose unpickling would run `touch $PROBE/MARKER`."""
+    def setup(ctx: Ctx):
+        import torch
+        command = f"touch {ctx.out('MARKER')}"
+        target = ctx.path(rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if how == "torch.save":
+            torch.save({"format": 2, "model": {}, "config": {"gamma": Evil(command)}, "digest": "0"}, target)
+        elif how == "inside-real":
+            payload = torch.load(ctx.fixtures.get("r"), weights_only=True)
+            payload["normalization"] = {"hook": Evil(command)}
+            torch.save(payload, target)
+        elif how == "legacy":
+            torch.save({"model": {}, "config": Evil(command)}, target, _use_new_zipfile_serialization=False)
+        elif how == "zip":  # a real checkpoint's zip, its data.pkl replaced by a plain pickle
+            source = ctx.fixtures.get("r")
+            with zipfile.ZipFile(source) as old, zipfile.ZipFile(target, "w", zipfile.ZIP_STORED) as new:
+                for info in old.infolist():
+                    data = old.read(info)
+                    if info.filename.endswith("data.pkl"):
+                        data = pickle.dumps({"model": {}, "config": {}, "x": Evil(command)}, protocol=2)
+                    new.writestr(info, data)
+        elif how == "pickle":
+            target.write_bytes(pickle.dumps({"model": {}, "config": Evil(command)}, protocol=2))
+        else:
+            raise KeyError(how)
+    return setup
+
+
+def readonly(*folders: str):
+    """Folders of the copy made read-only (mode 0555; the probe runs with no_dac, so it counts)."""
+    def setup(ctx: Ctx):
+        for rel in folders:
+            path = ctx.path(rel)
+            path.mkdir(exist_ok=True)
+            path.chmod(0o555)
+    return setup
+
+
+def touch_env(*extra: str, image: bool = False) -> list[str]:
+    """--set flags for the probes' own environment, which leaves $PROBE/env-built when it is
+    built, stepped by 2 worker processes: a refusal must come before it."""
+    flags = ["--set", "environment.type=gym", "--set", "environment.name=probe_envs:Probe-v0",
+             "--set", "environment.kwargs.touch=$PROBE/env-built", "--set", "worker_processes=2"]
+    if image:
+        flags += ["--set", "environment.kwargs.image=true"]
+    return [*TINY, *flags, *extra]
+
+
+BUILT = ("env-built.*",)
+
+
+def train_refused(name, point, kind, what, extra: list[str], words=(), fast=False, touch="none", **kw) -> Probe:
+    """A train.py run refused before any environment is built (touch="none"), or with the
+    environment built in train.py's own process but before any worker process starts
+    (touch="main": the check needs the environment's spaces; every refusal is checked for child
+    processes), or with PocMemoryEnv (touch="")."""
+    args = ["train.py", "--run-id", "p", *(touch_env(*extra) if touch else [*TINY, *extra])]
+    if touch == "main":
+        kw.update(may_write=BUILT)
+    return Probe(name, point, kind, what, args, words=words, absent=BUILT if touch == "none" else (), fast=fast,
+                 **kw)
+
+
+# ------------------------------------------------------------------ actions (signals, concurrency)
+
+def interrupt_at(delay: float, number: int, args: list[str], group: bool = True):
+    """Starts args, sends `number` (to the process group, as a terminal does) `delay` s later."""
+    def action(ctx: Ctx) -> Proc:
+        proc = ctx.popen(args)
+        time.sleep(max(0.0, delay - (time.monotonic() - proc.started)))
+        proc.signal(number, group)
+        proc.wait(60)
+        return proc
+    return action
+
+
+def interrupt_after_line(numbers: list[int], args: list[str], line: str = "update    1/", gap: float = 0.3,
+                         group: bool = False, at_once: float | None = None):
+    """Starts args; once stdout has `line`, sends the signals `gap` s apart; with at_once, the
+    run must end within that many seconds of the last signal."""
+    def action(ctx: Ctx) -> Proc:
+        proc = ctx.popen(args)
+        if not proc.wait_line(line):
+            ctx.notes.append(f"stdout never had a line starting {line!r}")
+        last = time.monotonic()
+        for i, number in enumerate(numbers):
+            if i:
+                time.sleep(gap)
+            last = time.monotonic()
+            proc.signal(number, group)
+        proc.wait(90)
+        took = time.monotonic() - last
+        if at_once is not None and took > at_once:
+            ctx.notes.append(f"took {took:.1f} s to stop after the last signal (expected < {at_once} s)")
+        return proc
+    return action
+
+
+def kill_worker(args: list[str]):
+    """SIGKILL one environment worker process (a grandchild of train.py) after update 1."""
+    def action(ctx: Ctx) -> Proc:
+        proc = ctx.popen(args)
+        if not proc.wait_line("update    1/"):
+            ctx.notes.append("stdout never had 'update    1/'")
+        mine = processes_with(ctx.marker)
+        children = [pid for pid in mine if parent_of(pid) == proc.pid]
+        workers = [pid for pid in mine if parent_of(pid) in children]
+        if not workers:
+            ctx.notes.append("found no worker process to kill")
+        else:
+            os.kill(workers[0], signal.SIGKILL)
+        proc.wait(60)
+        return proc
+    return action
+
+
+def while_running(first: list[str], second: list[str], first_code: int = 143):
+    """Starts `first`, waits for its first update line, runs `second` (the judged run), then stops the
+    first with SIGTERM, which must end it with first_code."""
+    def action(ctx: Ctx) -> Proc:
+        a = ctx.popen(first)
+        if not a.wait_line("update "):
+            ctx.notes.append(f"the first run never finished an update: {first_line(a)}")
+        b = ctx.run(second, timeout=90)
+        a.signal(signal.SIGTERM)
+        code = a.wait(60)
+        if code != first_code:
+            ctx.notes.append(f"the first run exited {code} after SIGTERM, expected {first_code}")
+        return b
+    return action
+
+
+def stale_lock_after_sigkill(args: list[str]):
+    """A run killed with SIGKILL after update 1 (its lock file stays); then the same run id again."""
+    def action(ctx: Ctx) -> Proc:
+        a = ctx.popen(["train.py", "--run-id", "r", *sets(updates=100000, checkpoint_interval=0)])
+        if not a.wait_line("update    1/"):
+            ctx.notes.append("the killed run never reached update 1")
+        a.signal(signal.SIGKILL, group=True)
+        a.wait(30)
+        if not ctx.path("models/r.lock").exists():
+            ctx.notes.append("(the killed run left no lock file: nothing stale to take over)")
+        return ctx.run(args)
+    return action
+
+
+def two_at_once(first: list[str], second: list[str]):
+    """Starts both at the same moment; the second is judged, the first must exit 0 as well."""
+    def action(ctx: Ctx) -> Proc:
+        a, b = ctx.popen(first), ctx.popen(second)
+        for proc in (a, b):
+            proc.wait(120)
+        if a.process.returncode != 0:
+            ctx.notes.append(f"the first run exited {a.process.returncode}: {first_line(a)}")
+        return b
+    return action
+
+
+def twice_same(args: list[str], prefix: str = "episode"):
+    """Runs args twice; the lines starting with prefix must be the same both times."""
+    def action(ctx: Ctx) -> Proc:
+        one = ctx.run(args)
+        two = ctx.run(args)
+        a = [l for l in one.out if l.startswith(prefix)]
+        b = [l for l in two.out if l.startswith(prefix)]
+        if not a:
+            ctx.notes.append(f"no '{prefix}' lines")
+        elif a != b:
+            diff = next(i for i, (x, y) in enumerate(zip(a + [""], b + [""])) if x != y)
+            ctx.notes.append(f"the two runs differ: {a[diff].strip()!r} vs {b[diff].strip()!r}")
+        return two
+    return action
+
+
+def sigint_then_resume(args: list[str]):
+    """SIGINT after update 2, then --resume with 2 more updates: it must finish (exit 0)."""
+    def action(ctx: Ctx) -> Proc:
+        a = ctx.popen(args)
+        a.wait_line("update    2/")
+        a.signal(signal.SIGINT)
+        if a.wait(60) != 130:
+            ctx.notes.append(f"the interrupted run exited {a.process.returncode}, expected 130")
+        saved = load_ok(ctx.path("models/r.pt"))
+        if saved is None:
+            ctx.notes.append("the interrupted run left no loadable models/r.pt")
+            return a
+        ctx.data["target"] = saved["update"] + 2
+        return ctx.run(["train.py", "--resume", "models/r.pt", "--set", f"updates={saved['update'] + 2}"])
+    return action
+
+
+def resumed_to_target(ctx: Ctx, proc: Proc):
+    if "target" in ctx.data:
+        return checkpoint_update("models/r.pt", ctx.data["target"])(ctx, proc)
+
+
+def huge_memory(**kw) -> dict:
+    return {"address_space": 12 * 2 ** 30, "serial": True, **kw}
+
+
+# ------------------------------------------------------------------ the probes
+
+SLOW = ["--set", "environment.type=gym", "--set", "environment.name=probe_envs:Probe-v0",
+        "--set", "environment.kwargs.sleep=0.05"]
+LONG = sets(updates=100000, checkpoint_interval=0)
+FLAKY = "tests.faulty_envs:Flaky-v0"
+
+
+def build_probes() -> list[Probe]:
+    P = []
+    add = P.append
+    R = with_fixture()  # models/r.pt: run r at update 2
+
+    # ---------------------------------------------------------------- 1: never replace a checkpoint
+    add(Probe("existing-checkpoint-new-run", "1", "existing checkpoint, new run",
+              "models/r.pt exists; a new run with --run-id r: refused, naming --resume, --run-id and --overwrite",
+              ["train.py", "--run-id", "r", *TINY], setup=R, words=("--resume", "--run-id", "--overwrite")))
+    add(Probe("shipped-checkpoint-name", "1", "a shipped checkpoint's name as run id",
+              "--run-id poc_memory_env (the shipped models/poc_memory_env.pt): refused, the file untouched",
+              ["train.py", "--run-id", "poc_memory_env", *TINY], words=("--resume", "--overwrite"), fast=True))
+    add(Probe("make-train", "1", "make train",
+              "`make train` as the Makefile runs it (tiny sizes): a new models/poc_memory_env-<time>.pt, "
+              "every tracked file unchanged", ["train.py", "--config", "configs/poc_memory_env.yaml", *TINY],
+              code=(0,), exists=("repo/models/poc_memory_env-*.pt",)))
+    add(Probe("default-run-id-cartpole", "1", "default run id of a shipped config",
+              "--config configs/cartpole_masked.yaml without --run-id: models/cartpole_masked.pt untouched",
+              ["train.py", "--config", "configs/cartpole_masked.yaml", *TINY], code=(0,),
+              exists=("repo/models/cartpole_masked-*.pt",)))
+    add(Probe("overwrite-replaces", "1", "--overwrite replaces",
+              "models/r.pt exists; --run-id r --overwrite: replaced, exit 0",
+              ["train.py", "--run-id", "r", "--overwrite", *TINY], setup=R, code=(0,),
+              may_change=("repo/models/r.pt",), check=checkpoint_update("models/r.pt", 2)))
+    add(Probe("resume-older-copy", "1", "resume an older copy",
+              "models/r.pt is at update 2; --resume backup/r.pt (the same run at update 1): refused naming "
+              "models/r.pt, both files untouched",
+              ["train.py", "--resume", "backup/r.pt", "--set", "updates=3"],
+              setup=all_of(R, with_fixture("r_u1", "backup/r.pt")), words=("models/r.pt",)))
+    add(Probe("resume-older-copy-in-models", "1", "resume an older copy",
+              "models/r.pt at update 2, models/r-old.pt the same run at update 1: --resume models/r-old.pt "
+              "refused", ["train.py", "--resume", "models/r-old.pt", "--set", "updates=3"],
+              setup=all_of(R, with_fixture("r_u1", "models/r-old.pt")), words=("models/r.pt",)))
+    add(Probe("resume-older-copy-overwrite", "1", "older copy with --overwrite",
+              "as resume-older-copy with --overwrite: the user chose to replace: exit 0",
+              ["train.py", "--resume", "backup/r.pt", "--set", "updates=3", "--overwrite"],
+              setup=all_of(R, with_fixture("r_u1", "backup/r.pt")), code=(0,), may_change=("repo/models/r.pt",),
+              check=checkpoint_update("models/r.pt", 3)))
+    add(Probe("resume-other-run-same-id", "1", "resume another run onto an existing checkpoint",
+              "models/r.pt is run r (seed 0); --resume backup/r.pt, a different run also named r (seed 1): "
+              "refused", ["train.py", "--resume", "backup/r.pt", "--set", "updates=3"],
+              setup=all_of(R, with_fixture("other", "backup/r.pt")), words=("models/r.pt",)))
+    add(Probe("resume-newest", "1", "resume the newest",
+              "--resume models/r.pt --set updates=3: continues to update 3", 
+              ["train.py", "--resume", "models/r.pt", "--set", "updates=3"], setup=R, code=(0,),
+              may_change=("repo/models/r.pt",), check=checkpoint_update("models/r.pt", 3)))
+    add(Probe("resume-identical-copy", "1", "resume an identical copy",
+              "backup/r.pt is a byte-identical copy of models/r.pt: --resume backup/r.pt continues",
+              ["train.py", "--resume", "backup/r.pt", "--set", "updates=3"],
+              setup=all_of(R, with_fixture("r", "backup/r.pt")), code=(0,), may_change=("repo/models/r.pt",),
+              check=checkpoint_update("models/r.pt", 3)))
+    add(Probe("existing-unreadable-checkpoint", "1", "existing unreadable checkpoint",
+              "models/r.pt is garbage; a new run r without --overwrite: refused, the file untouched",
+              ["train.py", "--run-id", "r", *TINY], setup=write_file("models/r.pt", b"not a checkpoint")))
+    add(Probe("existing-folder-at-checkpoint", "1", "a folder at the checkpoint's name",
+              "models/r.pt is a folder: refused", ["train.py", "--run-id", "r", *TINY],
+              setup=lambda ctx: ctx.path("models/r.pt").mkdir(parents=True), words=("models/r.pt",)))
+    add(Probe("existing-symlink-outside", "1", "a symlink at the checkpoint's name",
+              "models/r.pt -> $PROBE/victim.pt (a checkpoint outside): refused, the victim untouched",
+              ["train.py", "--run-id", "r", *TINY],
+              setup=all_of(copy_to_outside("r", "victim.pt"), symlink("models/r.pt", "$PROBE/victim.pt"))))
+    add(Probe("overwrite-through-symlink", "1", "--overwrite through a symlink",
+              "models/r.pt -> $PROBE/victim.pt; --overwrite: the link may be replaced, never the file outside",
+              ["train.py", "--run-id", "r", "--overwrite", *TINY], code=(0, 2),
+              setup=all_of(copy_to_outside("r", "victim.pt"), symlink("models/r.pt", "$PROBE/victim.pt")),
+              may_change=("repo/models/r.pt",)))
+    add(Probe("dangling-symlink-at-checkpoint", "1", "a dangling symlink at the checkpoint's name",
+              "models/r.pt -> $PROBE/new.pt (missing): nothing may be written at $PROBE/new.pt",
+              ["train.py", "--run-id", "r", *TINY], code=(0, 2), setup=symlink("models/r.pt", "$PROBE/new.pt"),
+              may_change=("repo/models/r.pt",), absent=("new.pt",)))
+
+    # ---------------------------------------------------------------- 2: unwritable, disk full
+    add(Probe("models-not-writable", "2", "models/ not writable",
+              "models/ read-only (run without CAP_DAC_OVERRIDE), worker_processes=2: refused naming models/, "
+              "before any "
+              "environment is built", ["train.py", "--run-id", "p", *touch_env()], no_dac=True,
+              setup=readonly("models"), words=("models",), absent=BUILT))
+    add(Probe("summaries-not-writable", "2", "summaries/ not writable",
+              "summaries/ read-only (run without CAP_DAC_OVERRIDE): refused naming summaries/, before any environment",
+              ["train.py", "--run-id", "p", *touch_env()], no_dac=True, setup=readonly("summaries"),
+              words=("summaries",), absent=BUILT))
+    add(Probe("folder-not-writable", "2", "working folder not writable",
+              "the working folder is read-only and has no models/ (run without CAP_DAC_OVERRIDE): refused, before any "
+              "environment", ["train.py", "--run-id", "p", *touch_env()], no_dac=True,
+              setup=lambda ctx: (shutil.rmtree(ctx.path("models")), ctx.repo.chmod(0o555)),
+              words=("models",), absent=BUILT))
+    add(Probe("resume-models-not-writable", "2", "resume into a read-only models/",
+              "--resume models/r.pt with models/ read-only (without CAP_DAC_OVERRIDE): refused naming models/",
+              ["train.py", "--resume", "models/r.pt", "--set", "updates=3"], no_dac=True,
+              setup=all_of(R, readonly("models")), words=("models",)))
+    add(Probe("control-run-without-dac", "2", "control: a run bound by permission bits",
+              "a writable copy, run without CAP_DAC_OVERRIDE: trains (so the read-only probes test permissions)",
+              ["train.py", "--run-id", "p", *TINY], no_dac=True, code=(0,), exists=("repo/models/p.pt",)))
+    add(Probe("models-is-a-file", "2", "models is a file",
+              "models is a regular file: refused naming models", ["train.py", "--run-id", "p", *touch_env()],
+              setup=lambda ctx: (shutil.rmtree(ctx.path("models")), ctx.write("models", "x")),
+              words=("models",), absent=BUILT))
+    add(Probe("summaries-is-a-file", "2", "summaries is a file",
+              "summaries is a regular file: refused naming summaries",
+              ["train.py", "--run-id", "p", *touch_env()], setup=write_file("summaries", "x"),
+              words=("summaries",), absent=BUILT))
+    add(Probe("disk-full-resume-save", "2", "disk full while saving",
+              "RLIMIT_FSIZE 20000 (the checkpoint is ~29 kB): --resume models/r.pt to update 4, saving every "
+              "update: exit 1, one line saying models/r.pt could not be written and is intact; models/r.pt "
+              "unchanged, no *.tmp left",
+              ["train.py", "--resume", "models/r.pt", "--set", "updates=4", "--set", "checkpoint_interval=1"],
+              setup=R, fsize=20000, serial=True, code=(1,), words=("models/r.pt", "intact"), fast=True))
+    add(Probe("disk-full-first-save", "2", "disk full at the first save",
+              "RLIMIT_FSIZE 20000, a new run: exit 1, one line saying the checkpoint could not be written, "
+              "no models/p.pt, no *.tmp", ["train.py", "--run-id", "p", *TINY], fsize=20000, serial=True,
+              code=(1,), words=("models/p.pt",), absent=("repo/models/p.pt",)))
+    add(Probe("disk-full-summaries", "2", "disk full while writing summaries",
+              "summaries/ is a full disk (a 4 KiB tmpfs): a new run: exit 1 with one line naming summaries, no "
+              "traceback", ["train.py", "--run-id", "p", *TINY], tmpfs={"summaries": 4096}, code=(1, 2),
+              one_line=True, words=(("summaries", "no space"),)))
+    add(Probe("disk-full-models-enospc", "2", "disk full while saving",
+              "models/ is a 48 KiB tmpfs holding models/r.pt (29 kB): --resume to update 4, saving every update: "
+              "the second copy does not fit (ENOSPC): exit 1, one line saying models/r.pt is intact; models/r.pt "
+              "unchanged, no *.tmp left",
+              ["train.py", "--resume", "models/r.pt", "--set", "updates=4", "--set", "checkpoint_interval=1"],
+              setup=R, tmpfs={"models": 48 * 1024}, code=(1,), words=("models/r.pt", "intact")))
+    add(Probe("disk-full-inference-only", "2", "disk full in checkpoint.py",
+              "RLIMIT_FSIZE 4000: checkpoint.py --inference-only: non-zero, one line, no target, no *.tmp",
+              ["checkpoint.py", "--inference-only", "models/r.pt", "small.pt"], setup=R, fsize=4000,
+              serial=True, code=(1, 2), one_line=True, words=("small.pt",), absent=("repo/small.pt",)))
+    add(Probe("disk-full-video", "2", "disk full while writing a video",
+              "RLIMIT_FSIZE 300 bytes (less than any GIF): enjoy.py --video out.gif: non-zero, one line, no "
+              "traceback", ["enjoy.py", "--model", "models/r.pt", "--episodes", "1", "--video", "out.gif"], setup=R,
+              fsize=300, serial=True, code=(1, 2), one_line=True, words=("out.gif",),
+              may_write=("repo/out.gif",)))
+
+    # ---------------------------------------------------------------- 3: concurrency, locks, temporary names
+    add(Probe("same-run-id-at-once", "3", "same run id at once",
+              "run r trains; a second run r starts: refused (lock held by the first, naming it in use); the "
+              "first then stops on SIGTERM with 143",
+              action=while_running(["train.py", "--run-id", "r", *LONG], ["train.py", "--run-id", "r", *TINY]),
+              args=["train.py", "--run-id", "r", *TINY], words=("in use",), serial=True, fast=True,
+              may_write=("repo/models/*", "repo/summaries/*"), one_line=True))
+    add(Probe("overwrite-against-live-run", "3", "--overwrite against a live run",
+              "run r trains; a second run r with --overwrite: still refused (in use)",
+              action=while_running(["train.py", "--run-id", "r", *LONG],
+                                   ["train.py", "--run-id", "r", "--overwrite", *TINY]),
+              args=["train.py", "--run-id", "r", "--overwrite", *TINY], words=("in use",), serial=True,
+              may_write=("repo/models/*", "repo/summaries/*"), one_line=True))
+    add(Probe("two-resumes-at-once", "3", "two resumes at once",
+              "--resume models/r.pt runs; a second --resume models/r.pt: refused (in use)",
+              action=while_running(["train.py", "--resume", "models/r.pt", "--set", "updates=10000000"],
+                                   ["train.py", "--resume", "models/r.pt", "--set", "updates=10000000"]),
+              args=["train.py", "--resume", "models/r.pt", "--set", "updates=10000000"], setup=R, words=("in use",),
+              serial=True, may_change=("repo/models/r.pt",), may_write=("repo/models/*", "repo/summaries/*"),
+              one_line=True))
+    add(Probe("stale-lock-after-sigkill", "3", "stale lock after SIGKILL",
+              "run r killed with SIGKILL after update 1 (its models/r.lock stays); run r again: takes the lock "
+              "over and trains", action=stale_lock_after_sigkill(["train.py", "--run-id", "r", *TINY]),
+              args=["train.py", "--run-id", "r", *TINY], code=(0,), serial=True, exists=("repo/models/r.pt",)))
+    add(Probe("stale-lock-file", "3", "stale lock file",
+              "models/r.lock holds the pid of a process long gone: run r trains",
+              ["train.py", "--run-id", "r", *TINY], setup=write_file("models/r.lock", "999999"), code=(0,),
+              may_change=("repo/models/r.lock",), exists=("repo/models/r.pt",)))
+    add(Probe("lock-symlink-outside", "3", "a lock file that is a symlink",
+              "models/r.lock -> $PROBE/victim.txt (a user's file): the run must not write into the victim",
+              ["train.py", "--run-id", "r", *TINY], code=(0, 2),
+              setup=all_of(write_file("victim.txt", "precious\n", outside=True),
+                           symlink("models/r.lock", "$PROBE/victim.txt")),
+              may_change=("repo/models/r.lock",)))
+    add(Probe("planted-temporary-names", "3", "planted temporary names",
+              "models/r.pt.tmp, models/.r.pt.tmp and models/r.tmp are symlinks to $PROBE/victim.txt: a run "
+              "saving every update must neither follow nor remove them",
+              ["train.py", "--run-id", "r", *sets(checkpoint_interval=1)], code=(0,),
+              setup=all_of(write_file("victim.txt", "precious\n", outside=True),
+                           symlink("models/r.pt.tmp", "$PROBE/victim.txt"),
+                           symlink("models/.r.pt.tmp", "$PROBE/victim.txt"),
+                           symlink("models/r.tmp", "$PROBE/victim.txt"))))
+    add(Probe("old-temporary-file", "3", "an old temporary file",
+              "a temporary file of a killed run (models/.r.pt.12345.deadbeef.tmp) is there: the run trains "
+              "and leaves it alone", ["train.py", "--run-id", "r", *sets(checkpoint_interval=1)], code=(0,),
+              setup=write_file("models/.r.pt.12345.deadbeef.tmp", b"partial")))
+    add(Probe("two-runs-at-once", "3", "two runs at once",
+              "runs a and b (different run ids) start together: both train",
+              action=two_at_once(["train.py", "--run-id", "a", *TINY], ["train.py", "--run-id", "b", *TINY]),
+              args=["train.py", "--run-id", "b", *TINY], code=(0,), serial=True,
+              exists=("repo/models/a.pt", "repo/models/b.pt")))
+
+    # ---------------------------------------------------------------- 4: flipped bits
+    corrupt = ("corrupt checkpoint",)
+    for where, fast in (("tensor", True), ("pickle-opcode", False), ("pickle-string", False),
+                        ("digest", False), ("directory", False), ("last-tensor", False)):
+        kind = f"bit flip in the {where.replace('-', ' ')}"
+        setup = flipped(where)
+        add(Probe(f"flip-{where}-resume", "4", kind,
+                  f"one bit flipped in models/r.pt ({where}): train.py --resume: 'corrupt checkpoint', one line",
+                  ["train.py", "--resume", "models/r.pt", "--set", "updates=3"], setup=setup, words=corrupt,
+                  fast=where == "tensor"))
+        if where in ("tensor", "pickle-opcode", "pickle-string", "digest"):
+            add(Probe(f"flip-{where}-enjoy", "4", kind,
+                      f"one bit flipped in models/r.pt ({where}): enjoy.py: 'corrupt checkpoint', one line",
+                      ["enjoy.py", "--model", "models/r.pt", "--episodes", "1"], setup=setup, words=corrupt,
+                      ))
+        if where in ("tensor", "pickle-opcode"):
+            add(Probe(f"flip-{where}-export", "4", kind,
+                      f"one bit flipped in models/r.pt ({where}): checkpoint.py --inference-only: 'corrupt "
+                      "checkpoint', one line, no target",
+                      ["checkpoint.py", "--inference-only", "models/r.pt", "small.pt"], setup=setup,
+                      words=corrupt, absent=("repo/small.pt",)))
+    half = lambda ctx: ctx.path("models/r.pt").write_bytes(ctx.fixtures.get("r").read_bytes()[:15000])
+    add(Probe("truncated-checkpoint-enjoy", "4", "truncated checkpoint",
+              "models/r.pt cut at 15000 bytes: enjoy.py: 'corrupt checkpoint'",
+              ["enjoy.py", "--model", "models/r.pt"], setup=half, words=corrupt))
+    add(Probe("truncated-checkpoint-export", "4", "truncated checkpoint",
+              "models/r.pt cut at 15000 bytes: checkpoint.py: 'corrupt checkpoint'",
+              ["checkpoint.py", "--inference-only", "models/r.pt", "small.pt"], setup=half, words=corrupt))
+    add(Probe("empty-checkpoint-resume", "4", "empty checkpoint",
+              "models/r.pt is empty: --resume: 'corrupt checkpoint'", ["train.py", "--resume", "models/r.pt"],
+              setup=write_file("models/r.pt", b""), words=corrupt))
+    add(Probe("empty-checkpoint-enjoy", "4", "empty checkpoint",
+              "models/r.pt is empty: enjoy.py: 'corrupt checkpoint'", ["enjoy.py", "--model", "models/r.pt"],
+              setup=write_file("models/r.pt", b""), words=corrupt))
+
+    # ---------------------------------------------------------------- 5: run ids
+    for name, run_id, fast in (("dotdot", "../../x", True), ("absolute", "$PROBE/abs", False),
+                               ("slash", "a/b", False), ("empty", "", True), ("leading-dot", ".hidden", False),
+                               ("leading-dash", "-x", False), ("ends-pt", "x.pt", False),
+                               ("ends-lock", "x.lock", False), ("overlong", "x" * 300, False),
+                               ("space", "a b", False), ("non-ascii", "r\u00fcn", False),
+                               ("newline", "x\n", False), ("only-dots", "..", False),
+                               ("tilde", "~x", False), ("backslash", "a\\b", False)):
+        add(Probe(f"run-id-{name}", "5", f"run id: {name}",
+                  f"--run-id={run_id!r}: refused in one line naming --run-id; nothing written anywhere",
+                  ["train.py", f"--run-id={run_id}", *touch_env()], words=("--run-id",), absent=BUILT,
+                  fast=fast))
+    add(Probe("run-id-longest-allowed", "5", "run id: longest allowed",
+              "--run-id of 200 letters (the documented limit): trains",
+              ["train.py", "--run-id", "r" * 200, *TINY], code=(0,), exists=("repo/models/" + "r" * 200 + ".pt",)))
+    add(Probe("run-id-inner-dots", "5", "run id: inner dots",
+              "--run-id a..b (valid): trains, writes models/a..b.pt", ["train.py", "--run-id", "a..b", *TINY],
+              code=(0,), exists=("repo/models/a..b.pt",)))
+    add(Probe("run-id-from-crafted-checkpoint", "5", "run id from a crafted checkpoint",
+              "a checkpoint (right digest) whose run_id is '../../evil': --resume must refuse it; nothing "
+              "written outside models/ and summaries/",
+              ["train.py", "--resume", "models/r.pt", "--set", "updates=3"],
+              setup=crafted(lambda c: c.__setitem__("run_id", "../../evil")), words=("run_id", "run id"),
+              absent=("evil*", "repo/evil*")))
+    add(Probe("summaries-path-from-crafted-checkpoint", "5", "summaries path from a crafted checkpoint",
+              "a checkpoint (right digest) whose summaries_path is $PROBE/elsewhere: --resume must not write "
+              "there", ["train.py", "--resume", "models/r.pt", "--set", "updates=3"], code=(0, 2),
+              setup=lambda ctx: crafted(lambda c: c.__setitem__("summaries_path", str(ctx.out("elsewhere"))))(ctx),
+              may_change=("repo/models/r.pt",), absent=("elsewhere/*",)))
+
+    # ---------------------------------------------------------------- 6: checkpoints that would run code
+    marker = ("MARKER",)
+    for how, fast in (("torch.save", True), ("inside-real", False), ("zip", False), ("pickle", False),
+                      ("legacy", False)):
+        kind = {"torch.save": "__reduce__ saved with torch.save", "inside-real": "__reduce__ inside a real checkpoint",
+                "zip": "plain pickle in a checkpoint zip", "pickle": "plain pickle file",
+                "legacy": "legacy torch format"}[how]
+        scripts = [("resume", ["train.py", "--resume", "models/r.pt", "--set", "updates=3"]),
+                   ("enjoy", ["enjoy.py", "--model", "models/r.pt", "--episodes", "1"]),
+                   ("export", ["checkpoint.py", "--inference-only", "models/r.pt", "small.pt"])]
+        if how in ("pickle", "legacy", "inside-real"):
+            scripts = scripts[:2]
+        for script, args in scripts:
+            add(Probe(f"code-{how.replace('.', '-')}-{script}", "6", kind,
+                      f"models/r.pt would run `touch $PROBE/MARKER` when unpickled ({kind}): {args[0]} refuses "
+                      "in one line, exit 2, no MARKER", args, setup=evil(how), words=("models/r.pt",),
+                      absent=marker + ("repo/small.pt",), fast=fast and script == "resume"))
+    add(Probe("yaml-python-tag", "6", "yaml python tag",
+              "a config with `!!python/object/apply:os.system [touch $PROBE/MARKER]`: refused, no MARKER",
+              ["train.py", "--config", "evil.yaml", *TINY],
+              setup=lambda ctx: ctx.write("evil.yaml", f"gamma: !!python/object/apply:os.system "
+                                                       f"['touch {ctx.out('MARKER')}']\n"),
+              words=("evil.yaml",), absent=marker))
+
+    # ---------------------------------------------------------------- 7: values refused before any worker
+    def value(name, kv, key, kind=None, fast=False, words=None, **kw):
+        add(train_refused(f"value-{name}", "7", kind or f"bad value: {key}",
+                          f"--set {kv}: refused before any "
+                          f"{'worker process starts' if kw.get('touch') == 'main' else 'environment is built'}, "
+                          f"in one line naming {key}",
+                          ["--set", kv], words=words or (key,), fast=fast, **kw))
+
+    cores = len(os.sched_getaffinity(0))
+    value("torch-threads-many", "torch_threads=1000", "torch_threads", "torch_threads far above the cores",
+          fast=True)
+    value("torch-threads-negative", "torch_threads=-1", "torch_threads")
+    value("torch-threads-float", "torch_threads=2.5", "torch_threads", "wrong type: float for int")
+    value("seed-negative", "seed=-1", "seed", "negative seed")
+    value("seed-2-32", f"seed={2 ** 32}", "seed", "seed >= 2**32")
+    value("seed-float", "seed=1.0", "seed", "wrong type: float for int")
+    value("seed-string", "seed='7'", "seed", "wrong type: string for int")
+    for key, special in (("gamma", ".nan"), ("max_grad_norm", ".inf"), ("learning_rate_schedule.initial", ".nan"),
+                         ("environment.reward_scale", ".inf"), ("value_clip_range", ".nan"), ("target_kl", "-.inf"),
+                         ("initialization.hidden_gain", ".nan"), ("normalization.observation_clip", ".inf")):
+        value(f"{key.replace('.', '-').replace('_', '-')}-{special.strip('-.')}", f"{key}={special}", key,
+              f"non-finite float ({special.strip('-')})")
+    add(train_refused("value-image-buffer-too-large", "7", "buffer cannot fit in memory",
+                      "an 84x84x3 image environment, n_workers=64 x worker_steps=10**8 (a 135 TB buffer): "
+                      "refused before any worker process starts, naming n_workers / worker_steps / memory",
+                      ["--set", "n_workers=64", "--set", "worker_steps=100000000", "--set",
+                       "environment.kwargs.image=true"], words=(("worker_steps", "n_workers", "memory"),),
+                      touch="main", **huge_memory()))
+    add(train_refused("value-vector-buffer-too-large", "7", "buffer cannot fit in memory",
+                      "a vector environment, worker_steps=10**12: refused before any worker process starts, "
+                      "naming worker_steps / memory", ["--set", "worker_steps=1000000000000"],
+                      words=(("worker_steps", "memory"),), touch="main", **huge_memory()))
+    add(train_refused("value-model-too-large", "7", "model cannot fit in memory",
+                      "hidden_layer_size=10**9: refused before any worker process starts, naming "
+                      "hidden_layer_size / memory", ["--set", "hidden_layer_size=1000000000"],
+                      words=(("hidden_layer_size", "memory"),), touch="main", **huge_memory()))
+    poc = ["--set", "worker_processes=2"]
+    add(train_refused("value-kwargs-poc", "7", "kwargs for a family that takes none",
+                      "PocMemoryEnv with environment.kwargs.size=3: refused in one line naming environment.kwargs",
+                      [*poc, "--set", "environment.kwargs.size=3"], words=("environment.kwargs",), touch="",
+                      fast=True))
+    add(train_refused("value-kwargs-cartpole", "7", "kwargs a family does not take",
+                      "CartPoleMasked with environment.kwargs.bogus=1: refused naming environment.kwargs",
+                      [*poc, "--set", "environment.type=CartPoleMasked", "--set", "environment.kwargs.bogus=1"],
+                      words=("environment.kwargs",), touch=""))
+    add(train_refused("value-kwargs-gym", "7", "kwargs a gym environment does not take",
+                      "gym CartPole-v1 with environment.kwargs.bogus=1: refused naming the environment",
+                      ["--set", "environment.type=gym", "--set", "environment.name=CartPole-v1",
+                       "--set", "environment.kwargs.bogus=1"], words=("environment",), touch=""))
+    for key, kv, family in (("environment.name", "environment.name=CartPole-v1", "PocMemoryEnv"),
+                            ("environment.reset_params", "environment.reset_params.x=1", "PocMemoryEnv"),
+                            ("environment.evaluation_kwargs", "environment.evaluation_kwargs.x=1", "PocMemoryEnv"),
+                            ("environment.name", "environment.name=CartPole-v1", "CartPoleMasked"),
+                            ("environment.reset_params", "environment.reset_params.x=1", "CartPoleMasked"),
+                            ("environment.reset_params", "environment.reset_params.x=1", "gym")):
+        extra = ["--set", f"environment.type={family}", "--set", kv]
+        if family == "gym":
+            extra += ["--set", "environment.name=CartPole-v1"]
+        add(train_refused(f"value-ignored-{key.split('.')[1].replace('_', '-')}-{family.lower()}", "7",
+                          f"a key {family} ignores", f"{family} with --set {kv}: the family ignores it: refused "
+                          f"naming {key}", extra, words=(key,), touch=""))
+    value("observation-mask-out-of-range", "environment.observation_mask=[7]", "environment.observation_mask",
+          "observation mask index out of range", touch="main")
+    value("observation-mask-empty", "environment.observation_mask=[]", "environment.observation_mask")
+    value("observation-mask-bool", "environment.observation_mask=[true]", "environment.observation_mask")
+    value("unknown-key", "gama=0.9", "gama", "unknown key")
+    value("unknown-nested-key", "recurrence.hidden=4", "recurrence.hidden", "unknown nested key")
+    value("updates-string", "updates=ten", "updates", "wrong type: string for int")
+    value("updates-float", "updates=1.5", "updates", "wrong type: float for int")
+    value("updates-bool", "updates=true", "updates", "wrong type: bool for int")
+    value("section-scalar", "recurrence=gru", "recurrence", "a section given a scalar")
+    value("kwargs-list", "environment.kwargs=[1]", "environment.kwargs", "wrong type: list for dict")
+    value("gamma-bool", "gamma=yes", "gamma", "wrong type: bool for float")
+    value("n-workers-zero", "n_workers=0", "n_workers")
+    value("n-workers-negative", "n_workers=-3", "n_workers")
+    value("n-workers-float", "n_workers=2.0", "n_workers", "wrong type: float for int")
+    value("worker-steps-zero", "worker_steps=0", "worker_steps")
+    value("epochs-zero", "epochs=0", "epochs")
+    value("n-mini-batch-too-many", "n_mini_batch=1000", "n_mini_batch", "more minibatches than sequences")
+    value("sequence-length-too-long", "recurrence.sequence_length=1000", "recurrence.sequence_length")
+    value("hidden-layer-zero", "hidden_layer_size=0", "hidden_layer_size")
+    value("hidden-state-zero", "recurrence.hidden_state_size=0", "recurrence.hidden_state_size")
+    value("num-layers-zero", "recurrence.num_layers=0", "recurrence.num_layers")
+    value("layer-type-rnn", "recurrence.layer_type=rnn", "recurrence.layer_type")
+    value("gamma-above-one", "gamma=1.5", "gamma")
+    value("lamda-negative", "lamda=-0.1", "lamda")
+    value("value-coefficient-negative", "value_loss_coefficient=-1", "value_loss_coefficient")
+    value("max-grad-norm-zero", "max_grad_norm=0", "max_grad_norm")
+    value("worker-processes-above-workers", "worker_processes=3", "worker_processes")
+    value("worker-processes-negative", "worker_processes=-1", "worker_processes")
+    value("checkpoint-interval-negative", "checkpoint_interval=-1", "checkpoint_interval")
+    value("device-tpu", "device=tpu", "device")
+    value("device-cuda-without-gpu", "device=cuda", "device", "a device not present")
+    value("learning-rate-zero", "learning_rate_schedule.initial=0", "learning_rate_schedule.initial")
+    value("schedule-shape", "learning_rate_schedule.shape=cosine", "learning_rate_schedule.shape")
+    value("schedule-power-zero", "beta_schedule.power=0", "beta_schedule.power")
+    value("schedule-decay-zero", "clip_range_schedule.max_decay_steps=0", "clip_range_schedule.max_decay_steps")
+    value("clip-range-zero", "clip_range_schedule.final=0", "clip_range_schedule.final")
+    value("target-kl-zero", "target_kl=0", "target_kl")
+    value("value-clip-range-negative", "value_clip_range=-0.1", "value_clip_range")
+    value("reward-clip-zero", "normalization.reward_clip=0", "normalization.reward_clip")
+    value("reward-scale-zero", "environment.reward_scale=0", "environment.reward_scale")
+    value("vector-encoder-negative", "vector_encoder_size=-1", "vector_encoder_size")
+    value("updates-null", "updates=", "updates", "a key set to nothing")
+    value("not-a-section", "gamma.x=1", "gamma", "--set into a number")
+    add(train_refused("value-environment-type", "7", "unknown environment family",
+                      "environment.type=Pong: refused naming environment.type",
+                      ["--set", "environment.type=Pong"], words=("environment.type",), touch=""))
+    add(train_refused("value-gym-without-name", "7", "gym family without a name",
+                      "environment.type=gym, no name: refused naming environment.name",
+                      ["--set", "environment.type=gym"], words=("environment.name",), touch=""))
+    add(train_refused("value-gym-unknown-id", "7", "unknown Gymnasium id",
+                      "environment.name=NoSuchEnv-v0: refused naming environment.name",
+                      ["--set", "environment.type=gym", "--set", "environment.name=NoSuchEnv-v0"],
+                      words=("environment.name",), touch=""))
+    add(train_refused("value-gym-missing-module", "7", "Gymnasium id in a missing module",
+                      "environment.name=no_such_module:X-v0: refused naming environment.name",
+                      ["--set", "environment.type=gym", "--set", "environment.name=no_such_module:X-v0"],
+                      words=("environment.name",), touch=""))
+    add(train_refused("value-gym-unsupported-observation", "7", "unsupported observation space",
+                      "gym Blackjack-v1 (a Tuple observation): refused in one line naming the observation space",
+                      ["--set", "environment.type=gym", "--set", "environment.name=Blackjack-v1",
+                       "--set", "worker_processes=2"], words=("observation",), touch=""))
+    for name, flag, kind in (("set-without-equals", "updates", "--set without '='"),
+                             ("set-empty-key", "=3", "--set with an empty key")):
+        add(train_refused(f"value-{name}", "7", kind, f"--set {flag}: refused naming --set", ["--set", flag],
+                          words=("--set",)))
+    for name, seed in (("negative", "-1"), ("2-32", str(2 ** 32)), ("text", "abc")):
+        add(Probe(f"seed-flag-{name}", "7", f"--seed {name}", f"--seed={seed}: refused naming --seed",
+                  ["train.py", "--run-id", "p", f"--seed={seed}", *touch_env()], words=("--seed",), absent=BUILT))
+
+    def config_file(name, kind, what, data, words=(), code=(2,), fast=False, touch=True, **kw):
+        add(Probe(f"config-{name}", "7", kind, what, ["train.py", "--config", "c.yaml", "--run-id", "p",
+                                                        *(touch_env() if touch else TINY)],
+                  setup=write_file("c.yaml", data), words=words, code=code, absent=BUILT if touch else (),
+                  fast=fast, **kw))
+
+    config_file("not-utf8", "config not UTF-8", "c.yaml in Latin-1 (a comment with e-acute): refused naming it",
+                "# caf\u00e9\ngamma: 0.99\n".encode("latin-1"), words=("c.yaml",))
+    config_file("duplicate-key", "duplicate yaml keys", "c.yaml sets gamma twice: refused naming gamma",
+                "gamma: 0.99\ngamma: 0.9\n", words=("gamma",))
+    config_file("duplicate-nested-key", "duplicate nested yaml keys",
+                "c.yaml sets recurrence.layer_type twice: refused naming layer_type",
+                "recurrence:\n  layer_type: gru\n  layer_type: lstm\n", words=("layer_type",))
+    config_file("unknown-key", "unknown key in the file", "c.yaml has lerning_rate: refused naming it",
+                "lerning_rate: 0.1\n", words=("lerning_rate",))
+    config_file("a-list", "config that is a list", "c.yaml is a yaml list: refused", "- gamma: 0.9\n",
+                words=(("c.yaml", "mapping"),))
+    config_file("a-scalar", "config that is a scalar", "c.yaml is the number 5: refused", "5\n",
+                words=(("c.yaml", "mapping"),))
+    config_file("invalid-yaml", "invalid yaml", "c.yaml has an unclosed bracket: refused naming it",
+                "gamma: [0.9\n", words=("c.yaml",))
+    config_file("int-key", "non-string key", "c.yaml has a key 1: refused", "1: 2\n", words=("1",))
+    config_file("null-section", "a section left empty", "c.yaml has `recurrence:` with nothing: refused "
+                "naming recurrence (or taken as defaults)", "recurrence:\n", code=(0, 2),
+                words=(("recurrence", "training"),), one_line=False, touch="")
+    config_file("empty", "empty config file", "c.yaml is empty (tiny --set values): the defaults, or refused; "
+                "never a traceback", "", code=(0, 2), one_line=False, touch="")
+    levels = ["&a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"] + [
+        f"&{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 10) + "]" for i in range(8)]
+    config_file("alias-bomb", "yaml alias bomb",
+                "c.yaml's environment.observation_mask nests aliases 9 deep (a billion leaves): refused at once, "
+                "naming observation_mask", "environment:\n  observation_mask: [" + ", ".join(levels) + "]\n",
+                words=("observation_mask",), timeout=30, **huge_memory())
+    add(Probe("config-folder", "7", "a folder as --config", "--config configs (a folder): refused naming it",
+              ["train.py", "--config", "configs", *touch_env()], words=("configs",), absent=BUILT))
+    add(Probe("config-missing", "7", "missing config", "--config missing.yaml: refused, 'not found'",
+              ["train.py", "--config", "missing.yaml", *touch_env()], words=("missing.yaml",), absent=BUILT))
+    add(Probe("config-binary", "7", "a binary file as --config",
+              "--config models/poc_memory_env.pt: refused naming it",
+              ["train.py", "--config", "models/poc_memory_env.pt", *touch_env()],
+              words=("poc_memory_env.pt",), absent=BUILT))
+
+    # ---------------------------------------------------------------- 8: resume with changes
+    resume = ["train.py", "--resume", "models/r.pt"]
+
+    def resume_refused(name, extra, words, kind=None, fast=False, what=None):
+        add(Probe(f"resume-{name}", "8", kind or f"resume changing {words[0]}",
+                  what or f"--resume models/r.pt {' '.join(extra)}: refused naming {', '.join(words)}",
+                  [*resume, *extra], setup=R, words=words, fast=fast))
+
+    resume_refused("hidden-layer", ["--set", "hidden_layer_size=16", "--set", "updates=3"],
+                   ("hidden_layer_size",))
+    resume_refused("layer-type", ["--set", "recurrence.layer_type=lstm", "--set", "updates=3"],
+                   ("recurrence.layer_type",))
+    resume_refused("hidden-state", ["--set", "recurrence.hidden_state_size=8", "--set", "updates=3"],
+                   ("recurrence.hidden_state_size",))
+    resume_refused("num-layers", ["--set", "recurrence.num_layers=2", "--set", "updates=3"],
+                   ("recurrence.num_layers",))
+    resume_refused("vector-encoder", ["--set", "vector_encoder_size=8", "--set", "updates=3"],
+                   ("vector_encoder_size",))
+    resume_refused("environment", ["--set", "environment.type=CartPoleMasked", "--set", "updates=3"],
+                   ("environment",))
+    resume_refused("reward-scale", ["--set", "environment.reward_scale=2", "--set", "updates=3"],
+                   ("environment",), kind="resume changing the environment's settings")
+    resume_refused("n-workers", ["--set", "n_workers=4", "--set", "updates=3"], ("n_workers",), fast=True)
+    resume_refused("normalisation", ["--set", "normalization.observations=true", "--set", "updates=3"],
+                   ("normalization.observations",))
+    resume_refused("initialization", ["--set", "initialization.orthogonal=false", "--set", "updates=3"],
+                   ("initialization",))
+    resume_refused("seed-set", ["--set", "seed=5", "--set", "updates=3"], ("seed",))
+    resume_refused("seed-flag", ["--seed", "5", "--set", "updates=3"], ("--seed",), kind="--seed with --resume")
+    resume_refused("config-flag", ["--config", "configs/poc_memory_env.yaml", "--set", "updates=3"],
+                   ("--config",), kind="--config with --resume")
+    resume_refused("run-id-flag", ["--run-id", "z", "--set", "updates=3"], ("--run-id",),
+                   kind="--run-id with --resume")
+    resume_refused("updates-equal", ["--set", "updates=2"], ("updates",), kind="resume with nothing left to do")
+    resume_refused("updates-fewer", ["--set", "updates=1"], ("updates",), kind="resume with nothing left to do")
+    resume_refused("updates-default", [], ("updates",), kind="resume with nothing left to do",
+                   what="--resume models/r.pt with no --set (the run is complete): refused naming updates")
+    resume_refused("device-cuda", ["--set", "device=cuda", "--set", "updates=3"], ("device",),
+                   kind="resume on a device not present")
+    add(Probe("resume-worker-processes", "8", "resume changing worker_processes",
+              "--resume models/r.pt --set worker_processes=2 --set updates=3: works (update 3) or is refused "
+              "naming worker_processes", [*resume, "--set", "worker_processes=2", "--set", "updates=3"], setup=R,
+              code=(0, 2), one_line=False, may_change=("repo/models/r.pt",),
+              check=lambda ctx, proc: checkpoint_update("models/r.pt", 3)(ctx, proc) if proc.process.returncode == 0
+              else (None if "worker_processes" in first_line(proc) else "refused without naming worker_processes")))
+    add(Probe("resume-sequence-length", "8", "resume changing a training-only key",
+              "--set recurrence.sequence_length=4 --set updates=3: allowed, continues to update 3",
+              [*resume, "--set", "recurrence.sequence_length=4", "--set", "updates=3"], setup=R, code=(0,),
+              may_change=("repo/models/r.pt",), check=checkpoint_update("models/r.pt", 3)))
+    add(Probe("resume-worker-steps", "8", "resume changing the rollout length",
+              "--set worker_steps=8 --set updates=3: allowed, continues to update 3",
+              [*resume, "--set", "worker_steps=8", "--set", "updates=3"], setup=R, code=(0,),
+              may_change=("repo/models/r.pt",), check=checkpoint_update("models/r.pt", 3)))
+    add(Probe("resume-inference-only", "8", "resume an inference-only checkpoint",
+              "--resume small.pt (written by checkpoint.py --inference-only): refused, 'cannot resume'",
+              ["train.py", "--resume", "small.pt", "--set", "updates=3"], setup=with_fixture("small", "small.pt"),
+              words=("cannot resume",)))
+    add(Probe("resume-missing-keys", "8", "checkpoint missing keys",
+              "a checkpoint (right digest) without its 'update' and 'run_id': refused in one line",
+              [*resume, "--set", "updates=3"], setup=crafted(lambda c: (c.pop("update"), c.pop("run_id"))),
+              words=("models/r.pt",)))
+    add(Probe("resume-invalid-config", "8", "checkpoint with an invalid config",
+              "a checkpoint (right digest) whose config has gamma 2.0: refused naming gamma",
+              [*resume, "--set", "updates=3"], setup=crafted(lambda c: c["config"].__setitem__("gamma", 2.0)),
+              words=("gamma",)))
+    add(Probe("resume-unknown-config-key", "8", "checkpoint with an unknown config key",
+              "a checkpoint (right digest) whose config has a key 'bogus': refused naming it",
+              [*resume, "--set", "updates=3"], setup=crafted(lambda c: c["config"].__setitem__("bogus", 1)),
+              words=("bogus",)))
+    add(Probe("resume-old-format", "8", "checkpoint of an older format",
+              "a format-1 checkpoint (pickled, no digest): refused, 'older version'",
+              [*resume, "--set", "updates=3"],
+              setup=lambda ctx: __import__("torch").save({"model": {}, "config": {}, "update": 1},
+                                                         ctx.path("models/r.pt")),
+              words=("older version",)))
+    add(Probe("resume-foreign-file", "8", "a foreign torch file",
+              "models/r.pt holds a bare tensor (torch.save): refused, 'not a checkpoint'",
+              [*resume, "--set", "updates=3"],
+              setup=lambda ctx: (lambda torch: torch.save(torch.zeros(3), ctx.path("models/r.pt")))(
+                  __import__("torch")), words=("models/r.pt",)))
+    add(Probe("resume-missing", "8", "resume a missing file", "--resume models/none.pt: refused, 'not found'",
+              ["train.py", "--resume", "models/none.pt"], words=("not found",)))
+    add(Probe("resume-folder", "8", "resume a folder", "--resume models: refused, 'folder'",
+              ["train.py", "--resume", "models"], words=("folder",)))
+    add(Probe("resume-yaml", "8", "resume a yaml file",
+              "--resume configs/poc_memory_env.yaml: refused as not a checkpoint (no claim that it holds code)",
+              ["train.py", "--resume", "configs/poc_memory_env.yaml"],
+              words=("poc_memory_env.yaml", ("not a checkpoint", "corrupt", "cannot be read"))))
+    add(Probe("resume-summaries-removed", "8", "resume after summaries were removed",
+              "summaries/ deleted after the run; --resume models/r.pt --set updates=3: continues",
+              [*resume, "--set", "updates=3"], setup=R, code=(0,), may_change=("repo/models/r.pt",),
+              check=checkpoint_update("models/r.pt", 3)))
+    add(Probe("resume-copy-from-elsewhere", "8", "resume a copy kept elsewhere",
+              "no models/r.pt; --resume $PROBE/kept.pt: continues, writes models/r.pt at update 3",
+              ["train.py", "--resume", "$PROBE/kept.pt", "--set", "updates=3"], setup=copy_to_outside("r", "kept.pt"),
+              code=(0,), check=checkpoint_update("models/r.pt", 3)))
+    add(Probe("resume-read-only-checkpoint", "8", "resume a read-only checkpoint file",
+              "models/r.pt is mode 0444: --resume continues to update 3 (the file is replaced by rename)",
+              [*resume, "--set", "updates=3"],
+              setup=with_fixture(then=lambda ctx: ctx.path("models/r.pt").chmod(0o444)),
+              code=(0,), may_change=("repo/models/r.pt",), check=checkpoint_update("models/r.pt", 3)))
+
+    # ---------------------------------------------------------------- 9: enjoy.py and checkpoint.py
+    enjoy = ["enjoy.py", "--model", "models/r.pt"]
+    add(Probe("enjoy-config-weights-mismatch", "9", "checkpoint whose config does not fit its weights",
+              "models/r.pt (right digest) whose config says hidden_layer_size 16 for weights of 8: enjoy.py "
+              "refuses in one line", [*enjoy, "--episodes", "1"],
+              setup=crafted(lambda c: c["config"].__setitem__("hidden_layer_size", 16)), words=("models/r.pt",)))
+    add(Probe("enjoy-layer-type-mismatch", "9", "checkpoint whose config does not fit its weights",
+              "models/r.pt (right digest): GRU weights, config says lstm: enjoy.py refuses in one line",
+              [*enjoy, "--episodes", "1"],
+              setup=crafted(lambda c: c["config"]["recurrence"].__setitem__("layer_type", "lstm")),
+              words=("models/r.pt",)))
+    add(Probe("enjoy-video-missing-folder", "9", "--video in a missing folder",
+              "enjoy.py --model models/poc_memory_env.pt --video nowhere/out.gif: refused before the first episode",
+              ["enjoy.py", "--model", "models/poc_memory_env.pt", "--video", "nowhere/out.gif"],
+              words=("nowhere",), stdout_lacks=("episode",), fast=True))
+    add(Probe("enjoy-video-bad-extension", "9", "--video with a bad extension",
+              "--video out.avi: refused before the first episode", [*enjoy, "--video", "out.avi"], setup=R,
+              words=("out.avi",), stdout_lacks=("episode",)))
+    add(Probe("enjoy-video-no-extension", "9", "--video with a bad extension",
+              "--video out: refused before the first episode", [*enjoy, "--video", "out"], setup=R,
+              words=("out",), stdout_lacks=("episode",)))
+    add(Probe("enjoy-video-is-folder", "9", "--video names a folder",
+              "--video clips.gif where clips.gif is a folder: refused before the first episode",
+              [*enjoy, "--video", "clips.gif"], setup=with_fixture(then=lambda ctx: ctx.path("clips.gif").mkdir()),
+              words=("clips.gif",), stdout_lacks=("episode",)))
+    add(Probe("enjoy-video-mp4-without-extra", "9", "--video .mp4 without the video extra",
+              "--video out.mp4 (imageio not installed): refused before the first episode, naming the extra",
+              [*enjoy, "--video", "out.mp4"], setup=R, code=(0, 2), words=(("out.mp4", "video extra"),),
+              stdout_lacks=("episode",), may_write=("repo/out.mp4",),
+              check=lambda ctx, proc: None if proc.process.returncode == 2 or ctx.path("out.mp4").exists()
+              else "exit 0 without out.mp4"))
+    for name, flag, value, word in (("episodes-zero", "--episodes", "0", "--episodes"),
+                                    ("episodes-negative", "--episodes", "-1", "--episodes"),
+                                    ("episodes-text", "--episodes", "abc", "--episodes"),
+                                    ("episodes-float", "--episodes", "1.5", "--episodes"),
+                                    ("seed-text", "--seed", "abc", "--seed"),
+                                    ("seed-negative", "--seed", "-1", "--seed"),
+                                    ("seed-float", "--seed", "1.5", "--seed")):
+        add(Probe(f"enjoy-{name}", "9", f"enjoy {flag} {name.split('-')[1]}",
+                  f"enjoy.py {flag}={value}: refused in one line naming {word}, before any episode",
+                  [*enjoy, f"{flag}={value}"], setup=R, words=(word,), stdout_lacks=("episode",)))
+    add(Probe("enjoy-missing-model", "9", "enjoy a missing file", "--model models/none.pt: refused, 'not found'",
+              ["enjoy.py", "--model", "models/none.pt"], words=("not found",)))
+    add(Probe("enjoy-folder-model", "9", "enjoy a folder", "--model models: refused, 'folder'",
+              ["enjoy.py", "--model", "models"], words=("folder",)))
+    add(Probe("enjoy-yaml-model", "9", "enjoy a yaml file",
+              "--model configs/poc_memory_env.yaml: refused as not a checkpoint (no claim that it holds code)",
+              ["enjoy.py", "--model", "configs/poc_memory_env.yaml"],
+              words=("poc_memory_env.yaml", ("not a checkpoint", "corrupt", "cannot be read"))))
+    add(Probe("enjoy-old-format", "9", "checkpoint of an older format",
+              "enjoy.py with a format-1 checkpoint (no digest): refused, 'older version'", enjoy,
+              setup=lambda ctx: __import__("torch").save({"model": {}, "config": {}}, ctx.path("models/r.pt")),
+              words=("older version",)))
+    add(Probe("enjoy-inference-only", "9", "enjoy an inference-only checkpoint",
+              "enjoy.py --model small.pt (checkpoint.py --inference-only): plays", ["enjoy.py", "--model", "small.pt",
+                                                                                   "--episodes", "2"],
+              setup=with_fixture("small", "small.pt"), code=(0,), stdout_has=("2 episodes",)))
+    add(Probe("enjoy-render-without-display", "9", "--render without a display",
+              "enjoy.py --render, no DISPLAY: records r.gif instead (says so)",
+              [*enjoy, "--render", "--episodes", "1"], setup=R, code=(0,), exists=("repo/r.gif",)))
+    export = ["checkpoint.py", "--inference-only"]
+    add(Probe("export-missing-source", "9", "checkpoint.py: missing source",
+              "checkpoint.py --inference-only models/none.pt small.pt: refused, 'not found'",
+              [*export, "models/none.pt", "small.pt"], words=("not found",)))
+    add(Probe("export-folder-source", "9", "checkpoint.py: a folder as source",
+              "checkpoint.py --inference-only models small.pt: refused", [*export, "models", "small.pt"],
+              words=("folder",)))
+    add(Probe("export-folder-target", "9", "checkpoint.py: a folder as target",
+              "checkpoint.py --inference-only models/r.pt models: refused naming models",
+              [*export, "models/r.pt", "models"], setup=R, words=("folder",)))
+    add(Probe("export-existing-target", "9", "checkpoint.py: existing target",
+              "checkpoint.py --inference-only models/r.pt models/poc_memory_env.pt: refused, the shipped "
+              "checkpoint untouched", [*export, "models/r.pt", "models/poc_memory_env.pt"], setup=R,
+              words=("exists",)))
+    add(Probe("export-target-is-source", "9", "checkpoint.py: target is the source",
+              "checkpoint.py --inference-only models/r.pt models/r.pt: refused, untouched",
+              [*export, "models/r.pt", "models/r.pt"], setup=R, words=("models/r.pt",)))
+    add(Probe("export-target-symlink", "9", "checkpoint.py: target is a symlink to a file outside",
+              "target models/s.pt -> $PROBE/victim.txt: refused, the victim untouched",
+              [*export, "models/r.pt", "models/s.pt"],
+              setup=all_of(R, write_file("victim.txt", "precious\n", outside=True),
+                           symlink("models/s.pt", "$PROBE/victim.txt")), words=("models/s.pt",)))
+    add(Probe("export-target-dangling-symlink", "9", "checkpoint.py: target is a dangling symlink",
+              "target models/s.pt -> $PROBE/new.pt (missing): nothing written at $PROBE/new.pt",
+              [*export, "models/r.pt", "models/s.pt"], code=(0, 2), one_line=False,
+              setup=all_of(R, symlink("models/s.pt", "$PROBE/new.pt")), may_change=("repo/models/s.pt",),
+              absent=("new.pt",)))
+    add(Probe("export-of-inference-only", "9", "checkpoint.py: export an exported checkpoint",
+              "checkpoint.py --inference-only small.pt smaller.pt: works", [*export, "small.pt", "smaller.pt"],
+              setup=with_fixture("small", "small.pt"), code=(0,), exists=("repo/smaller.pt",),
+              may_write=("repo/smaller.pt",)))
+    add(Probe("export-works", "9", "checkpoint.py: control", "checkpoint.py --inference-only models/r.pt small.pt: "
+              "writes small.pt", [*export, "models/r.pt", "small.pt"], setup=R, code=(0,),
+              exists=("repo/small.pt",), may_write=("repo/small.pt",)))
+
+    # ---------------------------------------------------------------- flags of each script (extra)
+    for script, flags in (("train.py", ["--help"]), ("train.py", ["-h"]), ("enjoy.py", ["--help"]),
+                          ("checkpoint.py", ["--help"])):
+        add(Probe(f"help-{script.split('.')[0]}{flags[0]}", "extra", "--help exits 0",
+                  f"{script} {flags[0]}: the usage, exit 0", [script, *flags], code=(0,),
+                  stdout_has=(("usage" if script == "checkpoint.py" else "Usage"),)))
+    for name, args, word in (
+            ("train-unknown-flag", ["train.py", "--bogus"], "--bogus"),
+            ("train-positional", ["train.py", "configs/poc_memory_env.yaml"], "poc_memory_env.yaml"),
+            ("train-flag-twice", ["train.py", "--seed", "1", "--seed", "2"], "--seed"),
+            ("train-set-without-value", ["train.py", "--set"], "--set"),
+            ("train-config-without-value", ["train.py", "--config"], "--config"),
+            ("enjoy-no-model", ["enjoy.py"], "--model"),
+            ("enjoy-unknown-flag", ["enjoy.py", "--model", "models/poc_memory_env.pt", "--bogus"], "--bogus"),
+            ("export-no-arguments", ["checkpoint.py"], "--inference-only"),
+            ("export-unknown-flag", ["checkpoint.py", "--bogus"], "--bogus"),
+            ("export-one-path", ["checkpoint.py", "--inference-only", "models/poc_memory_env.pt"],
+             "--inference-only")):
+        add(Probe(f"flag-{name}", "extra", "bad flag", f"`{shlex.join(['python', *args])}`: refused in one line "
+                  f"naming {word}, exit 2", args, words=(word,)))
+
+    # ---------------------------------------------------------------- other working folders (extra)
+    def make_sub(ctx: Ctx):
+        ctx.path("sub").mkdir()
+    add(Probe("train-from-another-folder", "extra", "run from another working folder",
+              "from repo/sub: python ../train.py --config ../configs/poc_memory_env.yaml: trains into sub/models",
+              ["../train.py", "--config", "../configs/poc_memory_env.yaml", "--run-id", "p", *TINY], setup=make_sub,
+              cwd="repo/sub", code=(0,), exists=("repo/sub/models/p.pt",)))
+    add(Probe("train-default-config-from-another-folder", "extra", "default config from another folder",
+              "from repo/sub: python ../train.py (configs/ is not there): refused, 'not found'",
+              ["../train.py", *TINY], setup=make_sub, cwd="repo/sub", words=("not found",)))
+    add(Probe("enjoy-from-another-folder", "extra", "run from another working folder",
+              "from repo/sub: python ../enjoy.py --model ../models/poc_memory_env.pt --episodes 2: plays",
+              ["../enjoy.py", "--model", "../models/poc_memory_env.pt", "--episodes", "2"], setup=make_sub,
+              cwd="repo/sub", code=(0,), stdout_has=("2 episodes",)))
+    add(Probe("config-symlink-outside", "extra", "config symlink pointing outside",
+              "c.yaml -> $PROBE/kept.yaml (a valid config): trains",
+              ["train.py", "--config", "c.yaml", "--run-id", "p", *TINY],
+              setup=all_of(lambda ctx: shutil.copy2(ROOT / "configs/poc_memory_env.yaml", ctx.out("kept.yaml")),
+                           symlink("c.yaml", "$PROBE/kept.yaml")), code=(0,), exists=("repo/models/p.pt",)))
+    add(Probe("seed-largest", "extra", "largest allowed seed",
+              "--seed 4294967295 (2**32 - 1): trains", ["train.py", "--run-id", "p", "--seed", "4294967295", *TINY],
+              code=(0,), exists=("repo/models/p.pt",)))
+
+    # ---------------------------------------------------------------- 10: Ctrl-C during start-up
+    startup = ["train.py", "--run-id", "p", *sets(updates=100000, worker_processes=2, checkpoint_interval=0)]
+    for delay in (0.2, 0.5, 0.8, 1.2, 1.5):
+        add(Probe(f"ctrl-c-startup-{delay}s", "10", "Ctrl-C during start-up",
+                  f"SIGINT to the process group {delay} s after launch (worker_processes=2): exit 130, no "
+                  "traceback, at most one line on stderr, no process left",
+                  startup, action=interrupt_at(delay, signal.SIGINT, startup), code=(130,), one_line=None,
+                  serial=True, fast=delay == 0.5, check=at_most_one_line))
+    for delay in (0.5, 1.2):
+        add(Probe(f"sigterm-startup-{delay}s", "10", "SIGTERM during start-up",
+                  f"SIGTERM to the process group {delay} s after launch: exit 143, quiet, nothing left",
+                  startup, action=interrupt_at(delay, signal.SIGTERM, startup), code=(143,), serial=True,
+                  check=at_most_one_line))
+    resume_startup = ["train.py", "--resume", "models/r.pt", "--set", "updates=100000", "--set", "worker_processes=2"]
+    add(Probe("ctrl-c-startup-resume", "10", "Ctrl-C during a resume's start-up",
+              "SIGINT to the group 0.8 s after `--resume models/r.pt`: exit 130, quiet; models/r.pt still loads",
+              resume_startup, action=interrupt_at(0.8, signal.SIGINT, resume_startup), setup=R, code=(130,),
+              serial=True, may_change=("repo/models/r.pt",),
+              check=lambda ctx, proc: at_most_one_line(ctx, proc) or loads("models/r.pt", 2)(ctx, proc)))
+    enjoy_long = ["enjoy.py", "--model", "models/poc_memory_env.pt", "--episodes", "100000"]
+    add(Probe("ctrl-c-enjoy", "10", "Ctrl-C in enjoy.py",
+              "SIGINT to enjoy.py's group after its first episode: exit 130, no traceback",
+              enjoy_long, action=interrupt_after_line([signal.SIGINT], enjoy_long, line="episode", group=True),
+              code=(130,), serial=True, check=at_most_one_line))
+
+    # ---------------------------------------------------------------- 11: stops by signal, NaN, faults
+    long_run = ["train.py", "--run-id", "r", *LONG]
+    add(Probe("sigint-mid-run", "11", "SIGINT mid-run",
+              "SIGINT after update 1: finishes the update, saves, exit 130; models/r.pt loads",
+              long_run, action=interrupt_after_line([signal.SIGINT], long_run), code=(130,), serial=True,
+              stdout_has=("stopped by SIGINT",), check=loads("models/r.pt")))
+    add(Probe("sigterm-mid-run", "11", "SIGTERM mid-run",
+              "SIGTERM after update 1: saves, exit 143; models/r.pt loads", long_run,
+              action=interrupt_after_line([signal.SIGTERM], long_run), code=(143,), serial=True,
+              stdout_has=("stopped by SIGTERM",), check=loads("models/r.pt"), fast=True))
+    workers_run = ["train.py", "--run-id", "r", *sets(updates=100000, checkpoint_interval=0, worker_processes=2)]
+    add(Probe("ctrl-c-mid-run-workers", "11", "Ctrl-C mid-run with worker processes",
+              "SIGINT to the group (as a terminal) after update 1, worker_processes=2: saves, exit 130, no "
+              "process left", workers_run, action=interrupt_after_line([signal.SIGINT], workers_run, group=True),
+              code=(130,), serial=True, check=loads("models/r.pt")))
+    slow = ["train.py", "--run-id", "r", *sets(updates=100000, checkpoint_interval=0), *SLOW]
+    add(Probe("second-sigint", "11", "a second SIGINT",
+              "slow updates (~1.6 s); SIGINT after update 1, again 0.3 s later: stops at once (< 1.5 s) without "
+              "saving, exit 130", slow, action=interrupt_after_line([signal.SIGINT, signal.SIGINT], slow,
+                                                                      at_once=1.5),
+              code=(130,), serial=True, stderr_has=("without saving",), expect="stops within 1.5 s of the second"))
+    add(Probe("second-sigterm", "11", "a second SIGTERM",
+              "as second-sigint with SIGTERM twice: exit 143 at once", slow,
+              action=interrupt_after_line([signal.SIGTERM, signal.SIGTERM], slow, at_once=1.5), code=(143,),
+              serial=True))
+    add(Probe("sigint-then-sigterm", "11", "SIGINT then SIGTERM",
+              "SIGINT then SIGTERM 0.3 s later: stops at once, exit 130 or 143", slow,
+              action=interrupt_after_line([signal.SIGINT, signal.SIGTERM], slow, at_once=1.5), code=(130, 143),
+              serial=True))
+    add(Probe("resume-after-sigint", "11", "resume after SIGINT",
+              "SIGINT after update 2, then --resume models/r.pt with 2 more updates: exit 0 at the right update",
+              long_run, action=sigint_then_resume(long_run), code=(0,), serial=True,
+              may_change=("repo/models/r.pt",), check=resumed_to_target))
+    flaky = lambda fault, at, processes=0: ["train.py", "--run-id", "r", *sets(
+        updates=50, checkpoint_interval=1, worker_processes=processes, n_workers=2),
+        "--set", "environment.type=gym", "--set", f"environment.name={FLAKY}",
+        "--set", f"environment.kwargs.at_step={at}", "--set", f"environment.kwargs.fault={fault}"]
+    add(Probe("nan-reward", "11", "NaN reward",
+              "an environment yields a NaN reward at step 70: the run stops, exit 1, naming the non-finite "
+              "loss; the last checkpoint (update 2) loads", flaky("nan", 70), code=(1,), words=("non-finite",),
+              check=loads("models/r.pt", 2)))
+    add(Probe("nan-reward-worker-process", "11", "NaN reward in a worker process",
+              "as nan-reward with worker_processes=2: exit 1, no process left", flaky("nan", 40, 2), code=(1,),
+              words=("non-finite",)))
+    add(Probe("environment-raises", "11", "environment raises",
+              "an environment raises at step 70: exit 1, its traceback shown, the last checkpoint kept",
+              flaky("raise", 70), code=(1,), words=("environment",), traceback_ok=True,
+              check=loads("models/r.pt", 2)))
+    add(Probe("environment-raises-worker-process", "11", "environment raises in a worker process",
+              "as environment-raises with worker_processes=2: exit 1, no process left", flaky("raise", 40, 2),
+              code=(1,), words=("environment",), traceback_ok=True))
+    add(Probe("worker-killed", "11", "a killed worker process",
+              "SIGKILL to one worker process after update 1: exit 1 within seconds naming the dead worker",
+              workers_run, action=kill_worker(workers_run), code=(1,), words=("died",), serial=True))
+
+    # ---------------------------------------------------------------- 12: repeatable evaluation
+    # A sharp policy (the shipped ones) often samples the same actions by chance: the fresh
+    # checkpoint's nearly uniform policy shows unseeded sampling at once.
+    shipped_poc = ["enjoy.py", "--model", "models/poc_memory_env.pt", "--episodes", "20", "--seed", "3"]
+    add(Probe("enjoy-sampled-twice", "12", "sampled evaluation repeats",
+              "enjoy.py --model models/poc_memory_env.pt --episodes 20 --seed 3 (sampled actions) twice: the same "
+              "episodes", shipped_poc, code=(0,), action=twice_same(shipped_poc),
+              expect="both runs print the same episode lines"))
+    add(Probe("enjoy-sampled-twice-fresh", "12", "sampled evaluation repeats",
+              "enjoy.py --model models/r.pt (a barely trained, nearly uniform policy) --episodes 6 --seed 3 twice: "
+              "the same episodes", [*enjoy, "--episodes", "6", "--seed", "3"], setup=R, code=(0,), fast=True,
+              action=twice_same([*enjoy, "--episodes", "6", "--seed", "3"]),
+              expect="both runs print the same episode lines"))
+    add(Probe("enjoy-sampled-twice-shipped", "12", "sampled evaluation of a shipped model repeats",
+              "enjoy.py --model models/cartpole_masked.pt --episodes 4 --seed 1 twice: the same episodes",
+              ["enjoy.py", "--model", "models/cartpole_masked.pt", "--episodes", "4", "--seed", "1"], code=(0,),
+              action=twice_same(["enjoy.py", "--model", "models/cartpole_masked.pt", "--episodes", "4",
+                                 "--seed", "1"]), expect="both runs print the same episode lines"))
+    add(Probe("enjoy-video-twice", "12", "sampled recording repeats",
+              "enjoy.py --video out.gif --episodes 3 --seed 2 twice: the same episodes",
+              [*enjoy, "--episodes", "3", "--seed", "2", "--video", "out.gif"], setup=R, code=(0,),
+              action=twice_same([*enjoy, "--episodes", "3", "--seed", "2", "--video", "out.gif"]),
+              expect="both runs print the same episode lines",
+              may_write=("repo/out.gif",)))
+    add(Probe("enjoy-deterministic-twice", "12", "deterministic evaluation repeats",
+              "enjoy.py --deterministic --episodes 4 twice: the same episodes",
+              [*enjoy, "--episodes", "4", "--deterministic"], setup=R, code=(0,),
+              action=twice_same([*enjoy, "--episodes", "4", "--deterministic"]),
+              expect="both runs print the same episode lines"))
+    return P
+
+
+def at_most_one_line(ctx: Ctx, proc: Proc) -> str | None:
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    if len(lines) > 1:
+        return f"stderr has {len(lines)} lines (a quiet stop has at most one)"
+    return None
+
+
+PROBES = build_probes()
+
+
+# ------------------------------------------------------------------ reports
+
+def totals(results: list[Result]) -> dict:
+    return {
+        "probes": len(results),
+        "kinds": len({r.kind for r in results}),
+        "right": sum(r.verdict == "right" for r in results),
+        "wrong": sum(r.verdict == "wrong" for r in results),
+        "skipped": sum(r.verdict == "skipped" for r in results),
+        "tracebacks": sum("traceback" in r.reasons for r in results),
+        "lost_or_overwritten_files": sum(bool(r.changed) for r in results),
+        "written_where_not_allowed": sum(bool(r.written) for r in results),
+        "leftover_processes": sum(r.leftover_processes for r in results),
+        "leftover_tmp_files": sum(len(r.leftover_tmp) for r in results),
+    }
+
+
+def cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(results: list[Result], summary: dict, command: str) -> str:
+    lines = ["# Probes: the scripts tried as a new, a careless and a hostile user would", "",
+             f"Made by `{command}` (results/probes.py; each probe's folder is `$PROBE`, the repository copy "
+             "`$PROBE/repo`, the working folder unless said otherwise).", "",
+             "| probes | kinds | right | wrong | skipped | tracebacks | lost or overwritten files | written where not "
+             "allowed | processes left | *.tmp left |", "|---|---|---|---|---|---|---|---|---|---|",
+             "| " + " | ".join(str(summary[k]) for k in ("probes", "kinds", "right", "wrong", "skipped", "tracebacks",
+                                                         "lost_or_overwritten_files", "written_where_not_allowed",
+                                                         "leftover_processes", "leftover_tmp_files")) + " |", "",
+             "## Every probe", "", "| probe | point | exit | first line | verdict |", "|---|---|---|---|---|"]
+    for r in results:
+        verdict = r.verdict if r.verdict != "wrong" else "**wrong**: " + "; ".join(r.reasons)
+        if r.verdict == "skipped":
+            verdict += ": " + "; ".join(r.reasons)
+        code = f"{r.code} ({r.killed_by})" if r.killed_by else str(r.code)
+        lines.append(f"| {r.name} | {r.point} | {code} | `{cell(r.first_line[:140])}` | {cell(verdict)} |")
+    wrong = [r for r in results if r.verdict == "wrong"]
+    if wrong:
+        lines += ["", "## Wrong outcomes, by issue point", ""]
+        for point in sorted({r.point for r in wrong}, key=lambda p: (not p.isdigit(), int(p) if p.isdigit() else 0)):
+            lines += [f"### Point {point}", ""]
+            for r in (r for r in wrong if r.point == point):
+                lines += [f"- **{r.name}** ({r.kind}): {r.what}",
+                          f"  - command: `{r.command}`",
+                          f"  - happened: exit {r.code}{f' (killed by {r.killed_by})' if r.killed_by else ''}, "
+                          f"first line `{cell(r.first_line[:200])}`",
+                          f"  - wrong because: {'; '.join(r.reasons)}",
+                          f"  - expected: {r.expected}"]
+            lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+# ------------------------------------------------------------------ main
+
+def select(args) -> list[Probe]:
+    chosen = PROBES
+    if args.fast:
+        chosen = [p for p in chosen if p.fast]
+    if args.only:
+        points = set(args.only.split(","))
+        chosen = [p for p in chosen if p.point in points]
+    if args.name:
+        chosen = [p for p in chosen if args.name in p.name]
+    return chosen
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", help="issue points, comma-separated: 1 .. 12, extra")
+    parser.add_argument("--fast", action="store_true", help="the subset tests/test_probes.py runs")
+    parser.add_argument("--name", help="probes whose name holds this")
+    parser.add_argument("--jobs", type=int, default=1, help="probes at once (serial ones always run alone)")
+    parser.add_argument("--md", help="write the markdown report here (default for a full run: results/probes.md)")
+    parser.add_argument("--json", help="write the json report here (default for a full run: results/probes.json)")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch folders (their path is printed)")
+    parser.add_argument("--list", action="store_true", help="list the chosen probes and stop")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print each probe's stdout and stderr")
+    args = parser.parse_args(argv)
+    probes = select(args)
+    if not probes:
+        print("no probe matches", file=sys.stderr)
+        return 2
+    if args.list:
+        for p in probes:
+            print(f"{p.name:45s} {p.point:>5s}  {p.kind}")
+        print(f"{len(probes)} probes, {len({p.kind for p in probes})} kinds")
+        return 0
+    full = not (args.fast or args.only or args.name)
+    md = args.md or ("results/probes.md" if full else None)
+    js = args.json or ("results/probes.json" if full else None)
+
+    base = Path(tempfile.mkdtemp(prefix="probes-"))
+    fixtures = Fixtures(base)
+    results: dict[str, Result] = {}
+    print_lock = threading.Lock()
+
+    def one(p: Probe):
+        result = run_probe(p, base, fixtures)
+        results[p.name] = result
+        with print_lock:
+            mark = {"right": "ok   ", "wrong": "WRONG", "skipped": "skip "}[result.verdict]
+            print(f"{mark} {p.name:45s} exit {str(result.code):4s} {result.seconds:5.1f}s  "
+                  f"{result.first_line[:90]}", flush=True)
+            if result.verdict != "right":
+                print(f"      {'; '.join(result.reasons)}", flush=True)
+            if args.verbose:
+                print("      stdout: " + result.stdout.replace("\n", "\n              "))
+                print("      stderr: " + result.stderr.replace("\n", "\n              "), flush=True)
+        if not args.keep:
+            shutil.rmtree(base / p.name, ignore_errors=True)
+
+    start = time.monotonic()
+    try:
+        parallel = [p for p in probes if not p.serial]
+        if args.jobs > 1:
+            with ThreadPoolExecutor(args.jobs) as pool:
+                list(pool.map(one, parallel))
+        else:
+            for p in parallel:
+                one(p)
+        for p in probes:
+            if p.serial:
+                one(p)
+    finally:
+        if args.keep:
+            print(f"scratch folders kept in {base}")
+        else:
+            shutil.rmtree(base, ignore_errors=True)
+    ordered = [results[p.name] for p in probes]
+    summary = totals(ordered)
+    summary["seconds"] = round(time.monotonic() - start, 1)
+    command = "python results/probes.py" + (f" --jobs {args.jobs}" if args.jobs > 1 else "")
+    if md:
+        Path(md).write_text(markdown(ordered, summary, command))
+    if js:
+        Path(js).write_text(json.dumps({"command": command, "totals": summary,
+                                        "probes": [{k: v for k, v in vars(r).items()} for r in ordered]},
+                                       indent=1) + "\n")
+    print(f"{summary['probes']} probes of {summary['kinds']} kinds: {summary['right']} right, {summary['wrong']} "
+          f"wrong, {summary['skipped']} skipped; tracebacks {summary['tracebacks']}, lost or overwritten files "
+          f"{summary['lost_or_overwritten_files']}, written where not allowed "
+          f"{summary['written_where_not_allowed']}, processes left {summary['leftover_processes']}, *.tmp left "
+          f"{summary['leftover_tmp_files']} ({summary['seconds']} s)")
+    return 1 if summary["wrong"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

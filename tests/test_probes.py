@@ -1,0 +1,31 @@
+"""The fast probes (results/probes.py --fast): one or two per issue point, each a real run of
+train.py, enjoy.py or checkpoint.py that a new, careless or hostile user could make.
+
+Every probe must end right; on failure the message lists each wrong probe with its command,
+exit code, first line and reasons. The whole suite: python results/probes.py --jobs 2
+"""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_fast_probes_end_right(tmp_path):
+    report = tmp_path / "probes.json"
+    run = subprocess.run([sys.executable, str(ROOT / "results/probes.py"), "--fast", "--jobs", "2",
+                          "--json", str(report)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert report.exists(), f"results/probes.py --fast wrote no report (exit {run.returncode}):\n{run.stderr}"
+    probes = json.loads(report.read_text())["probes"]
+    points = {p["point"] for p in probes}
+    missing = {str(n) for n in range(1, 13)} - points
+    assert not missing, f"issue points without a fast probe: {sorted(missing, key=int)}"
+    wrong = [p for p in probes if p["verdict"] != "right"]
+    lines = [f"{p['name']} (point {p['point']}): `{p['command']}` -> exit {p['code']}, "
+             f"first line {p['first_line']!r}\n    wrong: {'; '.join(p['reasons'])}\n    expected: {p['expected']}"
+             for p in wrong]
+    if wrong:
+        pytest.fail(f"{len(wrong)} of {len(probes)} fast probes ended wrong:\n" + "\n".join(lines), pytrace=False)

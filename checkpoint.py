@@ -37,7 +37,9 @@ import numpy as np
 import torch
 
 FORMAT = 2  # 1: pickled Python objects, no digest (before weights-only loading)
-INFERENCE = ("format", "model", "config", "update", "steps", "run_id", "normalization")
+INFERENCE = ("format", "model", "config", "update", "steps", "run_id", "normalization")  # what acting needs
+# and what only a resumed run needs besides (capture() writes both, in this order)
+RESUME = ("summaries_path", "summaries", "optimizer", "rng", "environments", "obs", "state")
 
 
 class CheckpointError(ValueError):
@@ -184,22 +186,27 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     try:
         payload = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as error:
-        if "weights only" in str(error).lower() or "weights_only" in str(error):
+        # torch words every failure of its weights-only unpickler alike; a class or function
+        # it refused to load is named as an "Unsupported global": that is code, not damage
+        if "Unsupported global" in str(error) or "GLOBAL" in str(error):
             raise CheckpointError(f"{path} refused: it holds Python objects, which could run code when "
                                   "loaded (written by an older version, or crafted)") from None
-        raise CheckpointError(f"corrupt checkpoint: {path} cannot be read") from None
+        raise CheckpointError(f"corrupt checkpoint: {path} cannot be read (damaged, or not a checkpoint)") from None
     except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError, TypeError, KeyError,
             AttributeError, IndexError, UnicodeDecodeError, OverflowError, MemoryError):
         raise CheckpointError(f"corrupt checkpoint: {path} cannot be read (truncated, damaged, "
                               "or not written by train.py)") from None
-    if not isinstance(payload, dict) or "model" not in payload or "config" not in payload:
-        raise CheckpointError(f"{path} is not a checkpoint of this project")
-    if payload.get("format") != FORMAT or "digest" not in payload:
-        raise CheckpointError(f"{path} was written by an older version of this project (no digest, "
-                              "pickled objects): it cannot be loaded safely; train it again")
-    stored = payload.pop("digest")
-    if stored != digest(payload):
+    if not isinstance(payload, dict):
+        raise CheckpointError(f"corrupt checkpoint: {path} is not a checkpoint of this project")
+    stored = payload.pop("digest", None)
+    if stored is not None and stored != digest(payload):
         raise CheckpointError(f"corrupt checkpoint: {path} (its contents do not match its digest)")
+    if stored is None or payload.get("format") != FORMAT:
+        raise CheckpointError(f"{path} has no digest of this version: corrupt, or written by an older version "
+                              "of this project (pickled objects), which cannot be loaded safely")
+    missing = [key for key in INFERENCE + (RESUME if payload.get("resumable") else ()) if key not in payload]
+    if missing:
+        raise CheckpointError(f"{path} lacks {', '.join(missing)}: not a checkpoint train.py wrote")
     return payload
 
 
@@ -239,7 +246,13 @@ class RunLock:
 
     def acquire(self) -> "RunLock":
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:  # never through a symbolic link: it could point at any file of the user's
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            except OSError as error:
+                if error.errno != errno.ELOOP:
+                    raise CheckpointError(f"cannot create the lock {self.path} ({error.strerror})") from None
+                raise CheckpointError(f"{self.path} is a symbolic link, not a lock this project made: "
+                                      "remove it") from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as error:
@@ -267,12 +280,22 @@ class RunLock:
             self._fd = None
 
 
+USAGE = """Writes the inference-only part of a checkpoint (what enjoy.py and Agent.load use).
+
+Usage:
+  checkpoint.py --inference-only <source> <target>
+  checkpoint.py --help
+"""
+
+
 def main(argv=None) -> int:
-    import argparse
-    parser = argparse.ArgumentParser(description="Writes the inference-only part of a checkpoint.")
-    parser.add_argument("--inference-only", nargs=2, metavar=("SOURCE", "TARGET"), required=True)
-    source, target = parser.parse_args(argv).inference_only
+    from config import ConfigError, command_line
     try:
+        try:
+            args = command_line(USAGE, argv)
+        except ConfigError as error:
+            raise CheckpointError(str(error)) from None
+        source, target = args["<source>"], args["<target>"]
         if Path(target).is_dir():
             raise CheckpointError(f"{target} is a folder: give the new checkpoint's file name")
         if Path(target).exists():

@@ -11,6 +11,9 @@ import dataclasses
 import difflib
 import math
 import os
+import re
+import reprlib
+import sys
 import typing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -159,7 +162,24 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+def command_line(doc: str, argv: list[str] | None = None) -> dict:
+    """docopt's reading of a script's command line; a flag it does not know is one ConfigError
+    line naming it, instead of the usage text (--help still prints the help and exits 0)."""
+    from docopt import DocoptExit, docopt
+    try:
+        return docopt(doc, argv=argv)
+    except DocoptExit:
+        given = sys.argv[1:] if argv is None else argv
+        known = set(re.findall(r"--[a-z][a-z-]*", doc))
+        unknown = [a.split("=")[0] for a in given if a.startswith("-") and a.split("=")[0] not in known]
+        what = (f"unknown option {unknown[0]}" if unknown else
+                f"cannot read the arguments {' '.join(given)!r}" if given else "arguments missing")
+        raise ConfigError(f"{what}: see --help") from None
+
+
 def config_from_dict(raw: dict, overrides: list[str] = ()) -> Config:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"a config is a mapping of keys (key: value lines), got {reprlib.repr(raw)}")
     raw = copy.deepcopy(raw)
     for item in overrides:
         apply_override(raw, item)
@@ -188,7 +208,7 @@ def apply_override(raw: dict, item: str) -> None:
 
 def _build(cls, raw: Any, prefix: str):
     if not isinstance(raw, dict):
-        raise ConfigError(f"{prefix.rstrip('.') or 'config'}: expected a mapping of keys, got {raw!r}")
+        raise ConfigError(f"{prefix.rstrip('.') or 'config'}: expected a mapping of keys, got {reprlib.repr(raw)}")
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]
     values = {}
@@ -218,7 +238,7 @@ def _coerce(hint, value, key: str):
     elif hint is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             if not math.isfinite(value):
-                raise ConfigError(f"config key '{key}' must be a finite number, got {value!r}")
+                raise ConfigError(f"config key '{key}' must be a finite number, got {reprlib.repr(value)}")
             return float(value)
     elif hint is str:
         if isinstance(value, str):
@@ -230,7 +250,7 @@ def _coerce(hint, value, key: str):
         if isinstance(value, list):
             return value
     name = getattr(hint, "__name__", str(hint))
-    raise ConfigError(f"config key '{key}' must be of type {name}, got {value!r}")
+    raise ConfigError(f"config key '{key}' must be of type {name}, got {reprlib.repr(value)}")
 
 
 # ------------------------------------------------------------- validation
@@ -239,7 +259,7 @@ def validate(config: Config) -> None:
     """Impossible values and combinations, each reported as one line naming the key."""
     def need(ok: bool, key: str, value, allowed: str):
         if not ok:
-            raise ConfigError(f"config key '{key}' = {value!r} is not allowed: {allowed}")
+            raise ConfigError(f"config key '{key}' = {reprlib.repr(value)} is not allowed: {allowed}")
 
     for key in ("updates", "epochs", "n_workers", "worker_steps", "n_mini_batch", "hidden_layer_size"):
         need(getattr(config, key) > 0, key, getattr(config, key), "must be > 0")

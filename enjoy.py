@@ -28,10 +28,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from docopt import docopt
 
 from checkpoint import CheckpointError
-from config import ConfigError
+from config import ConfigError, command_line
 
 HELD_OUT = 2 ** 31  # training seeds are below 2**31 - 1; evaluation seeds start here
 
@@ -117,6 +116,16 @@ def _stamp(frame: np.ndarray, t: int) -> np.ndarray:
 
 
 def write_video(path: Path, frames: list[np.ndarray], fps: int = 8) -> None:
+    """Writes to a temporary name beside `path` and renames it: a failed write leaves no half file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp{path.suffix}")
+    try:
+        _write_frames(tmp, frames, fps)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _write_frames(path: Path, frames: list[np.ndarray], fps: int) -> None:
     if path.suffix.lower() == ".gif":
         from PIL import Image
         images = [Image.fromarray(f) for f in frames]
@@ -187,10 +196,10 @@ def _options(args: dict) -> tuple[int, int, Path | None, bool]:
 
 
 def main(argv=None) -> int:
-    args = docopt(__doc__, argv=argv)
     from agent import Agent
     from spaces import SpaceError
     try:
+        args = command_line(__doc__, argv)
         episodes, seed, video, window = _options(args)
         agent = Agent.load(args["--model"])
         with Progress(episodes) as progress:
@@ -199,7 +208,12 @@ def main(argv=None) -> int:
             else:
                 results = evaluate(agent, episodes, seed, args["--deterministic"], on_episode=progress.episode)
         if video:
-            write_video(video, frames)
+            try:
+                write_video(video, frames)
+            except OSError as error:  # e.g. a full disk: the episodes' scores are still printed below
+                print(f"error: could not write {video} ({error.strerror or error})", file=sys.stderr)
+                print(summary(results))
+                return 1
             print(f"wrote {video} ({len(frames)} frames)")
         if window:
             show(frames)

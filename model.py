@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from config import InitializationConfig, RecurrenceConfig
+from config import ConfigError, InitializationConfig, RecurrenceConfig
 from distributions import make_distribution
 from spaces import EnvSpaces, Layout, Part, layout
 
@@ -272,6 +272,13 @@ class ActorCritic(nn.Module):
 
 
 def build_model(config, spaces: EnvSpaces) -> ActorCritic:
-    """The model a config describes, for the environment's spaces (environments.spaces_of)."""
-    return ActorCritic(spaces.observation, spaces.action_space, config.hidden_layer_size, config.recurrence,
-                       config.vector_encoder_size, config.initialization)
+    """The model a config describes, for the environment's spaces (environments.spaces_of);
+    sizes whose parameters cannot be allocated are a ConfigError, not a crash."""
+    try:
+        return ActorCritic(spaces.observation, spaces.action_space, config.hidden_layer_size, config.recurrence,
+                           config.vector_encoder_size, config.initialization)
+    except (MemoryError, RuntimeError) as error:
+        if not isinstance(error, MemoryError) and "alloc" not in str(error):
+            raise
+        raise ConfigError("the model's parameters do not fit in memory: lower hidden_layer_size, "
+                          "recurrence.hidden_state_size or vector_encoder_size") from None

@@ -59,9 +59,8 @@ from datetime import datetime
 from pathlib import Path
 
 import yaml
-from docopt import docopt
 
-from config import ConfigError, apply_override, config_from_dict, load_config, validate
+from config import ConfigError, apply_override, command_line, config_from_dict, load_config, validate
 
 ROOT = Path(__file__).resolve().parent
 SWEEP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
@@ -609,10 +608,10 @@ def statistics(sweep: Sweep, finished: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = docopt(__doc__, argv=argv)
     raw_argv = sys.argv[1:] if argv is None else argv
     start = time.perf_counter()
     try:
+        args = command_line(__doc__, argv)
         if args["--resume"]:
             given = [a.split("=")[0] for a in raw_argv if a.startswith("--") and a.split("=")[0] not in OWN_FLAGS]
             if given:

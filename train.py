@@ -44,11 +44,9 @@ import re  # noqa: E402  (the imports below take seconds: a Ctrl-C among them is
 from datetime import datetime  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from docopt import docopt  # noqa: E402
-
 from checkpoint import (CheckpointError, RunLock, load_checkpoint, require_resumable,  # noqa: E402
                         same_checkpoint, writable)
-from config import ConfigError, check_resume_overrides, config_from_dict, load_config  # noqa: E402
+from config import ConfigError, check_resume_overrides, command_line, config_from_dict, load_config  # noqa: E402
 from spaces import SpaceError  # noqa: E402
 
 MODELS, SUMMARIES = Path("models"), Path("summaries")
@@ -67,6 +65,13 @@ def resolve_device(requested: str, force_cpu: bool) -> str:
     return requested
 
 
+def check_run_id(run_id, what: str) -> None:
+    """A run id names files in models/ and summaries/: a plain name, never a path."""
+    if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id) or run_id.endswith((".pt", ".lock")):
+        raise ConfigError(f"{what} {run_id!r} is not allowed: a name of letters, digits, '.', '_' and '-' "
+                          "(no folders, no leading '.' or '-')")
+
+
 def read_run(args: dict, raw_argv: list[str]):
     """(config, run id, checkpoint or None) from the command line; refuses bad input."""
     if not args["--resume"]:
@@ -78,9 +83,7 @@ def read_run(args: dict, raw_argv: list[str]):
         run_id = args["--run-id"]
         if run_id is None:
             run_id = f"{Path(args['--config']).stem}-{datetime.now():%Y%m%d-%H%M%S}"
-        if not RUN_ID.fullmatch(run_id) or run_id.endswith((".pt", ".lock")):
-            raise ConfigError(f"--run-id {run_id!r} is not allowed: a name of letters, digits, '.', '_' and '-' "
-                              "(no folders, no leading '.' or '-')")
+        check_run_id(run_id, "--run-id")
         return config, run_id, None
     given = [flag for flag in ("--config", "--run-id", "--seed")
              if any(a == flag or a.startswith(flag + "=") for a in raw_argv)]
@@ -88,6 +91,11 @@ def read_run(args: dict, raw_argv: list[str]):
         raise ConfigError(f"{', '.join(given)} cannot be combined with --resume (the checkpoint holds them)")
     checkpoint = load_checkpoint(args["--resume"])
     require_resumable(checkpoint, args["--resume"])
+    check_run_id(checkpoint["run_id"], f"{args['--resume']}'s run id")
+    summaries = Path(checkpoint["summaries_path"]).resolve()
+    if not summaries.is_relative_to(SUMMARIES.resolve()):
+        raise CheckpointError(f"{args['--resume']} keeps its summaries in {checkpoint['summaries_path']}, outside "
+                              f"{SUMMARIES}/ here: resume it from the folder its run started in")
     config = config_from_dict(checkpoint["config"], args["--set"])
     check_resume_overrides(checkpoint["config"], config)
     if config.updates <= checkpoint["update"]:
@@ -116,19 +124,24 @@ def claim(run_id: str, resume: str | None, overwrite: bool) -> RunLock:
 
 
 def main(argv=None) -> int:
-    args = docopt(__doc__, argv=argv)
     lock, trainer = None, None
 
     def on_signal(number, frame):
         if trainer is None or trainer.stop_signal is not None:
-            raise KeyboardInterrupt(number)  # during start-up, or a second signal: stop now
+            # During start-up there is nothing to save, and after a first signal the user
+            # asked twice: leave now. Worker processes follow when their pipe closes.
+            if lock is not None:
+                lock.release()
+            _stop_during_start_up(number, frame) if trainer is None else _stop_now(number)
         trainer.stop_signal = number
         trainer.summaries.say(f"\n{signal.Signals(number).name}: finishing update {trainer.update + 1}, "
                               "then saving (send it again to stop without saving)")
 
-    handlers = {number: signal.signal(number, on_signal) for number in (signal.SIGINT, signal.SIGTERM)}
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, on_signal)
     try:
         try:
+            args = command_line(__doc__, argv)
             config, run_id, checkpoint = read_run(args, sys.argv[1:] if argv is None else argv)
             device = resolve_device(config.device, args["--cpu"])
             lock = claim(run_id, args["--resume"], args["--overwrite"])
@@ -139,17 +152,16 @@ def main(argv=None) -> int:
             print(f"error: {error}", file=sys.stderr)
             return 2
         return train(trainer, checkpoint)
-    except KeyboardInterrupt as interrupt:
-        number = interrupt.args[0] if interrupt.args else signal.SIGINT
-        print(f"stopped by {signal.Signals(number).name} without saving", file=sys.stderr)
-        return 128 + number
     finally:
         if trainer is not None:
             trainer.close()
         if lock is not None:
             lock.release()
-        for number, handler in handlers.items():
-            signal.signal(number, handler)
+
+
+def _stop_now(number: int) -> None:
+    os.write(2, f"stopped by {signal.Signals(number).name} without saving\n".encode())
+    os._exit(128 + number)
 
 
 def train(trainer, checkpoint: dict | None) -> int:
@@ -161,7 +173,9 @@ def train(trainer, checkpoint: dict | None) -> int:
     print(f"training {trainer.run_id} on {trainer.device}; summaries in {trainer.summaries.path}", flush=True)
     try:
         trainer.run()
-    except (WorkerError, NonFiniteError, CheckpointError) as error:
+    except (WorkerError, NonFiniteError, CheckpointError, OSError) as error:
+        if isinstance(error, OSError):  # e.g. summaries on a full disk; checkpoints report their own
+            error = f"could not write {error.filename} ({error.strerror or error})"
         saved = (f"the last good checkpoint is {trainer.checkpoint_path} (update {trainer.saved_update})"
                  if trainer.saved_update is not None else "no checkpoint was saved in this run")
         print(f"error: {error}\n{saved}", file=sys.stderr)

@@ -10,8 +10,10 @@ truncated episode is kept so that the trainer can bootstrap from it.
 """
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import signal
+import threading
 import traceback
 from dataclasses import dataclass
 from multiprocessing.connection import wait
@@ -131,7 +133,34 @@ def _fault_report(fault: _EnvFault) -> tuple[int, str]:
     return fault.index, "".join(traceback.format_exception(fault.__cause__)).rstrip()
 
 
+@contextlib.contextmanager
+def _deaf_to_stop_signals():
+    """Starts worker processes that ignore SIGINT and SIGTERM: a Ctrl-C reaches the whole
+    process group, and the trainer alone decides how to stop (it finishes the update and
+    saves, which needs the workers). They leave when told to, or when the trainer's pipe
+    closes. A disposition of SIG_IGN survives the forkserver's exec, and Python then
+    installs no KeyboardInterrupt handler in it or in the workers it forks; signal
+    dispositions can only be set from the main thread, so elsewhere (a sweep's trial
+    thread) the signals are blocked instead, the best that can be done from there."""
+    stops = (signal.SIGINT, signal.SIGTERM)
+    if threading.current_thread() is not threading.main_thread():
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        return
+    handlers = {number: signal.signal(number, signal.SIG_IGN) for number in stops}
+    try:
+        yield
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+
+
 def _worker_main(conn, config: EnvironmentConfig, lo: int, seeds: list[int], shared: _Shared):
+    for number in (signal.SIGINT, signal.SIGTERM):  # see _deaf_to_stop_signals
+        signal.signal(number, signal.SIG_IGN)
     envs = []
     try:
         envs = [config.make() for _ in seeds]
@@ -150,15 +179,22 @@ def _worker_main(conn, config: EnvironmentConfig, lo: int, seeds: list[int], sha
                 conn.send(("ok", None))
             else:  # "close"
                 break
-    except EOFError:
-        pass  # the trainer is gone: just leave
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        pass  # the trainer is gone (it stopped, or was killed): just leave
     except _EnvFault as fault:
-        conn.send(("fault", _fault_report(fault)))
+        _send_fault(conn, _fault_report(fault))
     except Exception:
-        conn.send(("fault", (None, traceback.format_exc().rstrip())))
+        _send_fault(conn, (None, traceback.format_exc().rstrip()))
     finally:
         for env in envs:
             env.close()
+
+
+def _send_fault(conn, report: tuple) -> None:
+    try:
+        conn.send(("fault", report))
+    except OSError:
+        pass  # the trainer is gone too
 
 
 class VecEnv:
@@ -182,24 +218,19 @@ class VecEnv:
             return
         probe.close()
         bounds = np.linspace(0, W, processes + 1).astype(int)
-        # The workers (and the forkserver they come from) start with SIGINT and SIGTERM
-        # blocked: a Ctrl-C reaches the whole process group, and the trainer alone
-        # decides how to stop. They leave when told to, or when the trainer's pipe closes.
-        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         try:
-            for p in range(processes):
-                lo, hi = int(bounds[p]), int(bounds[p + 1])
-                parent, child = ctx.Pipe()
-                process = ctx.Process(target=_worker_main, args=(child, config, lo, self.seeds[lo:hi],
-                                                                 self._shared), daemon=True, name=f"env-worker-{p}")
-                self._workers.append((process, parent, lo, hi))
-                process.start()
-                child.close()
+            with _deaf_to_stop_signals():
+                for p in range(processes):
+                    lo, hi = int(bounds[p]), int(bounds[p + 1])
+                    parent, child = ctx.Pipe()
+                    process = ctx.Process(target=_worker_main, args=(child, config, lo, self.seeds[lo:hi],
+                                                                     self._shared), daemon=True, name=f"env-worker-{p}")
+                    self._workers.append((process, parent, lo, hi))
+                    process.start()
+                    child.close()
         except BaseException:  # e.g. Ctrl-C during start-up: no worker may outlive the trainer
             self.close()
             raise
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
     @property
     def n(self) -> int:

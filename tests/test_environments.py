@@ -3,10 +3,12 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from config import EnvironmentConfig
+from config import EnvironmentConfig, config_from_dict
 
 from environments.cartpole import CartPole
 from environments.poc_memory import PocMemoryEnv
+from normalization import Normalizers
+from spaces import layout
 from worker import environment_seeds
 from worker import VecEnv, WorkerError
 
@@ -88,18 +90,22 @@ def test_cartpole_matches_gymnasium_cartpole_v1():
 
 
 def test_masked_cartpole_hides_velocities_and_reports_raw_return():
-    env = EnvironmentConfig(type="CartPoleMasked").make()
+    config = EnvironmentConfig(type="CartPoleMasked")
+    env = config.make()
     obs, _ = env.reset(seed=0)
-    total_scaled = 0.0
+    total = 0.0
     while True:
         assert obs[1] == 0.0 and obs[3] == 0.0
         unmasked = env.unwrapped._state
         obs, reward, terminated, truncated, info = env.step(balancing_action(np.array(unmasked)))
-        total_scaled += reward
+        total += reward
         if terminated or truncated:
             break
-    assert truncated and info["episode"] == {"reward": 200.0, "length": 200}
-    assert total_scaled == pytest.approx(2.0)  # trained on reward / 100
+    assert truncated and info["episode"] == {"reward": 200.0, "length": 200} and total == 200.0
+    normalizers = Normalizers(config_from_dict({"environment": {"type": "CartPoleMasked"}}),
+                              layout(env.observation_space))
+    np.testing.assert_array_equal(normalizers.reward(np.ones(3, np.float32), np.zeros(3, bool)),
+                                  np.full(3, 0.01, np.float32))  # trained on reward / 100
 
 
 def test_environment_seeds_are_distinct_and_reproducible():

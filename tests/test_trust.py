@@ -283,3 +283,38 @@ def test_ctrl_c_during_start_up_stops_quietly_and_leaves_no_process(tmp_path, de
     assert process.returncode in (0, 130), err
     assert "Traceback" not in err and "Error" not in err.replace("KeyboardInterrupt", ""), err
     assert_no_process_left(marker)
+
+
+def test_ctrl_c_to_the_process_group_mid_run_saves_and_the_workers_keep_serving(tmp_path):
+    """A terminal's Ctrl-C reaches the workers too: they must ignore it, so the run can finish
+    its update with them and save."""
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml",
+                          **dict(TINY, updates=400, worker_processes=2, checkpoint_interval=0))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen([sys.executable, str(ROOT / "train.py"), "--config", config, "--run-id", "group"],
+                               cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    while not process.stdout.readline().startswith("update    2/"):
+        assert process.poll() is None, process.stderr.read()
+    os.killpg(process.pid, signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and "Traceback" not in err, err
+    assert load_checkpoint(tmp_path / "models/group.pt")["update"] >= 2
+
+
+def test_a_lock_file_that_is_a_symbolic_link_is_refused_and_its_target_untouched(tmp_path):
+    (tmp_path / "models").mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's file")
+    (tmp_path / "models/r.lock").symlink_to(victim)
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", **TINY)
+    result = script(tmp_path, "train.py", "--config", config, "--run-id", "r")
+    assert result.returncode == 2 and "symbolic link" in one_line(result)
+    assert victim.read_text() == "the user's file"
+
+
+def test_bad_flags_are_one_line_and_exit_2(tmp_path):
+    for args in (("train.py", "--bogus"), ("train.py", "configs/x.yaml"), ("enjoy.py",),
+                 ("checkpoint.py", "--bogus"), ("sweep.py", "--bogus")):
+        result = script(tmp_path, *args)
+        assert result.returncode == 2 and "see --help" in one_line(result), args

@@ -172,8 +172,11 @@ def command_line(doc: str, argv: list[str] | None = None) -> dict:
         given = sys.argv[1:] if argv is None else argv
         known = set(re.findall(r"--[a-z][a-z-]*", doc))
         unknown = [a.split("=")[0] for a in given if a.startswith("-") and a.split("=")[0] not in known]
-        what = (f"unknown option {unknown[0]}" if unknown else
-                f"cannot read the arguments {' '.join(given)!r}" if given else "arguments missing")
+        usage = doc.split("Usage:")[1].split("\n\n")[0].splitlines()[1]  # the first usage line
+        required = re.findall(r"--[a-z][a-z-]*", re.sub(r"\[[^\]]*\]", "", usage))
+        missing = [r for r in required if not any(a.split("=")[0] == r for a in given)]
+        what = (f"unknown option {unknown[0]}" if unknown else f"{missing[0]} is missing" if missing else
+                f"cannot read the arguments {' '.join(given)!r}")
         raise ConfigError(f"{what}: see --help") from None
 
 
@@ -323,11 +326,12 @@ def validate(config: Config) -> None:
     need(scale is None or scale > 0, "environment.reward_scale", scale, "must be > 0")
     from environments import SetupError, check_settings
     env = config.environment
-    for kwargs in (env.kwargs, {**env.kwargs, **env.evaluation_kwargs}):
+    for kwargs, key in ((env.kwargs, "environment.kwargs"),
+                        ({**env.kwargs, **env.evaluation_kwargs}, "environment.evaluation_kwargs")):
         try:
             check_settings(env.type, env.name, kwargs, env.reset_params)
         except SetupError as error:
-            raise ConfigError(str(error)) from None
+            raise ConfigError(str(error).replace("environment.kwargs", key)) from None
 
 
 # Keys a resumed run cannot change: they shape the model, the environments or their

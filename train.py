@@ -91,7 +91,7 @@ def read_run(args: dict, raw_argv: list[str]):
         raise ConfigError(f"{', '.join(given)} cannot be combined with --resume (the checkpoint holds them)")
     checkpoint = load_checkpoint(args["--resume"])
     require_resumable(checkpoint, args["--resume"])
-    check_run_id(checkpoint["run_id"], f"{args['--resume']}'s run id")
+    check_run_id(checkpoint["run_id"], f"{args['--resume']}'s run_id")
     summaries = Path(checkpoint["summaries_path"]).resolve()
     if not summaries.is_relative_to(SUMMARIES.resolve()):
         raise CheckpointError(f"{args['--resume']} keeps its summaries in {checkpoint['summaries_path']}, outside "
@@ -173,12 +173,15 @@ def train(trainer, checkpoint: dict | None) -> int:
     print(f"training {trainer.run_id} on {trainer.device}; summaries in {trainer.summaries.path}", flush=True)
     try:
         trainer.run()
-    except (WorkerError, NonFiniteError, CheckpointError, OSError) as error:
-        if isinstance(error, OSError):  # e.g. summaries on a full disk; checkpoints report their own
-            error = f"could not write {error.filename} ({error.strerror or error})"
+    except CheckpointError as error:  # a save that failed: the line says what happened to the last one
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except (WorkerError, NonFiniteError, OSError) as error:
+        if isinstance(error, OSError):  # e.g. summaries on a full disk
+            error = f"could not write {error.filename or trainer.summaries.path} ({error.strerror or error})"
         saved = (f"the last good checkpoint is {trainer.checkpoint_path} (update {trainer.saved_update})"
                  if trainer.saved_update is not None else "no checkpoint was saved in this run")
-        print(f"error: {error}\n{saved}", file=sys.stderr)
+        print(f"error: {error}; {saved}", file=sys.stderr)
         return 1
     if trainer.stop_signal is not None:
         name = signal.Signals(trainer.stop_signal).name

@@ -170,12 +170,13 @@ def make_env(family: str, name: str = "", kwargs: dict | None = None, reset_para
         env = spec.build(name, dict(kwargs or {}), dict(reset_params or {}), render_mode)
     except ModuleNotFoundError as error:
         if error.name is None:  # gym.make of "package:Id" re-raises with a message of its own
-            raise SetupError(f"environment {name!r} cannot be made: {_one_line(error)}") from None
+            raise SetupError(f"environment.name {name!r} cannot be made: {_one_line(error)}") from None
         raise SetupError(f"environment.type '{family}' needs the {error.name} module: {spec.install}") from None
     except (gym.error.Error, TypeError, ValueError) as error:
         if isinstance(error, SetupError):
             raise
-        raise SetupError(f"environment {name or family!r} cannot be made: {_one_line(error)}") from None
+        what = f"environment.name {name!r}" if name else f"environment.type {family!r}"
+        raise SetupError(f"{what} cannot be made: {_one_line(error)}") from None
     if observation_mask is not None:
         env = HideEntries(env, observation_mask)
     if not isinstance(env.observation_space, gym.spaces.Box):

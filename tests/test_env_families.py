@@ -162,7 +162,8 @@ def test_env_state_resumes_exactly(tmp_path, name, actions):
     for _ in range(actions):
         if any(env.step(sample())[2:4]):
             env.reset()
-    save_checkpoint(tmp_path / "state.pt", {"format": FORMAT, "model": {}, "config": {},
+    save_checkpoint(tmp_path / "state.pt", {"format": FORMAT, "model": {}, "config": {}, "update": 0, "steps": 0,
+                                             "run_id": "x", "normalization": {},
                                              "environments": _tensors([env.get_state()])})
     copy = environment(name).make()
     copy.set_state(arrays(load_checkpoint(tmp_path / "state.pt")["environments"])[0])

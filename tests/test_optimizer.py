@@ -30,5 +30,26 @@ def test_state_dict_round_trip():
     a.step()
     b = AdamW([p], lr=5.0)
     b.load_state_dict(a.state_dict())
-    assert b.steps == 1 and b.lr == 1e-2
+    assert b.steps == 1 and b.lr == 1e-2 and b.param_groups[0]["weight_decay"] == 0.01
     torch.testing.assert_close(b.exp_avg[0], a.exp_avg[0])
+
+
+def test_parameter_groups_match_torch():
+    """Groups with their own learning rate and weight decay, as torch.optim takes them."""
+    torch.manual_seed(1)
+    ours_params = [torch.randn(4, 2, requires_grad=True), torch.randn(3, requires_grad=True)]
+    torch_params = [p.detach().clone().requires_grad_(True) for p in ours_params]
+
+    def groups(params):
+        return [{"params": [params[0]], "lr": 1e-2, "weight_decay": 0.0}, {"params": [params[1]]}]
+    ours = AdamW(groups(ours_params), lr=3e-3, weight_decay=0.1)
+    reference = torch.optim.AdamW(groups(torch_params), lr=3e-3, weight_decay=0.1, foreach=False)
+    for step in range(20):
+        for p, q in zip(ours_params, torch_params):
+            p.grad = torch.randn_like(p)
+            q.grad = p.grad.clone()
+        ours.step()
+        reference.step()
+    for p, q in zip(ours_params, torch_params):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+    assert [g["lr"] for g in ours.param_groups] == [1e-2, 3e-3]

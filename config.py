@@ -124,6 +124,10 @@ class Config:
     initialization: InitializationConfig = field(default_factory=InitializationConfig)
     seed: int = 0  # run seed: torch, numpy and every environment's seed derive from it
     device: str = "auto"  # auto (cuda when available), cpu, cuda, cuda:N
+    # float32; bfloat16: the rollout's inference and the training pass under autocast (parameters,
+    # optimizer, losses and the recurrent state stay float32); auto: bfloat16 where it runs natively
+    # (CPUs with AVX-512 BF16 or AMX, GPUs that support it), else float32
+    precision: str = "float32"
     worker_processes: int = 0  # processes stepping the environments; 0: step them in the trainer's process
     torch_threads: int = 0  # torch intra-op threads for the update; 0: one per core
     checkpoint_interval: int = 25  # save models/<run-id>.pt every K updates (and at the end); 0: only at the end
@@ -283,6 +287,8 @@ def validate(config: Config) -> None:
     device = config.device
     need(device in ("auto", "cpu", "cuda") or device.startswith("cuda:"), "device", device,
          "one of auto, cpu, cuda, cuda:N")
+    need(config.precision in ("float32", "bfloat16", "auto"), "precision", config.precision,
+         "one of float32, bfloat16, auto")
 
     rec = config.recurrence
     need(rec.num_layers > 0, "recurrence.num_layers", rec.num_layers, "must be > 0")

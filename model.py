@@ -72,9 +72,15 @@ class _ImageEncoder(nn.Module):
             self.out_features = self.conv(torch.zeros(1, C, H, W)).shape[1]
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        if self._channels_last:
-            obs = obs.permute(0, 3, 1, 2)  # (B, H, W, C) -> (B, C, H, W)
-        return self.conv(obs.float() * self._scale)  # uint8 images become float only here
+        x = obs.permute(0, 3, 1, 2) if self._channels_last else obs  # (B, H, W, C) -> (B, C, H, W), a view
+        # One pass over the frames: straight to the compute dtype (bfloat16 under autocast holds
+        # 0..255 exactly), the 1/255 scale folded into the first layer's weights (6k numbers
+        # instead of millions of pixels). Scaling the frames instead made this encoder's forward
+        # pass on 512 MiniGrid frames 4.9x slower (results/speed/encoder.md).
+        x = x.to(compute_dtype(x.device.type))
+        first = self.conv[0]
+        x = F.conv2d(x, first.weight * self._scale, first.bias, first.stride)
+        return self.conv[1:](x)
 
 
 class _VectorEncoder(nn.Module):
@@ -95,6 +101,32 @@ class _VectorEncoder(nn.Module):
         if self._categories:  # (B, k) indices -> (B, sum of the categories), one one-hot block per index
             x = torch.cat([F.one_hot(i.long(), n) for i, n in zip(x.unbind(1), self._categories)], dim=1)
         return self.net(x.float())
+
+
+def bfloat16_is_fast(device: torch.device) -> bool:
+    """Whether bfloat16 matrix work runs natively: AVX-512 BF16 or AMX on a CPU (elsewhere
+    oneDNN emulates it; a MiniGrid CNN ran 14x slower so on an EPYC without it), or a GPU
+    that supports it."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    try:
+        flags = next(line for line in open("/proc/cpuinfo") if line.startswith("flags")).split()
+    except (OSError, StopIteration):
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def autocast(precision: str, device: torch.device) -> torch.autocast:
+    """The autocast region of a config's precision: bfloat16 (or auto where bfloat16_is_fast), else off."""
+    on = precision == "bfloat16" or (precision == "auto" and bfloat16_is_fast(device))
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=on)
+
+
+def compute_dtype(device_type: str) -> torch.dtype:
+    """bfloat16 inside an autocast region (config `precision`), else float32."""
+    if torch.is_autocast_enabled(device_type):
+        return torch.get_autocast_dtype(device_type)
+    return torch.float32
 
 
 def _encoder(part: Part, vector_width: int, init: _Init) -> nn.Module:
@@ -212,8 +244,9 @@ class ActorCritic(nn.Module):
             y_critic, new_critic = self._step_core(1, self.critic_core, x, state)
             y = torch.cat((y, y_critic), dim=-1)  # (B, H) twice -> (B, 2H): actor and critic side by side
             new += new_critic
-        # the pieces (B, H) in the state's order -> (B, S); a one-layer GRU's state is its output as it is
-        return y, new[0] if len(new) == 1 else torch.cat(new, dim=1)
+        # the pieces (B, H) in the state's order -> (B, S); a one-layer GRU's state is its output as it is;
+        # kept in float32 under autocast too (the buffer stores it, the next step starts from it)
+        return y, (new[0] if len(new) == 1 else torch.cat(new, dim=1)).float()
 
     def _heads(self, y: torch.Tensor):
         """Core output (B, H), or (B, 2H) with a critic core -> policy parameters (B, P), values (B,)."""
@@ -224,7 +257,8 @@ class ActorCritic(nn.Module):
             # The branches layer's policy rows see only the actor's features, its value rows only the critic's.
             policy = torch.relu(self.branches(torch.relu(self.hidden(actor)))).chunk(2, dim=-1)[0]
             value = torch.relu(self.branches(torch.relu(self.critic_hidden(critic)))).chunk(2, dim=-1)[1]
-        return self.policy_out(policy), self.value_out(value).squeeze(-1)
+        # float32 out of any autocast region: log-probs, entropy and losses are computed in full precision
+        return self.policy_out(policy).float(), self.value_out(value).squeeze(-1).float()
 
     @torch.inference_mode()
     def act(self, obs: torch.Tensor, state: torch.Tensor, deterministic: bool = False,

@@ -7,6 +7,7 @@ checkpoint.py, and signals are train.py's.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -22,7 +23,7 @@ from buffer import RolloutBuffer
 from config import Config, schedule_value
 from environments import spaces_of
 from losses import NonFiniteError, StepStats, mean_metrics, ppo_loss, require_finite
-from model import build_model
+from model import autocast, build_model
 from normalization import Normalizers
 from optimizer import AdamW
 from summaries import PhaseTimes, Summaries, UpdateLog
@@ -54,6 +55,7 @@ class Trainer:
                                     self.spaces.action, self.spaces.masked, self.model.state_size, self.device,
                                     config.n_mini_batch)  # refuses a rollout that cannot fit in memory
         self.envs = VecEnv(config.environment, seeds, config.worker_processes, probe, self.spaces)
+        self.autocast = functools.partial(autocast, config.precision, self.device)  # rollout and training pass
         self.update = self.steps = 0
         self.saved_update: int | None = None  # the update of the last checkpoint written
         self.stop_signal: int | None = None  # set by a signal handler: stop after this update
@@ -119,7 +121,8 @@ class Trainer:
     def _values(self, obs: np.ndarray, state: torch.Tensor) -> np.ndarray:
         """V(obs) as the value head gives it, for raw observations and the state before them."""
         obs = self.normalizers.observation(obs, update=False)
-        return self.model.value(torch.from_numpy(obs).to(self.device), state).cpu().numpy()
+        with self.autocast():
+            return self.model.value(torch.from_numpy(obs).to(self.device), state).cpu().numpy()
 
     def collect(self, times: PhaseTimes) -> list[dict]:
         """Fills the buffer with T steps of all W environments; returns the finished episodes."""
@@ -130,8 +133,9 @@ class Trainer:
         for t in range(self.config.worker_steps):
             obs = norm.observation(self.obs, update=True)  # what the model and the buffer see
             mask = self.envs.action_mask  # (W, A) allowed actions, or None; stored: the update uses the same
-            out = model.act(torch.from_numpy(obs).to(device), self.state,
-                            action_mask=None if mask is None else torch.from_numpy(mask).to(device))
+            with self.autocast():
+                out = model.act(torch.from_numpy(obs).to(device), self.state,
+                                action_mask=None if mask is None else torch.from_numpy(mask).to(device))
             actions = out.actions.cpu().numpy()
             b.store_step(t, obs, self.state, mask, actions, out.log_probs, out.values)
 
@@ -163,7 +167,8 @@ class Trainer:
         steps = []  # per minibatch step: its losses and gradient norm, read back once at the end
         epochs = itertools.chain.from_iterable(self.buffer.minibatches(c.n_mini_batch) for _ in range(c.epochs))
         for mb in epochs:
-            out = self.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask)
+            with self.autocast():
+                out = self.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask)
             losses = ppo_loss(out, mb, clip, beta, c.value_loss_coefficient, c.normalization.advantages, value_clip)
             if c.target_kl is not None and losses.approx_kl.item() > c.target_kl:
                 break  # too far from the rollout's policy: skip this step and the update's remaining epochs

@@ -415,7 +415,9 @@ def against_markdown(report: dict) -> list[str]:
     lines += ["", "Above 1: the working tree is faster. Where a side's min-max spans more than a few percent, other "
               "work disturbed the runs: repeat with more --repeats, and trust the ratio only as far as both "
               "columns agree."]
-    if any(e["ref_config_differs"] for e in report["configs"].values()):
+    if report.get("own_configs"):
+        lines += ["Each side trained its own tree's copy of each config (as shipped at that commit)."]
+    elif any(e["ref_config_differs"] for e in report["configs"].values()):
         lines += ["Both sides trained the working tree's config file; REF's own copy differs for: "
                   + ", ".join(c for c, e in report["configs"].items() if e["ref_config_differs"]) + "."]
     return lines
@@ -503,7 +505,8 @@ def against(args, root: Path, configs: dict[str, Path], prefix: Path, command: s
               "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
               "load_average_start": os.getloadavg()[0], "repeats": args.repeats, "busy": args.busy,
               "order": " ".join(alternate(args.repeats)),
-              "old": {"ref": args.against, "commit": commit}, "new": new, "configs": {}}
+              "old": {"ref": args.against, "commit": commit}, "new": new, "own_configs": args.own_configs,
+              "configs": {}}
     with ref_worktree(root, commit) as ref_tree:
         trees = {"old": ref_tree, "new": root}
         for tree in trees.values():
@@ -512,7 +515,8 @@ def against(args, root: Path, configs: dict[str, Path], prefix: Path, command: s
         for name, config in configs.items():
             runs = {side: [] for side in SIDES}
             for side in alternate(args.repeats):
-                run = measure(trees[side], config, args.set, args.busy, root, labels[side])
+                own = trees[side] / config.relative_to(root.resolve()) if args.own_configs else config
+                run = measure(trees[side], own, args.set, args.busy, root, labels[side])
                 runs[side].append(run)
                 print(f"{name} {side} {len(runs[side])}/{args.repeats}: wall {run['wall_seconds']:.2f} s, "
                       f"{run['steps_per_second']:.0f} steps/s" + (f", busy {args.busy}" if args.busy else ""),
@@ -535,6 +539,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--set", action="append", default=[], help="config override for every run, key=value")
     parser.add_argument("--against", metavar="REF",
                         help="alternate runs of REF's train.py (any git ref) and the working tree's")
+    parser.add_argument("--own-configs", action="store_true",
+                        help="with --against, each side trains its own tree's copy of each config (the config as "
+                             "shipped at that commit) instead of the working tree's")
     parser.add_argument("--allow-few-repeats", action="store_true",
                         help=f"allow --repeats below {MIN_REPEATS} with --against, for a quick check")
     parser.add_argument("--busy", type=int, default=0, metavar="N",
@@ -560,9 +567,14 @@ def check(args, root: Path) -> tuple[dict[str, Path], Path]:
         raise UsageError(f"--repeats must be at least 1, got {args.repeats}")
     if args.busy < 0:
         raise UsageError(f"--busy must be 0 or more, got {args.busy}")
+    if args.own_configs and args.against is None:
+        raise UsageError("--own-configs goes with --against")
     if args.against is not None:
         if args.ceiling or args.sb3:
             raise UsageError("--ceiling and --sb3 belong to the plain mode, not to --against")
+        outside = [name for name, path in configs.items() if not path.is_relative_to(root.resolve())]
+        if args.own_configs and outside:
+            raise UsageError(f"--own-configs needs configs inside the repository, not {outside[0]}")
         if args.repeats < MIN_REPEATS and not args.allow_few_repeats:
             raise UsageError(f"--against needs --repeats {MIN_REPEATS} or more for a median on a drifting machine "
                              "(add --allow-few-repeats for a quick check)")

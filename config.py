@@ -99,7 +99,7 @@ class InitializationConfig:
 
 @dataclass
 class Config:
-    environment: EnvironmentConfig = field(default_factory=EnvironmentConfig)
+    environment: EnvironmentConfig = field(default_factory=EnvironmentConfig)  # what to train on (below)
     gamma: float = 0.99  # discount factor
     lamda: float = 0.95  # GAE lambda (the reference's spelling)
     updates: int = 30  # PPO iterations: collect W*T steps, then optimise
@@ -111,8 +111,8 @@ class Config:
     hidden_layer_size: int = 64  # units of the hidden layers after the recurrent core
     vector_encoder_size: int = 0  # units of a Linear+ReLU on vector observations before the core; 0: none
     max_grad_norm: float = 0.5  # global gradient-norm clip
-    recurrence: RecurrenceConfig = field(default_factory=RecurrenceConfig)
-    learning_rate_schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
+    recurrence: RecurrenceConfig = field(default_factory=RecurrenceConfig)  # the recurrent core and its sequences
+    learning_rate_schedule: ScheduleConfig = field(default_factory=ScheduleConfig)  # AdamW's learning rate
     beta_schedule: ScheduleConfig = field(  # entropy bonus coefficient
         default_factory=lambda: ScheduleConfig(initial=0.001, final=0.001))
     clip_range_schedule: ScheduleConfig = field(  # PPO ratio clip range
@@ -120,8 +120,8 @@ class Config:
     value_clip: bool = True  # clip the value loss around the rollout's values (as the reference)
     value_clip_range: float | None = None  # its clip range; None: the policy's clip range of the update
     target_kl: float | None = None  # stop the update's epochs once a minibatch's approx-KL exceeds it; None: never
-    normalization: NormalizationConfig = field(default_factory=NormalizationConfig)
-    initialization: InitializationConfig = field(default_factory=InitializationConfig)
+    normalization: NormalizationConfig = field(default_factory=NormalizationConfig)  # the normalisation switches
+    initialization: InitializationConfig = field(default_factory=InitializationConfig)  # the weights' initial values
     seed: int = 0  # run seed: torch, numpy and every environment's seed derive from it
     device: str = "auto"  # auto (cuda when available), cpu, cuda, cuda:N
     # float32; bfloat16: the rollout's inference and the training pass under autocast (parameters,

@@ -114,7 +114,9 @@ class RolloutBuffer:
         W, T = workers, steps
         require_memory(self.bytes_needed(W, T, obs_shape, obs_dtype, actions, masked, state_size, n_mini_batch))
         self.W, self.T, self.device = W, T, device
-        self._flat = {name: np.zeros((W * T + 1, *shape), dtype=dtype)
+        # For a GPU the storage is page-locked, so finish() copies it to the device asynchronously.
+        pinned = device.type == "cuda"
+        self._flat = {name: _zeros((W * T + 1, *shape), dtype, pinned)
                       for name, (shape, dtype) in _field_specs(obs_shape, obs_dtype, actions, masked,
                                                                state_size).items()}
         self.masked = masked
@@ -174,8 +176,10 @@ class RolloutBuffer:
             self.returns[:] = value_normalizer.normalize(self.returns)
             self.values[:] = value_normalizer.normalize(self.values)
         self.index = sequence_index(self.terminated | self.truncated, sequence_length)
-        # On the CPU these share memory with the numpy storage; on a GPU, one copy each.
-        self._train = {name: torch.from_numpy(a).to(self.device) for name, a in self._flat.items()}
+        # On the CPU these share memory with the numpy storage; on a GPU, one asynchronous copy each.
+        non_blocking = self.device.type == "cuda"
+        self._train = {name: torch.from_numpy(a).to(self.device, non_blocking=non_blocking)
+                       for name, a in self._flat.items()}
         for name, a in self.index._asdict().items():
             self._train[name] = torch.from_numpy(a).to(self.device)
 
@@ -198,6 +202,13 @@ class RolloutBuffer:
                 log_probs=f["log_probs"][rows], values=f["values"][rows],
                 advantages=f["advantages"][rows], returns=f["returns"][rows], mask=f["mask"][ids],
                 action_mask=f["action_mask"][rows] if self.masked else None)
+
+
+def _zeros(shape: tuple, dtype: np.dtype, pinned: bool) -> np.ndarray:
+    """A zeroed numpy array, in page-locked memory when pinned (a torch tensor's storage)."""
+    if not pinned:
+        return np.zeros(shape, dtype=dtype)
+    return torch.zeros(shape, dtype=torch.from_numpy(np.zeros(0, dtype)).dtype, pin_memory=True).numpy()
 
 
 def require_memory(needed: int) -> None:

@@ -75,8 +75,7 @@ class _ImageEncoder(nn.Module):
         x = obs.permute(0, 3, 1, 2) if self._channels_last else obs  # (B, H, W, C) -> (B, C, H, W), a view
         # One pass over the frames: straight to the compute dtype (bfloat16 under autocast holds
         # 0..255 exactly), the 1/255 scale folded into the first layer's weights (6k numbers
-        # instead of millions of pixels). Scaling the frames instead made this encoder's forward
-        # pass on 512 MiniGrid frames 4.9x slower (results/speed/encoder.md).
+        # instead of millions of pixels): results/speed/encoder.md measures both choices.
         x = x.to(compute_dtype(x.device.type))
         first = self.conv[0]
         x = F.conv2d(x, first.weight * self._scale, first.bias, first.stride)

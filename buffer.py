@@ -88,10 +88,11 @@ class Minibatch(NamedTuple):
     returns: torch.Tensor  # (n, L) value targets: advantages + values
     mask: torch.Tensor  # (n, L) True on real steps, False on padding
     action_mask: torch.Tensor | None = None  # (n, L, A) the actions allowed at each step; None: no masking
+    previous: torch.Tensor | None = None  # (n, L, P) the previous action/reward the core saw; None: P = 0
 
 
 def _field_specs(obs_shape: tuple, obs_dtype: np.dtype, actions: ActionFormat, masked: bool,
-                 state_size: int) -> dict[str, tuple[tuple, np.dtype]]:
+                 state_size: int, previous_size: int) -> dict[str, tuple[tuple, np.dtype]]:
     """The per-step fields stored for training: name -> (shape of one step, dtype)."""
     specs = {
         "obs": (tuple(obs_shape), np.dtype(obs_dtype)),
@@ -101,6 +102,8 @@ def _field_specs(obs_shape: tuple, obs_dtype: np.dtype, actions: ActionFormat, m
     }
     if masked:  # the allowed actions at each step, so the update samples from the same support
         specs["action_mask"] = ((actions.mask_size,), np.dtype(bool))
+    if previous_size:  # the previous action/reward the core saw beside each observation
+        specs["previous"] = ((previous_size,), np.dtype(np.float32))
     return specs
 
 
@@ -109,15 +112,17 @@ class RolloutBuffer:
     store_step() and store_outcome(), finish() prepares training, minibatches() serves it."""
 
     def __init__(self, workers: int, steps: int, obs_shape: tuple, obs_dtype: np.dtype,
-                 actions: ActionFormat, masked: bool, state_size: int, device: torch.device, n_mini_batch: int = 1):
+                 actions: ActionFormat, masked: bool, state_size: int, device: torch.device, n_mini_batch: int = 1,
+                 previous_size: int = 0):
         """Refuses (ConfigError), before allocating, a rollout that cannot fit in the memory available."""
         W, T = workers, steps
-        require_memory(self.bytes_needed(W, T, obs_shape, obs_dtype, actions, masked, state_size, n_mini_batch))
+        require_memory(self.bytes_needed(W, T, obs_shape, obs_dtype, actions, masked, state_size, n_mini_batch,
+                                         previous_size))
         self.W, self.T, self.device = W, T, device
         self._flat = {name: np.zeros((W * T + 1, *shape), dtype=dtype)
                       for name, (shape, dtype) in _field_specs(obs_shape, obs_dtype, actions, masked,
-                                                               state_size).items()}
-        self.masked = masked
+                                                               state_size, previous_size).items()}
+        self.masked, self.previous_size = masked, previous_size
         for name, storage in self._flat.items():  # (W*T + 1, ...) -> (W, T, ...) views
             setattr(self, name, storage[:W * T].reshape(W, T, *storage.shape[1:]))
         self.rewards = np.zeros((W, T), dtype=np.float32)
@@ -129,21 +134,25 @@ class RolloutBuffer:
 
     @staticmethod
     def bytes_needed(workers: int, steps: int, obs_shape: tuple, obs_dtype: np.dtype, actions: ActionFormat,
-                     masked: bool, state_size: int, n_mini_batch: int) -> int:
+                     masked: bool, state_size: int, n_mini_batch: int, previous_size: int = 0) -> int:
         """At least what a run's rollout takes: the storage of W x T steps, and one
         minibatch's observations as float32 (the encoder's input)."""
-        specs = _field_specs(obs_shape, obs_dtype, actions, masked, state_size)
+        specs = _field_specs(obs_shape, obs_dtype, actions, masked, state_size, previous_size)
         per_step = sum(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize for shape, dtype in specs.values())
         storage = (workers * steps + 1) * per_step + workers * steps * 14  # + rewards, flags, final values
         minibatch = workers * steps // n_mini_batch * int(np.prod(obs_shape, dtype=np.int64)) * 4
         return storage + minibatch
 
-    def store_step(self, t: int, obs: np.ndarray, state: torch.Tensor, action_mask: np.ndarray | None,
-                   actions: np.ndarray, log_probs: torch.Tensor, values: torch.Tensor) -> None:
+    def store_step(self, t: int, obs: np.ndarray, state: torch.Tensor, previous: torch.Tensor,
+                   action_mask: np.ndarray | None, actions: np.ndarray, log_probs: torch.Tensor,
+                   values: torch.Tensor) -> None:
         """What the policy saw and did at step t: obs (W, ...), the state it used (W, S)
-        (saved before any reset), the allowed actions (W, A) or None, and its outputs."""
+        (saved before any reset), the previous input it saw (W, P), the allowed actions
+        (W, A) or None, and its outputs."""
         self.obs[:, t] = obs
         self.states[:, t] = state.cpu().numpy()
+        if self.previous_size:
+            self.previous[:, t] = previous.cpu().numpy()
         if action_mask is not None:
             self.action_mask[:, t] = action_mask
         self.actions[:, t], self.log_probs[:, t], self.values[:, t] = actions, log_probs.cpu(), values.cpu()
@@ -189,7 +198,7 @@ class RolloutBuffer:
 
     def minibatches(self, n_mini_batch: int) -> Iterator[Minibatch]:
         """One epoch: the sequences shuffled (torch's generator) and split into n_mini_batch groups."""
-        f = self._train
+        f, P = self._train, self.previous_size
         order = torch.randperm(self.sequences).to(self.device)
         for ids in order.tensor_split(n_mini_batch):
             rows = f["index"][ids]  # (n, L) flat step indices; padding points at the zero row
@@ -197,7 +206,8 @@ class RolloutBuffer:
                 obs=f["obs"][rows], states=f["states"][f["starts"][ids]], actions=f["actions"][rows],
                 log_probs=f["log_probs"][rows], values=f["values"][rows],
                 advantages=f["advantages"][rows], returns=f["returns"][rows], mask=f["mask"][ids],
-                action_mask=f["action_mask"][rows] if self.masked else None)
+                action_mask=f["action_mask"][rows] if self.masked else None,
+                previous=f["previous"][rows] if P else None)
 
 
 def require_memory(needed: int) -> None:

@@ -6,6 +6,12 @@ recurrent state as one tensor of shape (B, S) (`state_size`), made by
 `evaluate()`. Inside, S = cores x layers x parts x H: one or two cores (the
 critic's own core when `separate_critic_core` is on), each stacked layer, and
 per layer 1 part for a GRU (h) or 2 for an LSTM (h, then c), of H units each.
+
+The core's input at each step is the encoded observation (B, F), and beside it,
+when recurrence.previous_action / previous_reward are on, the previous input
+(B, P) made by `previous_input()` from the step before (zeros at an episode's
+start). It is stored with the rollout like the observation, so the training
+pass sees exactly what the rollout saw. P = 0 (both off): no concatenation.
 """
 from __future__ import annotations
 
@@ -130,14 +136,18 @@ class ActorCritic(nn.Module):
         self.encoder = (_PartsEncoder(observation, vector_encoder_size, init) if observation.packed
                         else _encoder(observation.parts[0], vector_encoder_size, init))
         self.distribution = make_distribution(action_space)
+        # P: the previous action's features and the previous reward, fed to the core beside the observation's
+        self.previous_size = (self.distribution.n_features * recurrence.previous_action
+                              + int(recurrence.previous_reward))
+        self._recurrence = recurrence
 
         layer, self._cell, self._parts = CORES[recurrence.layer_type]
         self.hidden_size, self.layers = recurrence.hidden_state_size, recurrence.num_layers
         width = hidden_layer_size
 
         def core():
-            return init(layer(self.encoder.out_features, self.hidden_size, num_layers=self.layers,
-                              batch_first=True), gains.recurrent_gain)
+            return init(layer(self.encoder.out_features + self.previous_size, self.hidden_size,
+                              num_layers=self.layers, batch_first=True), gains.recurrent_gain)
 
         self.core = core()
         # the one-step function's weights of layer k, by name (see _step_core)
@@ -177,6 +187,42 @@ class ActorCritic(nn.Module):
         starts = torch.from_numpy(np.asarray(starts, dtype=bool)).to(state.device).unsqueeze(1)  # (B,) -> (B, 1)
         return torch.where(starts, self.initial_state(1, state.device), state)
 
+    # ----------------------------------------------------------- previous input
+    @torch.inference_mode()
+    def previous_input(self, actions: torch.Tensor, rewards) -> torch.Tensor:
+        """What the core sees of the step before, beside the next observation: the action taken,
+        stored rows (B, k), and the raw reward the environment gave for it (B,) -> (B, P).
+
+        The action as its distribution encodes it (one-hot per categorical branch, 0/1 for
+        MultiBinary, the Gaussian's sample before the bounds clip it), then the reward times
+        previous_reward_scale, clipped to [-previous_reward_clip, previous_reward_clip].
+        """
+        config, parts = self._recurrence, []
+        if config.previous_action:
+            parts.append(self.distribution.features(actions))  # (B, n_features)
+        if config.previous_reward:
+            reward = torch.as_tensor(rewards, dtype=torch.float32, device=actions.device) * config.previous_reward_scale
+            if config.previous_reward_clip is not None:
+                reward = reward.clamp(-config.previous_reward_clip, config.previous_reward_clip)
+            parts.append(reward.unsqueeze(1))  # (B,) -> (B, 1)
+        return torch.cat(parts, dim=1) if parts else actions.new_zeros(actions.shape[0], 0, dtype=torch.float32)
+
+    def reset_previous(self, previous: torch.Tensor, starts: np.ndarray) -> torch.Tensor:
+        """previous (B, P) with the rows of environments that begin an episode (starts (B,) bool) set to
+        zeros: an episode's first step has no step before it."""
+        if not self.previous_size or not starts.any():
+            return previous
+        starts = torch.from_numpy(np.asarray(starts, dtype=bool)).to(previous.device).unsqueeze(1)  # (B,) -> (B, 1)
+        return previous.masked_fill(starts, 0.0)
+
+    def _with_previous(self, x: torch.Tensor, previous: torch.Tensor | None) -> torch.Tensor:
+        """Encoder features (..., F) -> the core's input (..., F + P); x itself when P = 0."""
+        if not self.previous_size:
+            return x
+        if previous is None:  # never zeros by accident
+            raise ValueError("this model takes the previous action/reward (recurrence.previous_*): pass previous")
+        return torch.cat((x, previous), dim=-1)
+
     def _sequence_state(self, state: torch.Tensor, core: int):
         """(B, S) -> core's state in the layout torch's GRU (h) / LSTM ((h, c)) take: (layers, B, H) each."""
         B = state.shape[0]
@@ -204,9 +250,10 @@ class ActorCritic(nn.Module):
                 new += [x, cell]
         return x, new
 
-    def _step(self, obs: torch.Tensor, state: torch.Tensor):
-        """One step for B environments: obs (B, *obs_shape), state (B, S) -> core output, next state (B, S)."""
-        x = self.encoder(obs)  # (B, F)
+    def _step(self, obs: torch.Tensor, state: torch.Tensor, previous: torch.Tensor | None):
+        """One step for B environments: obs (B, *obs_shape), state (B, S), previous (B, P) -> core output,
+        next state (B, S)."""
+        x = self._with_previous(self.encoder(obs), previous)  # (B, F + P)
         y, new = self._step_core(0, self.core, x, state)
         if self.critic_core is not None:
             y_critic, new_critic = self._step_core(1, self.critic_core, x, state)
@@ -228,30 +275,23 @@ class ActorCritic(nn.Module):
 
     @torch.inference_mode()
     def act(self, obs: torch.Tensor, state: torch.Tensor, deterministic: bool = False,
-            action_mask: torch.Tensor | None = None) -> ActOutput:
-        """obs (B, *obs_shape), state (B, S), action_mask (B, A) bool or None."""
-        y, state = self._step(obs, state)
+            action_mask: torch.Tensor | None = None, previous: torch.Tensor | None = None) -> ActOutput:
+        """obs (B, *obs_shape), state (B, S), action_mask (B, A) bool or None, previous (B, P) (needed when P > 0)."""
+        y, state = self._step(obs, state, previous)
         params, values = self._heads(y)
         actions, log_probs = self.distribution.sample(params, action_mask, deterministic)
         return ActOutput(actions, log_probs, values, state)
 
     @torch.inference_mode()
-    def value(self, obs: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
-        """V(obs) for B environments given the state before obs: (B,)."""
-        y, _ = self._step(obs, state)
+    def value(self, obs: torch.Tensor, state: torch.Tensor, previous: torch.Tensor | None = None) -> torch.Tensor:
+        """V(obs) for B environments given the state and the previous input (B, P) before obs: (B,)."""
+        y, _ = self._step(obs, state, previous)
         return self._heads(y)[1]
 
-    def evaluate(self, obs: torch.Tensor, state: torch.Tensor, actions: torch.Tensor,
-                 action_mask: torch.Tensor | None = None, mask: torch.Tensor | None = None) -> EvaluateOutput:
-        """Training pass over N sequences of length L with one recurrent call per core.
-
-        obs (N, L, *obs_shape), state (N, S) before each sequence's first step,
-        actions (N, L, k), action_mask (N, L, A) or None. With mask (N, L), True on
-        real steps, the encoder sees the real steps only and padding slots get zero
-        features: padding trails each sequence, so the core's outputs on real steps
-        never depend on it, and it enters no loss. Short episodes pad heavily (10-step
-        episodes in sequences of 8: 6 slots of 16), so an image encoder saves that share.
-        """
+    def _sequence_inputs(self, obs: torch.Tensor, previous: torch.Tensor | None,
+                         mask: torch.Tensor | None) -> torch.Tensor:
+        """obs (N, L, *obs_shape), previous (N, L, P) -> the core's inputs (N, L, F + P). With mask (N, L),
+        True on real steps, the encoder sees the real steps only and padding slots get zero features."""
         N, L = obs.shape[:2]
         if mask is None:
             x = self.encoder(obs.reshape(N * L, *obs.shape[2:]))  # (N, L, *obs) -> (N*L, F)
@@ -259,6 +299,23 @@ class ActorCritic(nn.Module):
             real = self.encoder(obs[mask])  # (N, L, *obs)[mask] -> (R, F) for the R real steps
             x = real.new_zeros(N * L, real.shape[1]).index_put((mask.reshape(-1),), real)  # -> (N*L, F)
         x = x.reshape(N, L, -1)  # (N*L, F) -> (N, L, F): batch_first, never (L, N, F)
+        return self._with_previous(x, previous)
+
+    def evaluate(self, obs: torch.Tensor, state: torch.Tensor, actions: torch.Tensor,
+                 action_mask: torch.Tensor | None = None, mask: torch.Tensor | None = None,
+                 previous: torch.Tensor | None = None) -> EvaluateOutput:
+        """Training pass over N sequences of length L with one recurrent call per core.
+
+        obs (N, L, *obs_shape), state (N, S) before each sequence's first step,
+        actions (N, L, k), action_mask (N, L, A) or None, previous (N, L, P) (needed
+        when P > 0). With mask (N, L), True on
+        real steps, the encoder sees the real steps only and padding slots get zero
+        features: padding trails each sequence, so the core's outputs on real steps
+        never depend on it, and it enters no loss. Short episodes pad heavily (10-step
+        episodes in sequences of 8: 6 slots of 16), so an image encoder saves that share.
+        """
+        N, L = obs.shape[:2]
+        x = self._sequence_inputs(obs, previous, mask)  # (N, L, F + P)
         y, _ = self.core(x, self._sequence_state(state, 0))  # (N, L, H)
         if self.critic_core is not None:
             y_critic, _ = self.critic_core(x, self._sequence_state(state, 1))

@@ -81,6 +81,15 @@ VARIANTS = {
                                                 "separate_critic_core": True}},
     "normalised": {"environment": {"type": "CartPoleMasked"},
                    "normalization": {"observations": True, "rewards": True, "value_targets": True}},
+    # the previous action and reward the rollout fed the core are stored and fed again
+    "previous-discrete": {"environment": {"type": "PocMemoryEnv"},
+                          "recurrence": {"previous_action": True, "previous_reward": True}},
+    "previous-multidiscrete": {"environment": {"type": "gym", "name": "tests.memory_tasks:CueMultiDiscrete-v0"},
+                               "recurrence": {"previous_action": True, "previous_reward": True,
+                                              "previous_reward_scale": 3.0, "previous_reward_clip": 1.0}},
+    "previous-box": {"environment": {"type": "gym", "name": "Pendulum-v1", "observation_mask": [2]},
+                     "recurrence": {"previous_action": True, "previous_reward": True, "previous_reward_scale": 0.1},
+                     "normalization": {"observations": True, "rewards": True}},
 }
 
 
@@ -101,7 +110,8 @@ def test_recomputed_log_probs_match_rollout_for_every_space_and_switch(tmp_path,
             trainer.advantages()
             for mb in trainer.buffer.minibatches(2):
                 with torch.no_grad():
-                    out = trainer.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask)
+                    out = trainer.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask,
+                                                 mb.previous)
                 assert torch.isfinite(out.log_probs).all() and torch.isfinite(out.entropy).all()
                 torch.testing.assert_close(out.log_probs[mb.mask], mb.log_probs[mb.mask], atol=1e-4, rtol=0)
                 if trainer.normalizers.values is None:  # else the targets' scale moved with this rollout

@@ -9,6 +9,11 @@ one move per update.
 Each field lives in a flat array of W*T + 1 rows whose last row stays zero:
 padding a sequence is then just pointing its unused slots at that row, so one
 gather with the (N, L) index map builds every padded field.
+
+Truncated BPTT starts each sequence from the state stored at its start, which
+the rollout's parameters made. With recurrence.burn_in each sequence also gets
+up to K steps of its episode before it, unrolled without gradient from the
+state stored there (burn_in_index), so its state at the start is fresher.
 """
 from __future__ import annotations
 
@@ -17,7 +22,8 @@ from typing import Iterator, NamedTuple
 import numpy as np
 import torch
 
-from config import ConfigError
+from config import ConfigError, RecurrenceConfig
+from model import BurnIn
 from normalization import ValueNormalizer
 from spaces import ActionFormat
 
@@ -52,6 +58,26 @@ class SequenceIndex(NamedTuple):
     starts: np.ndarray  # (N,) flat index of each sequence's first step
 
 
+def episode_starts(dones: np.ndarray) -> np.ndarray:
+    """dones (W, T): the episode ended at this step -> (W, T) True where an episode begins inside the
+    rollout (step 0 of each row is not one: the state stored there came from the last rollout)."""
+    starts = np.zeros_like(dones, dtype=bool)
+    starts[:, 1:] = dones[:, :-1]
+    return starts
+
+
+def _episode_position(dones: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(W*T,) steps since the episode began (or its piece in this row, for an episode that crosses
+    the rollout's start), and (W*T,) True where it (or its piece) begins."""
+    W, T = dones.shape
+    steps = np.arange(W * T)
+    episode_start = episode_starts(dones)
+    episode_start[:, 0] = True
+    episode_start = episode_start.reshape(-1)  # (W, T) -> (W*T,)
+    episode_id = np.cumsum(episode_start) - 1
+    return steps - steps[episode_start][episode_id], episode_start
+
+
 def sequence_index(dones: np.ndarray, sequence_length: int) -> SequenceIndex:
     """Cuts each worker's row into episodes, and episodes into sequences of at most L steps.
 
@@ -61,12 +87,7 @@ def sequence_index(dones: np.ndarray, sequence_length: int) -> SequenceIndex:
     """
     W, T = dones.shape
     steps = np.arange(W * T)
-    episode_start = np.zeros((W, T), dtype=bool)
-    episode_start[:, 0] = True
-    episode_start[:, 1:] = dones[:, :-1]
-    episode_start = episode_start.reshape(-1)  # (W, T) -> (W*T,)
-    episode_id = np.cumsum(episode_start) - 1
-    position = steps - steps[episode_start][episode_id]  # steps since the episode (piece) began
+    position, episode_start = _episode_position(dones)  # steps since the episode (piece) began
     sequence_start = position % sequence_length == 0 if sequence_length > 0 else episode_start
     starts = steps[sequence_start]
     sequence_id = np.cumsum(sequence_start) - 1
@@ -78,9 +99,28 @@ def sequence_index(dones: np.ndarray, sequence_length: int) -> SequenceIndex:
     return SequenceIndex(index, index < W * T, starts)
 
 
+class BurnInIndex(NamedTuple):
+    index: np.ndarray  # (N, K) flat step indices of the steps before each sequence, right-aligned; W*T where fewer
+    mask: np.ndarray  # (N, K) True on real burn-in steps
+    first: np.ndarray  # (N,) flat index of the first step unrolled (the first burn-in step, else the start)
+
+
+def burn_in_index(dones: np.ndarray, starts: np.ndarray, k: int) -> BurnInIndex:
+    """Up to k steps before each sequence (starts (N,) flat indices of their first steps), taken
+    only from the same episode in the same worker's row of this rollout: fewer, or none, near an
+    episode's start or the rollout's start. The unroll begins from the stored state at `first`."""
+    W, T = dones.shape
+    position, _ = _episode_position(dones)
+    before = np.minimum(position[starts], k)  # (N,) the burn-in steps each sequence has
+    slots = np.arange(-k, 0)  # (K,) offsets from the start: slot K - 1 is the step just before it
+    mask = slots >= -before[:, None]  # (N, K)
+    index = np.where(mask, starts[:, None] + slots, W * T)  # padding points at the zero row
+    return BurnInIndex(index, mask, starts - before)
+
+
 class Minibatch(NamedTuple):
     obs: torch.Tensor  # (n, L, *obs_shape)
-    states: torch.Tensor  # (n, S) recurrent state before each sequence's first step
+    states: torch.Tensor  # (n, S) recurrent state before each sequence's first step (or its first burn-in step)
     actions: torch.Tensor  # (n, L, k) int64, or float32 for continuous actions
     log_probs: torch.Tensor  # (n, L) of the rollout policy
     values: torch.Tensor  # (n, L) of the rollout policy
@@ -89,6 +129,7 @@ class Minibatch(NamedTuple):
     mask: torch.Tensor  # (n, L) True on real steps, False on padding
     action_mask: torch.Tensor | None = None  # (n, L, A) the actions allowed at each step; None: no masking
     previous: torch.Tensor | None = None  # (n, L, P) the previous action/reward the core saw; None: P = 0
+    burn_in: BurnIn | None = None  # the steps before each sequence; None: no burn-in
 
 
 def _field_specs(obs_shape: tuple, obs_dtype: np.dtype, actions: ActionFormat, masked: bool,
@@ -130,6 +171,7 @@ class RolloutBuffer:
         self.truncated = np.zeros((W, T), dtype=bool)
         self.final_values = np.zeros((W, T), dtype=np.float32)  # V(final obs) where truncated
         self.index: SequenceIndex | None = None
+        self.burn_in: BurnInIndex | None = None
         self._train: dict[str, torch.Tensor] = {}
 
     @staticmethod
@@ -161,9 +203,10 @@ class RolloutBuffer:
         """What the environments answered to step t, each (W,)."""
         self.rewards[:, t], self.terminated[:, t], self.truncated[:, t] = rewards, terminated, truncated
 
-    def finish(self, last_values: np.ndarray, gamma: float, lamda: float, sequence_length: int,
+    def finish(self, last_values: np.ndarray, gamma: float, lamda: float, recurrence: RecurrenceConfig,
                value_normalizer: ValueNormalizer | None = None) -> None:
-        """After the rollout: advantages, returns, the sequence index map, and the move to torch.
+        """After the rollout: advantages, returns, the sequence index map (recurrence's
+        sequence_length and burn_in), and the move to torch.
 
         Values (the rollout's, final_values and last_values) come as the value head gave
         them. With a value normalizer they are standardised: they are taken to the
@@ -182,10 +225,16 @@ class RolloutBuffer:
             value_normalizer.update(self.returns)
             self.returns[:] = value_normalizer.normalize(self.returns)
             self.values[:] = value_normalizer.normalize(self.values)
-        self.index = sequence_index(self.terminated | self.truncated, sequence_length)
+        dones = self.terminated | self.truncated
+        self.index = sequence_index(dones, recurrence.sequence_length)
+        self.burn_in = burn_in_index(dones, self.index.starts, recurrence.burn_in) if recurrence.burn_in else None
         # On the CPU these share memory with the numpy storage; on a GPU, one copy each.
         self._train = {name: torch.from_numpy(a).to(self.device) for name, a in self._flat.items()}
-        for name, a in self.index._asdict().items():
+        # first: the step whose stored state begins each sequence's unroll
+        sequences = {"index": self.index.index, "mask": self.index.mask, "first": self.index.starts}
+        if self.burn_in is not None:
+            sequences.update(burn_index=self.burn_in.index, burn_mask=self.burn_in.mask, first=self.burn_in.first)
+        for name, a in sequences.items():
             self._train[name] = torch.from_numpy(a).to(self.device)
 
     @property
@@ -202,12 +251,16 @@ class RolloutBuffer:
         order = torch.randperm(self.sequences).to(self.device)
         for ids in order.tensor_split(n_mini_batch):
             rows = f["index"][ids]  # (n, L) flat step indices; padding points at the zero row
+            burn_in = None
+            if self.burn_in is not None:
+                before = f["burn_index"][ids]  # (n, K) flat step indices of the burn-in steps
+                burn_in = BurnIn(f["obs"][before], f["previous"][before] if P else None, f["burn_mask"][ids])
             yield Minibatch(
-                obs=f["obs"][rows], states=f["states"][f["starts"][ids]], actions=f["actions"][rows],
+                obs=f["obs"][rows], states=f["states"][f["first"][ids]], actions=f["actions"][rows],
                 log_probs=f["log_probs"][rows], values=f["values"][rows],
                 advantages=f["advantages"][rows], returns=f["returns"][rows], mask=f["mask"][ids],
                 action_mask=f["action_mask"][rows] if self.masked else None,
-                previous=f["previous"][rows] if P else None)
+                previous=f["previous"][rows] if P else None, burn_in=burn_in)
 
 
 def require_memory(needed: int) -> None:

@@ -71,6 +71,7 @@ class RecurrenceConfig:
     previous_reward: bool = False  # the core also sees the last raw environment reward (0 at an episode's start)
     previous_reward_scale: float = 1.0  # multiplies that reward (before the clip); only with previous_reward
     previous_reward_clip: float | None = None  # then clips it to [-clip, clip]; None: none; only with previous_reward
+    burn_in: int = 0  # steps before each sequence unrolled without gradient to warm its state (R2D2); 0: none
 
 
 @dataclass
@@ -298,6 +299,11 @@ def validate(config: Config) -> None:
                                 ("previous_reward_clip", rec.previous_reward_clip, None)):
         need(rec.previous_reward or value == default, f"recurrence.{key}", value,
              "it applies only with recurrence.previous_reward: true")
+    need(rec.burn_in >= 0, "recurrence.burn_in", rec.burn_in, "must be >= 0 (0: none)")
+    need(rec.burn_in == 0 or rec.sequence_length > 0, "recurrence.burn_in", rec.burn_in,
+         "needs sequence_length > 0 (a whole-episode sequence has no steps of its episode before it)")
+    need(rec.burn_in + max(rec.sequence_length, 0) <= config.worker_steps, "recurrence.burn_in", rec.burn_in,
+         f"burn_in + sequence_length at most worker_steps ({config.worker_steps})")
     # Every minibatch must get at least one sequence; the fewest sequences a rollout
     # can have is one per worker per ceil(T / L) (no episode ends inside it).
     L = rec.sequence_length if rec.sequence_length > 0 else config.worker_steps

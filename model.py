@@ -12,6 +12,10 @@ when recurrence.previous_action / previous_reward are on, the previous input
 (B, P) made by `previous_input()` from the step before (zeros at an episode's
 start). It is stored with the rollout like the observation, so the training
 pass sees exactly what the rollout saw. P = 0 (both off): no concatenation.
+
+Truncated BPTT starts each sequence from a stored state. `evaluate(burn_in=...)`
+first unrolls up to K steps before the sequence without gradient (R2D2's
+burn-in).
 """
 from __future__ import annotations
 
@@ -36,6 +40,14 @@ class ActOutput(NamedTuple):
     log_probs: torch.Tensor  # (B,)
     values: torch.Tensor  # (B,)
     state: torch.Tensor  # (B, S) the state after this step
+
+
+class BurnIn(NamedTuple):
+    """The K steps before each of N sequences (recurrence.burn_in), right-aligned: slot K - 1 is the
+    step just before the sequence; a sequence with fewer burn-in steps has padding in its first slots."""
+    obs: torch.Tensor  # (N, K, *obs_shape)
+    previous: torch.Tensor | None  # (N, K, P); None when P = 0
+    mask: torch.Tensor  # (N, K) True on real burn-in steps
 
 
 class EvaluateOutput(NamedTuple):
@@ -253,7 +265,10 @@ class ActorCritic(nn.Module):
     def _step(self, obs: torch.Tensor, state: torch.Tensor, previous: torch.Tensor | None):
         """One step for B environments: obs (B, *obs_shape), state (B, S), previous (B, P) -> core output,
         next state (B, S)."""
-        x = self._with_previous(self.encoder(obs), previous)  # (B, F + P)
+        return self._advance(self._with_previous(self.encoder(obs), previous), state)
+
+    def _advance(self, x: torch.Tensor, state: torch.Tensor):
+        """One step of every core: input x (B, F + P), state (B, S) -> core output, next state (B, S)."""
         y, new = self._step_core(0, self.core, x, state)
         if self.critic_core is not None:
             y_critic, new_critic = self._step_core(1, self.critic_core, x, state)
@@ -303,18 +318,20 @@ class ActorCritic(nn.Module):
 
     def evaluate(self, obs: torch.Tensor, state: torch.Tensor, actions: torch.Tensor,
                  action_mask: torch.Tensor | None = None, mask: torch.Tensor | None = None,
-                 previous: torch.Tensor | None = None) -> EvaluateOutput:
+                 previous: torch.Tensor | None = None, burn_in: BurnIn | None = None) -> EvaluateOutput:
         """Training pass over N sequences of length L with one recurrent call per core.
 
-        obs (N, L, *obs_shape), state (N, S) before each sequence's first step,
-        actions (N, L, k), action_mask (N, L, A) or None, previous (N, L, P) (needed
-        when P > 0). With mask (N, L), True on
+        obs (N, L, *obs_shape), state (N, S) before each sequence's first step (or, with
+        burn_in, before its first burn-in step), actions (N, L, k), action_mask (N, L, A)
+        or None, previous (N, L, P) (needed when P > 0). With mask (N, L), True on
         real steps, the encoder sees the real steps only and padding slots get zero
         features: padding trails each sequence, so the core's outputs on real steps
         never depend on it, and it enters no loss. Short episodes pad heavily (10-step
         episodes in sequences of 8: 6 slots of 16), so an image encoder saves that share.
         """
         N, L = obs.shape[:2]
+        if burn_in is not None:
+            state = self.burn_in_state(state, burn_in)
         x = self._sequence_inputs(obs, previous, mask)  # (N, L, F + P)
         y, _ = self.core(x, self._sequence_state(state, 0))  # (N, L, H)
         if self.critic_core is not None:
@@ -326,6 +343,22 @@ class ActorCritic(nn.Module):
             params, actions.reshape(N * L, -1), flat_mask)  # actions (N, L, k) -> (N*L, k)
         # (N*L,) -> (N, L)
         return EvaluateOutput(log_prob.reshape(N, L), entropy.reshape(N, L), values.reshape(N, L))
+
+    @torch.no_grad()
+    def burn_in_state(self, state: torch.Tensor, burn: BurnIn) -> torch.Tensor:
+        """The state at each sequence's start (N, S): its burn-in steps unrolled one step at a time from
+        state (N, S), the state before its first burn-in step, with no gradient (they enter no loss).
+        A row's state advances only on its real burn-in steps; burn-in never crosses an episode's
+        start (the buffer takes it from the sequence's own episode), so there is nothing to reset."""
+        K = burn.mask.shape[1]
+        first = K - int(burn.mask.sum(1).max())  # right-aligned: no row has a real step before this slot
+        if first == K:  # no sequence here has burn-in steps (each begins its episode or the rollout)
+            return state
+        x = self._sequence_inputs(burn.obs, burn.previous, burn.mask)  # (N, K, F + P), zeros on padding
+        for i in range(first, K):
+            _, new = self._advance(x[:, i], state)
+            state = torch.where(burn.mask[:, i:i + 1], new, state)  # (N, 1): padding rows keep their state
+        return state
 
 
 def build_model(config, spaces: EnvSpaces) -> ActorCritic:

@@ -114,8 +114,8 @@ class Trainer:
         """GAE and the sequence index over the rollout just collected, bootstrapped from
         V of the observations that follow it."""
         c = self.config
-        self.buffer.finish(self._values(self.obs, self.state, self.previous), c.gamma, c.lamda,
-                           c.recurrence.sequence_length, self.normalizers.values)
+        self.buffer.finish(self._values(self.obs, self.state, self.previous), c.gamma, c.lamda, c.recurrence,
+                           self.normalizers.values)
 
     def _values(self, obs: np.ndarray, state: torch.Tensor, previous: torch.Tensor) -> np.ndarray:
         """V(obs) as the value head gives it, for raw observations and the state and previous input before them."""
@@ -166,7 +166,7 @@ class Trainer:
         steps = []  # per minibatch step: its losses and gradient norm, read back once at the end
         epochs = itertools.chain.from_iterable(self.buffer.minibatches(c.n_mini_batch) for _ in range(c.epochs))
         for mb in epochs:
-            out = self.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask, mb.previous)
+            out = self.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask, mb.previous, mb.burn_in)
             losses = ppo_loss(out, mb, clip, beta, c.value_loss_coefficient, c.normalization.advantages, value_clip)
             if c.target_kl is not None and losses.approx_kl.item() > c.target_kl:
                 break  # too far from the rollout's policy: skip this step and the update's remaining epochs

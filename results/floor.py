@@ -90,7 +90,7 @@ def main():
 
     def forward_backward():
         for mb in batches:
-            out = model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask, mb.previous)
+            out = model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask, mb.previous, mb.burn_in)
             (out.log_probs.sum() + out.values.sum() + out.entropy.sum()).backward()
         model.zero_grad(set_to_none=True)
 

@@ -95,6 +95,10 @@ def test_shipped_configs_load(name):
     ({"vector_encoder_size": -2}, ["vector_encoder_size", ">= 0"]),
     ({"hidden_layer_size": 0}, ["hidden_layer_size", "> 0"]),
     ({"environment": {"typ": "gym"}}, ["environment.typ", "environment.type"]),
+    ({"recurrence": {"burn_in": -1}}, ["recurrence.burn_in", ">= 0"]),
+    ({"recurrence": {"burn_in": 4, "sequence_length": 0}}, ["recurrence.burn_in", "sequence_length > 0"]),
+    ({"worker_steps": 16, "recurrence": {"burn_in": 9, "sequence_length": 8}},
+     ["recurrence.burn_in", "burn_in + sequence_length at most worker_steps (16)"]),
     ({"recurrence": {"previous_reward_scale": 0.1}}, ["recurrence.previous_reward_scale", "previous_reward: true"]),
     ({"recurrence": {"previous_reward_clip": 1.0}}, ["recurrence.previous_reward_clip", "previous_reward: true"]),
     ({"recurrence": {"previous_reward": True, "previous_reward_scale": 0}}, ["previous_reward_scale", "> 0"]),
@@ -153,8 +157,8 @@ def test_resume_refuses_changed_model_inputs_and_takes_older_checkpoints_without
     for override in ("recurrence.previous_action=false", "recurrence.previous_reward=true"):
         with pytest.raises(ConfigError, match=override.split("=")[0]):
             check_resume_overrides(saved, config_from_dict(saved, [override]))
-    check_resume_overrides(saved, config_from_dict(saved, ["updates=40"]))
+    check_resume_overrides(saved, config_from_dict(saved, ["recurrence.burn_in=4"]))
     older = config_from_dict({}).to_dict()
-    for key in ("previous_action", "previous_reward", "previous_reward_scale", "previous_reward_clip"):
+    for key in ("previous_action", "previous_reward", "previous_reward_scale", "previous_reward_clip", "burn_in"):
         del older["recurrence"][key]  # a checkpoint written before these keys existed
     check_resume_overrides(older, config_from_dict(older))

@@ -90,6 +90,12 @@ VARIANTS = {
     "previous-box": {"environment": {"type": "gym", "name": "Pendulum-v1", "observation_mask": [2]},
                      "recurrence": {"previous_action": True, "previous_reward": True, "previous_reward_scale": 0.1},
                      "normalization": {"observations": True, "rewards": True}},
+    # before the first gradient step, burn-in reproduces the stored state at each sequence's start
+    "burn-in-gru": {"environment": {"type": "PocMemoryEnv"},
+                    "recurrence": {"burn_in": 6, "previous_action": True}},
+    "burn-in-lstm-no-reset": {"environment": {"type": "CartPoleMasked"},
+                              "recurrence": {"layer_type": "lstm", "reset_hidden_state": False,
+                                             "burn_in": 12, "separate_critic_core": True}},
 }
 
 
@@ -111,7 +117,7 @@ def test_recomputed_log_probs_match_rollout_for_every_space_and_switch(tmp_path,
             for mb in trainer.buffer.minibatches(2):
                 with torch.no_grad():
                     out = trainer.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask,
-                                                 mb.previous)
+                                                 mb.previous, mb.burn_in)
                 assert torch.isfinite(out.log_probs).all() and torch.isfinite(out.entropy).all()
                 torch.testing.assert_close(out.log_probs[mb.mask], mb.log_probs[mb.mask], atol=1e-4, rtol=0)
                 if trainer.normalizers.values is None:  # else the targets' scale moved with this rollout

@@ -1,11 +1,12 @@
-"""Previous action and reward as inputs (recurrence.previous_*)."""
+"""Previous action and reward as inputs and burn-in (recurrence.previous_*, burn_in): the burn-in
+against a plain loop that calls the model one step at a time."""
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
 from config import RecurrenceConfig, config_from_dict
-from model import ActorCritic
+from model import ActorCritic, BurnIn
 from trainer import PhaseTimes, Trainer
 
 SPACES = {
@@ -87,5 +88,65 @@ def test_rollout_stores_the_previous_action_and_raw_reward_with_zeros_at_episode
             last = (np.concatenate([one_hot[:, -1], np.full((4, 1), 1.5)], axis=1),
                     b.terminated[:, -1] | b.truncated[:, -1])
             np.testing.assert_array_equal(trainer.previous.numpy(), np.where(last[1][:, None], 0.0, last[0]))
+    finally:
+        trainer.close()
+
+
+# ------------------------------------------------------------------------- burn-in
+
+def loop_burn_in(model, state, burn: BurnIn):
+    """The oracle: each row on its own, one act() call per real burn-in step."""
+    rows = []
+    for n in range(state.shape[0]):
+        s = state[n:n + 1]
+        for i in np.flatnonzero(burn.mask[n].numpy()):
+            previous = None if burn.previous is None else burn.previous[n:n + 1, i]
+            s = model.act(burn.obs[n:n + 1, i], s, previous=previous).state
+        rows.append(s)
+    return torch.cat(rows)
+
+
+@pytest.mark.parametrize("previous", [False, True])
+@pytest.mark.parametrize("layer", ["gru", "lstm"])
+def test_burn_in_unroll_equals_a_loop_of_single_steps(layer, previous):
+    model = model_for(SPACES["discrete"], layer, num_layers=2, separate_critic_core=True,
+                      previous_action=previous, previous_reward=previous)
+    N, K, L, P = 6, 4, 3, model.previous_size
+    before = torch.tensor([0, 1, 4, 2, 4, 3])  # burn-in steps per sequence, right-aligned as the buffer makes them
+    mask = torch.arange(K) >= K - before[:, None]  # (N, K)
+    burn = BurnIn(torch.randn(N, K, 3) * mask[..., None], torch.randn(N, K, P) * mask[..., None] if P else None, mask)
+    state = torch.randn(N, model.state_size)
+    warmed = model.burn_in_state(state, burn)
+    torch.testing.assert_close(warmed, loop_burn_in(model, state, burn), rtol=0, atol=1e-6)
+    assert torch.equal(warmed[0], state[0]) and not warmed.requires_grad  # no burn-in steps: the state as given
+    none = BurnIn(burn.obs[:1], None if burn.previous is None else burn.previous[:1], mask[:1])
+    assert torch.equal(model.burn_in_state(state[:1], none), state[:1])  # a minibatch without any burn-in step
+    # evaluate(burn_in=...) is evaluate from the warmed state
+    obs, actions = torch.randn(N, L, 3), torch.randint(0, 3, (N, L, 1))
+    sequence_previous = torch.randn(N, L, P) if P else None
+    a = model.evaluate(obs, state, actions, previous=sequence_previous, burn_in=burn)
+    b = model.evaluate(obs, warmed, actions, previous=sequence_previous)
+    for x, y in zip(a, b):
+        torch.testing.assert_close(x, y, rtol=0, atol=1e-6)
+
+
+# ------------------------------------------------------------------ in the trainer
+
+@pytest.mark.parametrize("layer,reset", [("gru", True), ("lstm", False)])
+def test_burn_in_reproduces_the_stored_state_at_each_sequence_start(tmp_path, layer, reset):
+    # burn_in 12 > sequence_length 8: sequences get 0 (an episode's first), 8 (its second) or 12 steps
+    trainer = Trainer(small(layer_type=layer, reset_hidden_state=reset, burn_in=12, previous_action=True),
+                      summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
+    try:
+        for rollout in range(2):
+            trainer.collect(PhaseTimes())
+            trainer.advantages()
+            f = trainer.buffer._train
+            burn = BurnIn(f["obs"][f["burn_index"]], f["previous"][f["burn_index"]], f["burn_mask"])
+            counts = burn.mask.sum(1)
+            assert set(counts.tolist()) == {0, 8, 12}
+            warmed = trainer.model.burn_in_state(f["states"][f["first"]], burn)
+            starts = torch.from_numpy(trainer.buffer.index.starts)
+            torch.testing.assert_close(warmed, f["states"][starts], rtol=0, atol=1e-5)
     finally:
         trainer.close()

@@ -11,9 +11,11 @@ padding a sequence is then just pointing its unused slots at that row, so one
 gather with the (N, L) index map builds every padded field.
 
 Truncated BPTT starts each sequence from the state stored at its start, which
-the rollout's parameters made. With recurrence.burn_in each sequence also gets
-up to K steps of its episode before it, unrolled without gradient from the
-state stored there (burn_in_index), so its state at the start is fresher.
+the rollout's parameters made. Two switches of the recurrence section make it
+fresher: burn_in (each sequence also gets up to K steps of its episode before
+it, unrolled without gradient from the state stored there: burn_in_index) and
+refresh_states (before each epoch the model recomputes every stored state with
+its current parameters: refresh_states).
 """
 from __future__ import annotations
 
@@ -172,6 +174,7 @@ class RolloutBuffer:
         self.final_values = np.zeros((W, T), dtype=np.float32)  # V(final obs) where truncated
         self.index: SequenceIndex | None = None
         self.burn_in: BurnInIndex | None = None
+        self.recurrence = RecurrenceConfig()  # finish() takes the run's
         self._train: dict[str, torch.Tensor] = {}
 
     @staticmethod
@@ -226,6 +229,7 @@ class RolloutBuffer:
             self.returns[:] = value_normalizer.normalize(self.returns)
             self.values[:] = value_normalizer.normalize(self.values)
         dones = self.terminated | self.truncated
+        self.recurrence = recurrence
         self.index = sequence_index(dones, recurrence.sequence_length)
         self.burn_in = burn_in_index(dones, self.index.starts, recurrence.burn_in) if recurrence.burn_in else None
         # On the CPU these share memory with the numpy storage; on a GPU, one copy each.
@@ -245,8 +249,11 @@ class RolloutBuffer:
     def sequences(self) -> int:
         return self.index.index.shape[0]
 
-    def minibatches(self, n_mini_batch: int) -> Iterator[Minibatch]:
-        """One epoch: the sequences shuffled (torch's generator) and split into n_mini_batch groups."""
+    def minibatches(self, n_mini_batch: int, model=None) -> Iterator[Minibatch]:
+        """One epoch: the sequences shuffled (torch's generator) and split into n_mini_batch groups.
+        With recurrence.refresh_states, `model` (the one being trained) first refreshes the stored states."""
+        if self.recurrence.refresh_states and model is not None:
+            self.refresh_states(model, max(1, self.W * self.T // n_mini_batch))
         f, P = self._train, self.previous_size
         order = torch.randperm(self.sequences).to(self.device)
         for ids in order.tensor_split(n_mini_batch):
@@ -261,6 +268,19 @@ class RolloutBuffer:
                 advantages=f["advantages"][rows], returns=f["returns"][rows], mask=f["mask"][ids],
                 action_mask=f["action_mask"][rows] if self.masked else None,
                 previous=f["previous"][rows] if P else None, burn_in=burn_in)
+
+    def refresh_states(self, model, chunk: int) -> None:
+        """Replaces the stored states that training starts sequences from with those the model's
+        current parameters give: one pass over the rollout without gradient, from each worker's
+        first stored state, reset at episode starts as the rollout did (model.unroll; the encoder
+        takes `chunk` steps at a time). The rollout's own states (self.states) stay as they were."""
+        W, T, f = self.W, self.T, self._train
+        obs = f["obs"][:W * T].reshape(W, T, *f["obs"].shape[1:])  # (W*T, *obs) -> (W, T, *obs)
+        previous = f["previous"][:W * T].reshape(W, T, -1) if self.previous_size else None  # (W*T, P) -> (W, T, P)
+        starts = torch.from_numpy(episode_starts(self.terminated | self.truncated)).to(self.device)
+        states = model.unroll(obs, previous, f["states"][:W * T:T], starts, self.recurrence.reset_hidden_state,
+                              chunk)  # (W, S) before each row's first step -> (W, T, S)
+        f["states"] = torch.cat((states.reshape(W * T, -1), f["states"][W * T:]))  # (W, T, S) -> (W*T + 1, S)
 
 
 def require_memory(needed: int) -> None:

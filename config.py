@@ -72,6 +72,7 @@ class RecurrenceConfig:
     previous_reward_scale: float = 1.0  # multiplies that reward (before the clip); only with previous_reward
     previous_reward_clip: float | None = None  # then clips it to [-clip, clip]; None: none; only with previous_reward
     burn_in: int = 0  # steps before each sequence unrolled without gradient to warm its state (R2D2); 0: none
+    refresh_states: bool = False  # before each epoch, recompute every stored state with the current parameters
 
 
 @dataclass

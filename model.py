@@ -15,7 +15,8 @@ pass sees exactly what the rollout saw. P = 0 (both off): no concatenation.
 
 Truncated BPTT starts each sequence from a stored state. `evaluate(burn_in=...)`
 first unrolls up to K steps before the sequence without gradient (R2D2's
-burn-in).
+burn-in), and `unroll()` recomputes every stored state of a rollout with the
+current parameters (recurrence.refresh_states).
 """
 from __future__ import annotations
 
@@ -191,13 +192,14 @@ class ActorCritic(nn.Module):
     def initial_state(self, batch: int, device=None) -> torch.Tensor:
         return torch.zeros(batch, self.state_size, device=device)
 
-    def reset_state(self, state: torch.Tensor, starts: np.ndarray) -> torch.Tensor:
-        """state (B, S) with the rows of environments that begin an episode (starts (B,) bool)
-        set to the initial state: the one place the reset at an episode's start is written."""
-        if not starts.any():
-            return state
-        starts = torch.from_numpy(np.asarray(starts, dtype=bool)).to(state.device).unsqueeze(1)  # (B,) -> (B, 1)
-        return torch.where(starts, self.initial_state(1, state.device), state)
+    def reset_state(self, state: torch.Tensor, starts: np.ndarray | torch.Tensor) -> torch.Tensor:
+        """state (B, S) with the rows of environments that begin an episode (starts (B,) bool, numpy or
+        on the state's device) set to the initial state: the one place the reset at an episode's start is written."""
+        if not isinstance(starts, torch.Tensor):
+            if not starts.any():
+                return state
+            starts = torch.from_numpy(np.asarray(starts, dtype=bool)).to(state.device)
+        return torch.where(starts.unsqueeze(1), self.initial_state(1, state.device), state)  # (B,) -> (B, 1)
 
     # ----------------------------------------------------------- previous input
     @torch.inference_mode()
@@ -359,6 +361,26 @@ class ActorCritic(nn.Module):
             _, new = self._advance(x[:, i], state)
             state = torch.where(burn.mask[:, i:i + 1], new, state)  # (N, 1): padding rows keep their state
         return state
+
+    @torch.no_grad()
+    def unroll(self, obs: torch.Tensor, previous: torch.Tensor | None, state: torch.Tensor, starts: torch.Tensor,
+               reset: bool, chunk: int) -> torch.Tensor:
+        """The state before every step of a rollout, recomputed with the current parameters
+        (recurrence.refresh_states): obs (W, T, *obs_shape), previous (W, T, P) or None, state (W, S)
+        before step 0 (kept: nothing before the rollout can be recomputed), starts (W, T) True where an
+        episode begins, reset: set the state there to the initial state, as the rollout did
+        (reset_hidden_state). The encoder takes `chunk` steps at a time. -> (W, T, S)."""
+        W, T = starts.shape
+        flat = obs.reshape(W * T, *obs.shape[2:])  # (W, T, *obs) -> (W*T, *obs)
+        x = torch.cat([self.encoder(part) for part in flat.split(chunk)])  # (W*T, F)
+        x = self._with_previous(x.reshape(W, T, -1), previous)  # (W*T, F) -> (W, T, F + P)
+        states = [state]
+        for t in range(1, T):
+            _, state = self._advance(x[:, t - 1], state)
+            if reset:
+                state = self.reset_state(state, starts[:, t])
+            states.append(state)
+        return torch.stack(states, dim=1)  # T x (W, S) -> (W, T, S)
 
 
 def build_model(config, spaces: EnvSpaces) -> ActorCritic:

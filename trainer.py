@@ -164,7 +164,7 @@ class Trainer:
         self.optimizer.lr = lr
         value_clip = (c.value_clip_range or clip) if c.value_clip else None
         steps = []  # per minibatch step: its losses and gradient norm, read back once at the end
-        epochs = itertools.chain.from_iterable(self.buffer.minibatches(c.n_mini_batch) for _ in range(c.epochs))
+        epochs = itertools.chain(*(self.buffer.minibatches(c.n_mini_batch, self.model) for _ in range(c.epochs)))
         for mb in epochs:
             out = self.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask, mb.previous, mb.burn_in)
             losses = ppo_loss(out, mb, clip, beta, c.value_loss_coefficient, c.normalization.advantages, value_clip)

@@ -104,6 +104,7 @@ def test_shipped_configs_load(name):
     ({"recurrence": {"previous_reward": True, "previous_reward_scale": 0}}, ["previous_reward_scale", "> 0"]),
     ({"recurrence": {"previous_reward": True, "previous_reward_clip": -1.0}}, ["previous_reward_clip", "> 0"]),
     ({"recurrence": {"previous_action": 1}}, ["recurrence.previous_action", "bool"]),
+    ({"recurrence": {"refresh_states": "yes"}}, ["recurrence.refresh_states", "bool"]),
 ])
 def test_bad_configs_name_the_key(raw, words):
     with pytest.raises(ConfigError) as error:
@@ -157,8 +158,9 @@ def test_resume_refuses_changed_model_inputs_and_takes_older_checkpoints_without
     for override in ("recurrence.previous_action=false", "recurrence.previous_reward=true"):
         with pytest.raises(ConfigError, match=override.split("=")[0]):
             check_resume_overrides(saved, config_from_dict(saved, [override]))
-    check_resume_overrides(saved, config_from_dict(saved, ["recurrence.burn_in=4"]))
+    check_resume_overrides(saved, config_from_dict(saved, ["recurrence.burn_in=4", "recurrence.refresh_states=true"]))
     older = config_from_dict({}).to_dict()
-    for key in ("previous_action", "previous_reward", "previous_reward_scale", "previous_reward_clip", "burn_in"):
+    for key in ("previous_action", "previous_reward", "previous_reward_scale", "previous_reward_clip", "burn_in",
+                "refresh_states"):
         del older["recurrence"][key]  # a checkpoint written before these keys existed
     check_resume_overrides(older, config_from_dict(older))

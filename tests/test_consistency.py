@@ -90,12 +90,13 @@ VARIANTS = {
     "previous-box": {"environment": {"type": "gym", "name": "Pendulum-v1", "observation_mask": [2]},
                      "recurrence": {"previous_action": True, "previous_reward": True, "previous_reward_scale": 0.1},
                      "normalization": {"observations": True, "rewards": True}},
-    # before the first gradient step, burn-in reproduces the stored state at each sequence's start
-    "burn-in-gru": {"environment": {"type": "PocMemoryEnv"},
-                    "recurrence": {"burn_in": 6, "previous_action": True}},
-    "burn-in-lstm-no-reset": {"environment": {"type": "CartPoleMasked"},
-                              "recurrence": {"layer_type": "lstm", "reset_hidden_state": False,
-                                             "burn_in": 12, "separate_critic_core": True}},
+    # before the first gradient step, burn-in and refreshed states reproduce the stored states
+    "burn-in-refresh-gru": {"environment": {"type": "PocMemoryEnv"},
+                            "recurrence": {"burn_in": 6, "refresh_states": True, "previous_action": True}},
+    "burn-in-refresh-lstm-no-reset": {"environment": {"type": "CartPoleMasked"},
+                                      "recurrence": {"layer_type": "lstm", "reset_hidden_state": False,
+                                                     "burn_in": 12, "refresh_states": True,
+                                                     "separate_critic_core": True}},
 }
 
 
@@ -114,7 +115,7 @@ def test_recomputed_log_probs_match_rollout_for_every_space_and_switch(tmp_path,
                 trainer.one_update()
             trainer.collect(PhaseTimes())
             trainer.advantages()
-            for mb in trainer.buffer.minibatches(2):
+            for mb in trainer.buffer.minibatches(2, trainer.model):  # refreshes the states where switched on
                 with torch.no_grad():
                     out = trainer.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask,
                                                  mb.previous, mb.burn_in)

@@ -1,10 +1,11 @@
-"""Previous action and reward as inputs and burn-in (recurrence.previous_*, burn_in): the burn-in
-against a plain loop that calls the model one step at a time."""
+"""Previous action and reward as inputs, burn-in and stored-state refresh (recurrence.previous_*,
+burn_in, refresh_states): each against a plain loop that calls the model one step at a time."""
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
+from buffer import episode_starts
 from config import RecurrenceConfig, config_from_dict
 from model import ActorCritic, BurnIn
 from trainer import PhaseTimes, Trainer
@@ -130,6 +131,38 @@ def test_burn_in_unroll_equals_a_loop_of_single_steps(layer, previous):
         torch.testing.assert_close(x, y, rtol=0, atol=1e-6)
 
 
+# ------------------------------------------------------------------------- refresh
+
+def loop_unroll(model, obs, previous, state, starts, reset):
+    """The oracle: the rollout's own loop, one act() call per step of all rows, reset as collect() does."""
+    W, T = starts.shape
+    states = []
+    for t in range(T):
+        if reset and t > 0:
+            state = model.reset_state(state, starts[:, t].numpy())
+        states.append(state)
+        state = model.act(obs[:, t], state, previous=None if previous is None else previous[:, t]).state
+    return torch.stack(states, dim=1)
+
+
+@pytest.mark.parametrize("reset", [True, False])
+@pytest.mark.parametrize("layer", ["gru", "lstm"])
+def test_unroll_equals_a_loop_of_single_steps_with_episode_starts_inside(layer, reset):
+    model = model_for(SPACES["multidiscrete"], layer, separate_critic_core=layer == "lstm",
+                      previous_action=True, previous_reward=True)
+    W, T = 3, 12
+    dones = torch.rand(W, T, generator=torch.Generator().manual_seed(1)) < 0.25
+    starts = torch.from_numpy(episode_starts(dones.numpy()))
+    assert starts.any()
+    obs, previous = torch.randn(W, T, 3), torch.randn(W, T, model.previous_size)
+    state = torch.randn(W, model.state_size)
+    unrolled = model.unroll(obs, previous, state, starts, reset, chunk=5)
+    torch.testing.assert_close(unrolled, loop_unroll(model, obs, previous, state, starts, reset), rtol=0, atol=1e-6)
+    assert torch.equal(unrolled[:, 0], state)  # the state before the rollout is kept
+    if reset:
+        assert (unrolled[starts] == 0).all()
+
+
 # ------------------------------------------------------------------ in the trainer
 
 @pytest.mark.parametrize("layer,reset", [("gru", True), ("lstm", False)])
@@ -150,3 +183,42 @@ def test_burn_in_reproduces_the_stored_state_at_each_sequence_start(tmp_path, la
             torch.testing.assert_close(warmed, f["states"][starts], rtol=0, atol=1e-5)
     finally:
         trainer.close()
+
+
+@pytest.mark.parametrize("layer,reset", [("gru", True), ("lstm", True), ("lstm", False)])
+def test_refresh_reproduces_the_stored_states_before_the_first_step_and_follows_the_parameters_after(
+        tmp_path, layer, reset):
+    trainer = Trainer(small(layer_type=layer, reset_hidden_state=reset, refresh_states=True, previous_reward=True),
+                      summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
+    try:
+        trainer.collect(PhaseTimes())
+        trainer.advantages()
+        b, W, T = trainer.buffer, 4, 40
+        stored = torch.from_numpy(b.states.copy()).reshape(W * T, -1)  # (W, T, S) -> (W*T, S)
+        assert (b.terminated | b.truncated)[:, :-1].any()  # episodes start inside the rollout
+        b.refresh_states(trainer.model, chunk=64)
+        torch.testing.assert_close(b._train["states"][:W * T], stored, rtol=0, atol=1e-5)
+        assert (b._train["states"][W * T] == 0).all()  # the padding row stays zero
+        trainer.optimise(3e-3, 0.0, 0.2)  # gradient steps; each epoch refreshed again before its minibatches
+        b.refresh_states(trainer.model, chunk=64)
+        moved = (b._train["states"][:W * T] - stored).abs().max()
+        assert moved > 1e-3
+        torch.testing.assert_close(b._train["states"][:W * T:T], stored[::T], rtol=0, atol=0)  # step 0 as stored
+        np.testing.assert_array_equal(b.states.reshape(W * T, -1), stored.numpy())  # the rollout's own states kept
+    finally:
+        trainer.close()
+
+
+def test_optimise_refreshes_once_per_epoch_and_only_when_switched_on(tmp_path, monkeypatch):
+    from buffer import RolloutBuffer
+    calls = []
+    real = RolloutBuffer.refresh_states
+    monkeypatch.setattr(RolloutBuffer, "refresh_states", lambda self, *a: calls.append(1) or real(self, *a))
+    for refresh, expected in ((True, 3), (False, 0)):
+        calls.clear()
+        config = small(refresh_states=refresh)
+        config.epochs = 3
+        trainer = Trainer(config, summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
+        trainer.one_update()
+        trainer.close()
+        assert len(calls) == expected

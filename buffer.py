@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from config import ConfigError, RecurrenceConfig
-from model import BurnIn
+from model import ActorCritic, BurnIn
 from normalization import ValueNormalizer
 from spaces import ActionFormat
 
@@ -249,7 +249,7 @@ class RolloutBuffer:
     def sequences(self) -> int:
         return self.index.index.shape[0]
 
-    def minibatches(self, n_mini_batch: int, model=None) -> Iterator[Minibatch]:
+    def minibatches(self, n_mini_batch: int, model: ActorCritic | None = None) -> Iterator[Minibatch]:
         """One epoch: the sequences shuffled (torch's generator) and split into n_mini_batch groups.
         With recurrence.refresh_states, `model` (the one being trained) first refreshes the stored states."""
         if self.recurrence.refresh_states and model is not None:
@@ -269,7 +269,7 @@ class RolloutBuffer:
                 action_mask=f["action_mask"][rows] if self.masked else None,
                 previous=f["previous"][rows] if P else None, burn_in=burn_in)
 
-    def refresh_states(self, model, chunk: int) -> None:
+    def refresh_states(self, model: ActorCritic, chunk: int) -> None:
         """Replaces the stored states that training starts sequences from with those the model's
         current parameters give: one pass over the rollout without gradient, from each worker's
         first stored state, reset at episode starts as the rollout did (model.unroll; the encoder

@@ -103,11 +103,11 @@ class Agent:
                   rewards: np.ndarray | None) -> torch.Tensor:
         """The model's previous input (n, P) as training makes it: zeros where an episode starts."""
         P, recurrence = self.model.previous_size, self.config.recurrence
-        if not P or fresh or (actions is None and rewards is None):
+        if not P or fresh or np.all(episode_start):  # no step before: zeros, as in training
             return torch.zeros(n, P, device=self.device)
         for name, value, used in (("previous_action", actions, recurrence.previous_action),
                                   ("previous_reward", rewards, recurrence.previous_reward)):
-            if used and value is None:
+            if used and value is None:  # never zeros by accident
                 raise ValueError(f"this agent was trained with recurrence.{name}: pass {name} after the first step")
         actions = torch.as_tensor(np.zeros((n, 1)) if actions is None else np.asarray(actions), device=self.device)
         rewards = np.zeros(n, np.float32) if rewards is None else np.asarray(rewards, dtype=np.float32)

@@ -48,6 +48,9 @@ def test_agent_reproduces_the_training_rollout(tmp_path, env, layer, reset, prev
         state, start = step.state, b.terminated[:, t] | b.truncated[:, t]
         actions, rewards = step.actions, raw_rewards[:, t]
     assert start.any() or b.terminated.any() or b.truncated.any()
+    if previous:  # forgetting them mid-episode is an error, not silent zeros
+        with pytest.raises(ValueError, match="previous_action"):
+            agent.act(b.obs[:, 0], state, np.zeros(4, dtype=bool))
 
 
 def trained(tmp_path, name="poc", **changes) -> Path:

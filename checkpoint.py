@@ -4,7 +4,8 @@ A checkpoint is one file with everything a run needs to go on exactly where it
 stopped: model and optimizer state, the config as a dict, the update and step
 counts, the run's summaries folder, the random generators, every environment's
 state (its episode seed and the actions taken since; see environments/), the
-current observations and recurrent state, and the normaliser statistics.
+current observations, recurrent state and previous input (the last action and
+reward, recurrence.previous_*), and the normaliser statistics.
 
 Trust:
 - It holds plain data only (tensors, numbers, strings, lists and dicts) and is
@@ -40,6 +41,7 @@ FORMAT = 2  # 1: pickled Python objects, no digest (before weights-only loading)
 INFERENCE = ("format", "model", "config", "update", "steps", "run_id", "normalization")  # what acting needs
 # and what only a resumed run needs besides (capture() writes both, in this order)
 RESUME = ("summaries_path", "summaries", "optimizer", "rng", "environments", "obs", "state")
+# "previous" (W, P) is written too but not required: checkpoints from before it have P = 0
 
 
 class CheckpointError(ValueError):
@@ -67,6 +69,7 @@ def capture(trainer) -> dict:
         "environments": trainer.envs.get_state(),
         "obs": trainer.obs.copy(),
         "state": trainer.state.cpu(),
+        "previous": trainer.previous.cpu(),
     })
 
 
@@ -85,6 +88,8 @@ def restore(trainer, checkpoint: dict) -> None:
     trainer.envs.set_state(arrays(checkpoint["environments"]))
     trainer.obs = checkpoint["obs"].numpy().copy()
     trainer.state = checkpoint["state"].to(trainer.device)
+    if "previous" in checkpoint:
+        trainer.previous = checkpoint["previous"].to(trainer.device)
     trainer.summaries.load_state_dict(checkpoint["summaries"])
     trainer.normalizers.load_state_dict(arrays(checkpoint["normalization"]))
 

@@ -67,6 +67,12 @@ class RecurrenceConfig:
     reset_hidden_state: bool = True  # zero the recurrent state when an episode starts
     num_layers: int = 1  # stacked recurrent layers
     separate_critic_core: bool = False  # the value function gets its own recurrent core (sb3-contrib's option)
+    previous_action: bool = False  # the core also sees the last action (zeros at an episode's start)
+    previous_reward: bool = False  # the core also sees the last raw environment reward (0 at an episode's start)
+    previous_reward_scale: float = 1.0  # multiplies that reward (before the clip); only with previous_reward
+    previous_reward_clip: float | None = None  # then clips it to [-clip, clip]; None: none; only with previous_reward
+    burn_in: int = 0  # steps before each sequence unrolled without gradient to warm its state (R2D2); 0: none
+    refresh_states: bool = False  # before each epoch, recompute every stored state with the current parameters
 
 
 @dataclass
@@ -296,6 +302,18 @@ def validate(config: Config) -> None:
     need(rec.hidden_state_size > 0, "recurrence.hidden_state_size", rec.hidden_state_size, "must be > 0")
     need(rec.sequence_length <= config.worker_steps, "recurrence.sequence_length", rec.sequence_length,
          f"at most worker_steps ({config.worker_steps}); <= 0 means whole episodes")
+    need(rec.previous_reward_scale > 0, "recurrence.previous_reward_scale", rec.previous_reward_scale, "must be > 0")
+    need(rec.previous_reward_clip is None or rec.previous_reward_clip > 0, "recurrence.previous_reward_clip",
+         rec.previous_reward_clip, "must be > 0 (or null: no clip)")
+    for key, value, default in (("previous_reward_scale", rec.previous_reward_scale, 1.0),
+                                ("previous_reward_clip", rec.previous_reward_clip, None)):
+        need(rec.previous_reward or value == default, f"recurrence.{key}", value,
+             "it applies only with recurrence.previous_reward: true")
+    need(rec.burn_in >= 0, "recurrence.burn_in", rec.burn_in, "must be >= 0 (0: none)")
+    need(rec.burn_in == 0 or rec.sequence_length > 0, "recurrence.burn_in", rec.burn_in,
+         "needs sequence_length > 0 (a whole-episode sequence has no steps of its episode before it)")
+    need(rec.burn_in + max(rec.sequence_length, 0) <= config.worker_steps, "recurrence.burn_in", rec.burn_in,
+         f"burn_in + sequence_length at most worker_steps ({config.worker_steps})")
     # Every minibatch must get at least one sequence; the fewest sequences a rollout
     # can have is one per worker per ceil(T / L) (no episode ends inside it).
     L = rec.sequence_length if rec.sequence_length > 0 else config.worker_steps
@@ -344,12 +362,14 @@ def validate(config: Config) -> None:
 # number, or the normalisers' statistics, all of which the checkpoint holds.
 FIXED_ON_RESUME = ("environment", "n_workers", "hidden_layer_size", "vector_encoder_size",
                    "recurrence.hidden_state_size", "recurrence.layer_type", "recurrence.num_layers",
-                   "recurrence.separate_critic_core", "normalization.observations", "normalization.rewards",
-                   "normalization.value_targets", "initialization", "seed")
+                   "recurrence.separate_critic_core", "recurrence.previous_action", "recurrence.previous_reward",
+                   "recurrence.previous_reward_scale", "recurrence.previous_reward_clip", "normalization.observations",
+                   "normalization.rewards", "normalization.value_targets", "initialization", "seed")
 
 
 def check_resume_overrides(saved: dict, config: Config) -> None:
     """Refuses overrides of FIXED_ON_RESUME keys, naming them."""
+    saved = _build(Config, saved, prefix="").to_dict()  # keys added since the checkpoint was written: defaults
     now = config.to_dict()
 
     def get(tree, key):

@@ -1,8 +1,9 @@
 """Action distributions over the policy head's output, one per kind of action space.
 
 Each takes the head's parameters (B, n_params) and works on stored action rows
-(B, k) (spaces.py): it samples (with the joint log-prob), and evaluates the
-log-prob and entropy of given actions. Categorical branches honour an action
+(B, k) (spaces.py): it samples (with the joint log-prob), evaluates the
+log-prob and entropy of given actions, and turns actions into input features
+(B, n_features) for the model (recurrence.previous_action). Categorical branches honour an action
 mask: a masked action gets probability exactly zero; a row that allows nothing
 (the buffer's zero padding row) is treated as allowing everything, so padding
 stays finite.
@@ -32,7 +33,12 @@ class Categorical(nn.Module):
     def __init__(self, nvec: list[int]):
         super().__init__()
         self.nvec = nvec
-        self.n_params = sum(nvec)
+        self.n_params = self.n_features = sum(nvec)
+
+    def features(self, actions: torch.Tensor) -> torch.Tensor:
+        """(B, k) indices -> (B, sum(nvec)) float: one one-hot block per branch."""
+        return torch.cat([nn.functional.one_hot(a, n) for a, n in zip(actions.long().unbind(1), self.nvec)],
+                         dim=1).float()
 
     def _log_softmax(self, logits: torch.Tensor, mask: torch.Tensor | None) -> list[torch.Tensor]:
         logits = _masked_logits(logits, mask)
@@ -78,7 +84,11 @@ class Bernoulli(nn.Module):
 
     def __init__(self, n: int):
         super().__init__()
-        self.n_params = n
+        self.n_params = self.n_features = n
+
+    def features(self, actions: torch.Tensor) -> torch.Tensor:
+        """(B, n) 0/1 -> (B, n) float."""
+        return actions.float()
 
     def sample(self, params, mask, deterministic: bool):
         p = torch.sigmoid(params)
@@ -101,8 +111,12 @@ class Gaussian(nn.Module):
 
     def __init__(self, n: int):
         super().__init__()
-        self.n_params = n
+        self.n_params = self.n_features = n
         self.log_std = nn.Parameter(torch.zeros(n))
+
+    def features(self, actions: torch.Tensor) -> torch.Tensor:
+        """(B, n) -> (B, n) float: the sample as drawn, before the environment's bounds clip it."""
+        return actions.float()
 
     def sample(self, params, mask, deterministic: bool):
         actions = params if deterministic else params + self.log_std.exp() * torch.randn_like(params)

@@ -52,14 +52,14 @@ def evaluate(agent, episodes: int, seed: int = 0, deterministic: bool = False, w
     W = max(1, min(workers or agent.config.n_workers, episodes))
     quota = [episodes // W + (w < episodes % W) for w in range(W)]
     envs = VecEnv(agent.config.environment.for_evaluation(), evaluation_seeds(seed, W), processes=0)
-    results, state = [], None
+    results, state, actions, rewards = [], None, None, None
     obs, start = envs.reset(), np.ones(W, dtype=bool)
     try:
         while len(results) < episodes:
-            step = agent.act(obs, state, start, deterministic, envs.action_mask)
-            state = step.state
+            step = agent.act(obs, state, start, deterministic, envs.action_mask, actions, rewards)
+            state, actions = step.state, step.actions
             out = envs.step(step.actions.reshape(W, -1))
-            obs, start = out.obs, out.terminated | out.truncated
+            obs, start, rewards = out.obs, out.terminated | out.truncated, out.rewards.copy()
             for w, stats in zip(np.flatnonzero(start), out.episodes):  # episodes come in worker order
                 if quota[w] > 0:
                     quota[w] -= 1
@@ -84,15 +84,16 @@ def record(agent, episodes: int, seed: int = 0, deterministic: bool = False, on_
     try:
         for episode, env_seed in enumerate(evaluation_seeds(seed, episodes)):
             obs, info = env.reset(seed=env_seed)
-            state, t = None, 0
+            state, t, action_taken, reward = None, 0, None, None
             frames.append(_stamp(env.render(), t))
             while True:
                 mask = info[MASK_KEY][None] if MASK_KEY in info else None
                 step = agent.act(obs[None], state, np.ones(1, dtype=bool) if t == 0 else np.zeros(1, dtype=bool),
-                                 deterministic, mask)
-                state = step.state
+                                 deterministic, mask, action_taken, reward)
+                state, action_taken = step.state, step.actions
                 action = env_actions(env.action_space, step.actions.reshape(1, -1))[0]  # (1, k) row -> env's form
-                obs, _, terminated, truncated, info = env.step(action)
+                obs, reward, terminated, truncated, info = env.step(action)
+                reward = np.array([reward], dtype=np.float32)  # (1,): act() takes it back at the next step
                 t += 1
                 frames.append(_stamp(env.render(), t))
                 if terminated or truncated:

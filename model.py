@@ -6,6 +6,17 @@ recurrent state as one tensor of shape (B, S) (`state_size`), made by
 `evaluate()`. Inside, S = cores x layers x parts x H: one or two cores (the
 critic's own core when `separate_critic_core` is on), each stacked layer, and
 per layer 1 part for a GRU (h) or 2 for an LSTM (h, then c), of H units each.
+
+The core's input at each step is the encoded observation (B, F), and beside it,
+when recurrence.previous_action / previous_reward are on, the previous input
+(B, P) made by `previous_input()` from the step before (zeros at an episode's
+start). It is stored with the rollout like the observation, so the training
+pass sees exactly what the rollout saw. P = 0 (both off): no concatenation.
+
+Truncated BPTT starts each sequence from a stored state. `evaluate(burn_in=...)`
+first unrolls up to K steps before the sequence without gradient (R2D2's
+burn-in), and `unroll()` recomputes every stored state of a rollout with the
+current parameters (recurrence.refresh_states).
 """
 from __future__ import annotations
 
@@ -30,6 +41,14 @@ class ActOutput(NamedTuple):
     log_probs: torch.Tensor  # (B,)
     values: torch.Tensor  # (B,)
     state: torch.Tensor  # (B, S) the state after this step
+
+
+class BurnIn(NamedTuple):
+    """The K steps before each of N sequences (recurrence.burn_in), right-aligned: slot K - 1 is the
+    step just before the sequence; a sequence with fewer burn-in steps has padding in its first slots."""
+    obs: torch.Tensor  # (N, K, *obs_shape)
+    previous: torch.Tensor | None  # (N, K, P); None when P = 0
+    mask: torch.Tensor  # (N, K) True on real burn-in steps
 
 
 class EvaluateOutput(NamedTuple):
@@ -161,14 +180,18 @@ class ActorCritic(nn.Module):
         self.encoder = (_PartsEncoder(observation, vector_encoder_size, init) if observation.packed
                         else _encoder(observation.parts[0], vector_encoder_size, init))
         self.distribution = make_distribution(action_space)
+        # P: the previous action's features and the previous reward, fed to the core beside the observation's
+        self.previous_size = (self.distribution.n_features * recurrence.previous_action
+                              + int(recurrence.previous_reward))
+        self._recurrence = recurrence
 
         layer, self._cell, self._parts = CORES[recurrence.layer_type]
         self.hidden_size, self.layers = recurrence.hidden_state_size, recurrence.num_layers
         width = hidden_layer_size
 
         def core():
-            return init(layer(self.encoder.out_features, self.hidden_size, num_layers=self.layers,
-                              batch_first=True), gains.recurrent_gain)
+            return init(layer(self.encoder.out_features + self.previous_size, self.hidden_size,
+                              num_layers=self.layers, batch_first=True), gains.recurrent_gain)
 
         self.core = core()
         # the one-step function's weights of layer k, by name (see _step_core)
@@ -200,13 +223,50 @@ class ActorCritic(nn.Module):
     def initial_state(self, batch: int, device=None) -> torch.Tensor:
         return torch.zeros(batch, self.state_size, device=device)
 
-    def reset_state(self, state: torch.Tensor, starts: np.ndarray) -> torch.Tensor:
-        """state (B, S) with the rows of environments that begin an episode (starts (B,) bool)
-        set to the initial state: the one place the reset at an episode's start is written."""
-        if not starts.any():
-            return state
-        starts = torch.from_numpy(np.asarray(starts, dtype=bool)).to(state.device).unsqueeze(1)  # (B,) -> (B, 1)
-        return torch.where(starts, self.initial_state(1, state.device), state)
+    def reset_state(self, state: torch.Tensor, starts: np.ndarray | torch.Tensor) -> torch.Tensor:
+        """state (B, S) with the rows of environments that begin an episode (starts (B,) bool, numpy or
+        on the state's device) set to the initial state: the one place the reset at an episode's start is written."""
+        if not isinstance(starts, torch.Tensor):
+            if not starts.any():
+                return state
+            starts = torch.from_numpy(np.asarray(starts, dtype=bool)).to(state.device)
+        return torch.where(starts.unsqueeze(1), self.initial_state(1, state.device), state)  # (B,) -> (B, 1)
+
+    # ----------------------------------------------------------- previous input
+    @torch.inference_mode()
+    def previous_input(self, actions: torch.Tensor, rewards) -> torch.Tensor:
+        """What the core sees of the step before, beside the next observation: the action taken,
+        stored rows (B, k), and the raw reward the environment gave for it (B,) -> (B, P).
+
+        The action as its distribution encodes it (one-hot per categorical branch, 0/1 for
+        MultiBinary, the Gaussian's sample before the bounds clip it), then the reward times
+        previous_reward_scale, clipped to [-previous_reward_clip, previous_reward_clip].
+        """
+        config, parts = self._recurrence, []
+        if config.previous_action:
+            parts.append(self.distribution.features(actions))  # (B, n_features)
+        if config.previous_reward:
+            reward = torch.as_tensor(rewards, dtype=torch.float32, device=actions.device) * config.previous_reward_scale
+            if config.previous_reward_clip is not None:
+                reward = reward.clamp(-config.previous_reward_clip, config.previous_reward_clip)
+            parts.append(reward.unsqueeze(1))  # (B,) -> (B, 1)
+        return torch.cat(parts, dim=1) if parts else actions.new_zeros(actions.shape[0], 0, dtype=torch.float32)
+
+    def reset_previous(self, previous: torch.Tensor, starts: np.ndarray) -> torch.Tensor:
+        """previous (B, P) with the rows of environments that begin an episode (starts (B,) bool) set to
+        zeros: an episode's first step has no step before it."""
+        if not self.previous_size or not starts.any():
+            return previous
+        starts = torch.from_numpy(np.asarray(starts, dtype=bool)).to(previous.device).unsqueeze(1)  # (B,) -> (B, 1)
+        return previous.masked_fill(starts, 0.0)
+
+    def _with_previous(self, x: torch.Tensor, previous: torch.Tensor | None) -> torch.Tensor:
+        """Encoder features (..., F) -> the core's input (..., F + P); x itself when P = 0."""
+        if not self.previous_size:
+            return x
+        if previous is None:  # never zeros by accident
+            raise ValueError("this model takes the previous action/reward (recurrence.previous_*): pass previous")
+        return torch.cat((x, previous), dim=-1)
 
     def _sequence_state(self, state: torch.Tensor, core: int):
         """(B, S) -> core's state in the layout torch's GRU (h) / LSTM ((h, c)) take: (layers, B, H) each."""
@@ -235,9 +295,13 @@ class ActorCritic(nn.Module):
                 new += [x, cell]
         return x, new
 
-    def _step(self, obs: torch.Tensor, state: torch.Tensor):
-        """One step for B environments: obs (B, *obs_shape), state (B, S) -> core output, next state (B, S)."""
-        x = self.encoder(obs)  # (B, F)
+    def _step(self, obs: torch.Tensor, state: torch.Tensor, previous: torch.Tensor | None):
+        """One step for B environments: obs (B, *obs_shape), state (B, S), previous (B, P) -> core output,
+        next state (B, S)."""
+        return self._advance(self._with_previous(self.encoder(obs), previous), state)
+
+    def _advance(self, x: torch.Tensor, state: torch.Tensor):
+        """One step of every core: input x (B, F + P), state (B, S) -> core output, next state (B, S)."""
         y, new = self._step_core(0, self.core, x, state)
         if self.critic_core is not None:
             y_critic, new_critic = self._step_core(1, self.critic_core, x, state)
@@ -261,30 +325,23 @@ class ActorCritic(nn.Module):
 
     @torch.inference_mode()
     def act(self, obs: torch.Tensor, state: torch.Tensor, deterministic: bool = False,
-            action_mask: torch.Tensor | None = None) -> ActOutput:
-        """obs (B, *obs_shape), state (B, S), action_mask (B, A) bool or None."""
-        y, state = self._step(obs, state)
+            action_mask: torch.Tensor | None = None, previous: torch.Tensor | None = None) -> ActOutput:
+        """obs (B, *obs_shape), state (B, S), action_mask (B, A) bool or None, previous (B, P) (needed when P > 0)."""
+        y, state = self._step(obs, state, previous)
         params, values = self._heads(y)
         actions, log_probs = self.distribution.sample(params, action_mask, deterministic)
         return ActOutput(actions, log_probs, values, state)
 
     @torch.inference_mode()
-    def value(self, obs: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
-        """V(obs) for B environments given the state before obs: (B,)."""
-        y, _ = self._step(obs, state)
+    def value(self, obs: torch.Tensor, state: torch.Tensor, previous: torch.Tensor | None = None) -> torch.Tensor:
+        """V(obs) for B environments given the state and the previous input (B, P) before obs: (B,)."""
+        y, _ = self._step(obs, state, previous)
         return self._heads(y)[1]
 
-    def evaluate(self, obs: torch.Tensor, state: torch.Tensor, actions: torch.Tensor,
-                 action_mask: torch.Tensor | None = None, mask: torch.Tensor | None = None) -> EvaluateOutput:
-        """Training pass over N sequences of length L with one recurrent call per core.
-
-        obs (N, L, *obs_shape), state (N, S) before each sequence's first step,
-        actions (N, L, k), action_mask (N, L, A) or None. With mask (N, L), True on
-        real steps, the encoder sees the real steps only and padding slots get zero
-        features: padding trails each sequence, so the core's outputs on real steps
-        never depend on it, and it enters no loss. Short episodes pad heavily (10-step
-        episodes in sequences of 8: 6 slots of 16), so an image encoder saves that share.
-        """
+    def _sequence_inputs(self, obs: torch.Tensor, previous: torch.Tensor | None,
+                         mask: torch.Tensor | None) -> torch.Tensor:
+        """obs (N, L, *obs_shape), previous (N, L, P) -> the core's inputs (N, L, F + P). With mask (N, L),
+        True on real steps, the encoder sees the real steps only and padding slots get zero features."""
         N, L = obs.shape[:2]
         if mask is None:
             x = self.encoder(obs.reshape(N * L, *obs.shape[2:]))  # (N, L, *obs) -> (N*L, F)
@@ -292,6 +349,25 @@ class ActorCritic(nn.Module):
             real = self.encoder(obs[mask])  # (N, L, *obs)[mask] -> (R, F) for the R real steps
             x = real.new_zeros(N * L, real.shape[1]).index_put((mask.reshape(-1),), real)  # -> (N*L, F)
         x = x.reshape(N, L, -1)  # (N*L, F) -> (N, L, F): batch_first, never (L, N, F)
+        return self._with_previous(x, previous)
+
+    def evaluate(self, obs: torch.Tensor, state: torch.Tensor, actions: torch.Tensor,
+                 action_mask: torch.Tensor | None = None, mask: torch.Tensor | None = None,
+                 previous: torch.Tensor | None = None, burn_in: BurnIn | None = None) -> EvaluateOutput:
+        """Training pass over N sequences of length L with one recurrent call per core.
+
+        obs (N, L, *obs_shape), state (N, S) before each sequence's first step (or, with
+        burn_in, before its first burn-in step), actions (N, L, k), action_mask (N, L, A)
+        or None, previous (N, L, P) (needed when P > 0). With mask (N, L), True on
+        real steps, the encoder sees the real steps only and padding slots get zero
+        features: padding trails each sequence, so the core's outputs on real steps
+        never depend on it, and it enters no loss. Short episodes pad heavily (10-step
+        episodes in sequences of 8: 6 slots of 16), so an image encoder saves that share.
+        """
+        N, L = obs.shape[:2]
+        if burn_in is not None:
+            state = self.burn_in_state(state, burn_in)
+        x = self._sequence_inputs(obs, previous, mask)  # (N, L, F + P)
         y, _ = self.core(x, self._sequence_state(state, 0))  # (N, L, H)
         if self.critic_core is not None:
             y_critic, _ = self.critic_core(x, self._sequence_state(state, 1))
@@ -302,6 +378,42 @@ class ActorCritic(nn.Module):
             params, actions.reshape(N * L, -1), flat_mask)  # actions (N, L, k) -> (N*L, k)
         # (N*L,) -> (N, L)
         return EvaluateOutput(log_prob.reshape(N, L), entropy.reshape(N, L), values.reshape(N, L))
+
+    @torch.no_grad()
+    def burn_in_state(self, state: torch.Tensor, burn: BurnIn) -> torch.Tensor:
+        """The state at each sequence's start (N, S): its burn-in steps unrolled one step at a time from
+        state (N, S), the state before its first burn-in step, with no gradient (they enter no loss).
+        A row's state advances only on its real burn-in steps; burn-in never crosses an episode's
+        start (the buffer takes it from the sequence's own episode), so there is nothing to reset."""
+        K = burn.mask.shape[1]
+        first = K - int(burn.mask.sum(1).max())  # right-aligned: no row has a real step before this slot
+        if first == K:  # no sequence here has burn-in steps (each begins its episode or the rollout)
+            return state
+        x = self._sequence_inputs(burn.obs, burn.previous, burn.mask)  # (N, K, F + P), zeros on padding
+        for i in range(first, K):
+            _, new = self._advance(x[:, i], state)
+            state = torch.where(burn.mask[:, i:i + 1], new, state)  # (N, 1): padding rows keep their state
+        return state
+
+    @torch.no_grad()
+    def unroll(self, obs: torch.Tensor, previous: torch.Tensor | None, state: torch.Tensor, starts: torch.Tensor,
+               reset: bool, chunk: int) -> torch.Tensor:
+        """The state before every step of a rollout, recomputed with the current parameters
+        (recurrence.refresh_states): obs (W, T, *obs_shape), previous (W, T, P) or None, state (W, S)
+        before step 0 (kept: nothing before the rollout can be recomputed), starts (W, T) True where an
+        episode begins, reset: set the state there to the initial state, as the rollout did
+        (reset_hidden_state). The encoder takes `chunk` steps at a time. -> (W, T, S)."""
+        W, T = starts.shape
+        flat = obs.reshape(W * T, *obs.shape[2:])  # (W, T, *obs) -> (W*T, *obs)
+        x = torch.cat([self.encoder(part) for part in flat.split(chunk)])  # (W*T, F)
+        x = self._with_previous(x.reshape(W, T, -1), previous)  # (W*T, F) -> (W, T, F + P)
+        states = [state]
+        for t in range(1, T):
+            _, state = self._advance(x[:, t - 1], state)
+            if reset:
+                state = self.reset_state(state, starts[:, t])
+            states.append(state)
+        return torch.stack(states, dim=1)  # T x (W, S) -> (W, T, S)
 
 
 def build_model(config, spaces: EnvSpaces) -> ActorCritic:

@@ -53,7 +53,7 @@ class Trainer:
         stored = self.spaces.observation
         self.buffer = RolloutBuffer(W, T, stored.shape, np.float32 if self.normalizers.observations else stored.dtype,
                                     self.spaces.action, self.spaces.masked, self.model.state_size, self.device,
-                                    config.n_mini_batch)  # refuses a rollout that cannot fit in memory
+                                    config.n_mini_batch, self.model.previous_size)  # refuses one that cannot fit
         self.envs = VecEnv(config.environment, seeds, config.worker_processes, probe, self.spaces)
         self.autocast = functools.partial(autocast, config.precision, self.device)  # rollout and training pass
         self.update = self.steps = 0
@@ -64,6 +64,7 @@ class Trainer:
                                    datetime.now().strftime("%Y%m%d-%H%M%S"), config, verbose)
         self.obs = self.envs.reset()  # (W, *obs_shape) host array
         self.state = self.model.initial_state(W, self.device)  # (W, S)
+        self.previous = torch.zeros(W, self.model.previous_size, device=self.device)  # (W, P): no step before
 
     @property
     def history(self) -> list[UpdateLog]:
@@ -115,14 +116,14 @@ class Trainer:
         """GAE and the sequence index over the rollout just collected, bootstrapped from
         V of the observations that follow it."""
         c = self.config
-        self.buffer.finish(self._values(self.obs, self.state), c.gamma, c.lamda, c.recurrence.sequence_length,
+        self.buffer.finish(self._values(self.obs, self.state, self.previous), c.gamma, c.lamda, c.recurrence,
                            self.normalizers.values)
 
-    def _values(self, obs: np.ndarray, state: torch.Tensor) -> np.ndarray:
-        """V(obs) as the value head gives it, for raw observations and the state before them."""
+    def _values(self, obs: np.ndarray, state: torch.Tensor, previous: torch.Tensor) -> np.ndarray:
+        """V(obs) as the value head gives it, for raw observations and the state and previous input before them."""
         obs = self.normalizers.observation(obs, update=False)
         with self.autocast():
-            return self.model.value(torch.from_numpy(obs).to(self.device), state).cpu().numpy()
+            return self.model.value(torch.from_numpy(obs).to(self.device), state, previous).cpu().numpy()
 
     def collect(self, times: PhaseTimes) -> list[dict]:
         """Fills the buffer with T steps of all W environments; returns the finished episodes."""
@@ -134,10 +135,10 @@ class Trainer:
             obs = norm.observation(self.obs, update=True)  # what the model and the buffer see
             mask = self.envs.action_mask  # (W, A) allowed actions, or None; stored: the update uses the same
             with self.autocast():
-                out = model.act(torch.from_numpy(obs).to(device), self.state,
+                out = model.act(torch.from_numpy(obs).to(device), self.state, previous=self.previous,
                                 action_mask=None if mask is None else torch.from_numpy(mask).to(device))
             actions = out.actions.cpu().numpy()
-            b.store_step(t, obs, self.state, mask, actions, out.log_probs, out.values)
+            b.store_step(t, obs, self.state, self.previous, mask, actions, out.log_probs, out.values)
 
             tick = time.perf_counter()
             step = self.envs.step(actions)
@@ -145,14 +146,16 @@ class Trainer:
 
             done = step.terminated | step.truncated
             b.store_outcome(t, norm.reward(step.rewards, done), step.terminated, step.truncated)
+            previous = model.previous_input(out.actions, step.rewards)  # (W, P) the next step's, from raw rewards
             if step.truncated.any():
                 # Bootstrap a time-limit cut from V(final observation) under the state
                 # that followed the last step, before that state is reset.
                 rows = np.flatnonzero(step.truncated)
-                b.final_values[rows, t] = self._values(step.final_obs[rows], out.state[rows])
+                b.final_values[rows, t] = self._values(step.final_obs[rows], out.state[rows], previous[rows])
             self.obs = step.obs  # a view of the workers' shared array: read before the next step overwrites it
             self.state = model.reset_state(out.state, done) if self.config.recurrence.reset_hidden_state \
                 else out.state
+            self.previous = model.reset_previous(previous, done)
             episodes.extend(step.episodes)
         times.env = env_time
         times.inference = time.perf_counter() - start - env_time
@@ -165,10 +168,11 @@ class Trainer:
         self.optimizer.lr = lr
         value_clip = (c.value_clip_range or clip) if c.value_clip else None
         steps = []  # per minibatch step: its losses and gradient norm, read back once at the end
-        epochs = itertools.chain.from_iterable(self.buffer.minibatches(c.n_mini_batch) for _ in range(c.epochs))
+        epochs = itertools.chain(*(self.buffer.minibatches(c.n_mini_batch, self.model) for _ in range(c.epochs)))
         for mb in epochs:
             with self.autocast():
-                out = self.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask)
+                out = self.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask, mb.previous,
+                                          mb.burn_in)
             losses = ppo_loss(out, mb, clip, beta, c.value_loss_coefficient, c.normalization.advantages, value_clip)
             if c.target_kl is not None and losses.approx_kl.item() > c.target_kl:
                 break  # too far from the rollout's policy: skip this step and the update's remaining epochs

@@ -83,14 +83,14 @@ def main():
     def act_only():
         state = trainer.state
         for _ in range(T):
-            state = model.act(obs, state).state
+            state = model.act(obs, state, previous=trainer.previous).state
 
     # forward+backward: every minibatch of one update, gathered beforehand
     batches = [mb for _ in range(config.epochs) for mb in buffer.minibatches(config.n_mini_batch)]
 
     def forward_backward():
         for mb in batches:
-            out = model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask)
+            out = model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask, mb.previous, mb.burn_in)
             (out.log_probs.sum() + out.values.sum() + out.entropy.sum()).backward()
         model.zero_grad(set_to_none=True)
 

@@ -3,7 +3,8 @@
 Used as `environment: {type: gym, name: "tests.memory_tasks:<Id>"}` (gym.make
 imports this module, in worker processes too). Each shows a cue only on the
 first step and asks for it back on the last one, so none can be solved without
-memory; each finishes in a handful of steps, so a learning test takes seconds.
+memory (RevealedArm shows none: only the rewards tell); each finishes in a
+handful of steps, so a learning test takes seconds.
 """
 import gymnasium as gym
 import numpy as np
@@ -168,8 +169,34 @@ class MaskedChoice(gym.Env):
         return obs, reward, False, self._t == self.length, info
 
 
+class RevealedArm(gym.Env):
+    """A two-armed bandit (RL^2's setting in miniature): one arm, drawn at reset, pays 1 for each of
+    the episode's `length` pulls, the other 0. The observation is the clock only and never shows the
+    arm: only the rewards reveal it, so a policy that sees its previous action and reward (recurrence.
+    previous_action / previous_reward) can find the arm and stay on it (win-stay, lose-shift: 7.5 of
+    8 on average), while one that does not scores chance, 4 of 8, whatever it remembers."""
+
+    def __init__(self, length: int = 8):
+        self.length = length
+        self.observation_space = spaces.Box(0.0, 1.0, (1,), np.float32)
+        self.action_space = spaces.Discrete(2)
+
+    def _obs(self):
+        return np.array([self._t / self.length], np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._t, self._arm = 0, int(self.np_random.integers(2))
+        return self._obs(), {}
+
+    def step(self, action):
+        self._t += 1
+        return self._obs(), float(int(action) == self._arm), self._t == self.length, False, {}
+
+
 gym.register("CueMultiDiscrete-v0", entry_point=CueMultiDiscrete)
 gym.register("CueDict-v0", entry_point=CueDict)
 gym.register("MaskedChoice-v0", entry_point=MaskedChoice)
 gym.register("CueImage-v0", entry_point=CueImage)
 gym.register("CueDiscrete-v0", entry_point=CueDiscrete)
+gym.register("RevealedArm-v0", entry_point=RevealedArm)

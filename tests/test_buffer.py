@@ -1,8 +1,8 @@
-"""The sequence index map against a plain-loop oracle, and GAE against hand-computed values."""
+"""The sequence index map and its burn-in steps against plain-loop oracles, and GAE against hand-computed values."""
 import numpy as np
 import pytest
 
-from buffer import compute_gae, sequence_index
+from buffer import burn_in_index, compute_gae, sequence_index
 
 
 def oracle_sequences(dones: np.ndarray, L: int) -> list[list[int]]:
@@ -50,6 +50,38 @@ def test_sequence_index_equals_loop_oracle(name, dones, L):
         n = int(m.sum())
         assert m[:n].all() and not m[n:].any()
         assert (row[n:] == W * T).all()
+
+
+def oracle_burn_in(dones: np.ndarray, sequences: list[list[int]], k: int) -> list[list[int]]:
+    """The obvious loop: from each sequence's first step, walk back along its worker's row while
+    the step before is of the same episode (not done) and inside the rollout, at most k steps."""
+    W, T = dones.shape
+    burn_ins = []
+    for sequence in sequences:
+        w, t = divmod(sequence[0], T)
+        before = []
+        while len(before) < k and t > 0 and not dones[w, t - 1]:
+            t -= 1
+            before.insert(0, w * T + t)
+        burn_ins.append(before)
+    return burn_ins
+
+
+@pytest.mark.parametrize("k", [1, 3, 8, 20])
+@pytest.mark.parametrize("L", [1, 3, 8])
+@pytest.mark.parametrize("name,dones", list(done_patterns()))
+def test_burn_in_index_equals_loop_oracle(name, dones, L, k):
+    W, T = dones.shape
+    _, _, starts = sequence_index(dones, L)
+    index, mask, first = burn_in_index(dones, starts, k)
+    expected = oracle_burn_in(dones, oracle_sequences(dones, L), k)
+    assert index.shape == (len(starts), k)
+    assert as_lists(index, mask) == expected
+    assert first.tolist() == [b[0] if b else s for b, s in zip(expected, starts)]
+    for row, m in zip(index, mask):  # right-aligned: padding first, pointing at the zero row
+        n = int(m.sum())
+        assert not m[:k - n].any() and m[k - n:].all()
+        assert (row[:k - n] == W * T).all()
 
 
 @pytest.mark.parametrize("L", [2, 8])

@@ -1,7 +1,7 @@
 """Config loading: the reference's keys, typed checks, and the schedules."""
 import pytest
 
-from config import ConfigError, ScheduleConfig, config_from_dict, load_config, schedule_value
+from config import ConfigError, ScheduleConfig, check_resume_overrides, config_from_dict, load_config, schedule_value
 
 # The reference baseline's cartpole.yaml, key for key (its published hyperparameters).
 REFERENCE_YAML = """
@@ -95,6 +95,16 @@ def test_shipped_configs_load(name):
     ({"vector_encoder_size": -2}, ["vector_encoder_size", ">= 0"]),
     ({"hidden_layer_size": 0}, ["hidden_layer_size", "> 0"]),
     ({"environment": {"typ": "gym"}}, ["environment.typ", "environment.type"]),
+    ({"recurrence": {"burn_in": -1}}, ["recurrence.burn_in", ">= 0"]),
+    ({"recurrence": {"burn_in": 4, "sequence_length": 0}}, ["recurrence.burn_in", "sequence_length > 0"]),
+    ({"worker_steps": 16, "recurrence": {"burn_in": 9, "sequence_length": 8}},
+     ["recurrence.burn_in", "burn_in + sequence_length at most worker_steps (16)"]),
+    ({"recurrence": {"previous_reward_scale": 0.1}}, ["recurrence.previous_reward_scale", "previous_reward: true"]),
+    ({"recurrence": {"previous_reward_clip": 1.0}}, ["recurrence.previous_reward_clip", "previous_reward: true"]),
+    ({"recurrence": {"previous_reward": True, "previous_reward_scale": 0}}, ["previous_reward_scale", "> 0"]),
+    ({"recurrence": {"previous_reward": True, "previous_reward_clip": -1.0}}, ["previous_reward_clip", "> 0"]),
+    ({"recurrence": {"previous_action": 1}}, ["recurrence.previous_action", "bool"]),
+    ({"recurrence": {"refresh_states": "yes"}}, ["recurrence.refresh_states", "bool"]),
 ])
 def test_bad_configs_name_the_key(raw, words):
     with pytest.raises(ConfigError) as error:
@@ -141,3 +151,16 @@ def test_yaml_syntax_error_and_missing_file_are_one_line(tmp_path):
         with pytest.raises(ConfigError) as error:
             load_config(path)
         assert word in str(error.value) and "\n" not in str(error.value)
+
+
+def test_resume_refuses_changed_model_inputs_and_takes_older_checkpoints_without_the_keys():
+    saved = config_from_dict({"recurrence": {"previous_action": True}}).to_dict()
+    for override in ("recurrence.previous_action=false", "recurrence.previous_reward=true"):
+        with pytest.raises(ConfigError, match=override.split("=")[0]):
+            check_resume_overrides(saved, config_from_dict(saved, [override]))
+    check_resume_overrides(saved, config_from_dict(saved, ["recurrence.burn_in=4", "recurrence.refresh_states=true"]))
+    older = config_from_dict({}).to_dict()
+    for key in ("previous_action", "previous_reward", "previous_reward_scale", "previous_reward_clip", "burn_in",
+                "refresh_states"):
+        del older["recurrence"][key]  # a checkpoint written before these keys existed
+    check_resume_overrides(older, config_from_dict(older))

@@ -82,6 +82,22 @@ VARIANTS = {
     "normalised": {"environment": {"type": "CartPoleMasked"},
                    "normalization": {"observations": True, "rewards": True, "value_targets": True}},
     "discrete-obs": {"environment": {"type": "gym", "name": "tests.memory_tasks:CueDiscrete-v0"}},
+    # the previous action and reward the rollout fed the core are stored and fed again
+    "previous-discrete": {"environment": {"type": "PocMemoryEnv"},
+                          "recurrence": {"previous_action": True, "previous_reward": True}},
+    "previous-multidiscrete": {"environment": {"type": "gym", "name": "tests.memory_tasks:CueMultiDiscrete-v0"},
+                               "recurrence": {"previous_action": True, "previous_reward": True,
+                                              "previous_reward_scale": 3.0, "previous_reward_clip": 1.0}},
+    "previous-box": {"environment": {"type": "gym", "name": "Pendulum-v1", "observation_mask": [2]},
+                     "recurrence": {"previous_action": True, "previous_reward": True, "previous_reward_scale": 0.1},
+                     "normalization": {"observations": True, "rewards": True}},
+    # before the first gradient step, burn-in and refreshed states reproduce the stored states
+    "burn-in-refresh-gru": {"environment": {"type": "PocMemoryEnv"},
+                            "recurrence": {"burn_in": 6, "refresh_states": True, "previous_action": True}},
+    "burn-in-refresh-lstm-no-reset": {"environment": {"type": "CartPoleMasked"},
+                                      "recurrence": {"layer_type": "lstm", "reset_hidden_state": False,
+                                                     "burn_in": 12, "refresh_states": True,
+                                                     "separate_critic_core": True}},
 }
 
 
@@ -128,9 +144,10 @@ def test_recomputed_log_probs_match_rollout_for_every_space_and_switch(tmp_path,
                 trainer.one_update()
             trainer.collect(PhaseTimes())
             trainer.advantages()
-            for mb in trainer.buffer.minibatches(2):
+            for mb in trainer.buffer.minibatches(2, trainer.model):  # refreshes the states where switched on
                 with torch.no_grad():
-                    out = trainer.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask)
+                    out = trainer.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask,
+                                                 mb.previous, mb.burn_in)
                 assert torch.isfinite(out.log_probs).all() and torch.isfinite(out.entropy).all()
                 torch.testing.assert_close(out.log_probs[mb.mask], mb.log_probs[mb.mask], atol=1e-4, rtol=0)
                 if trainer.normalizers.values is None:  # else the targets' scale moved with this rollout

@@ -18,16 +18,19 @@ from worker import environment_seeds
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def small(env: str, layer: str, reset: bool):
+def small(env: str, layer: str, reset: bool, previous: bool = False):
     return config_from_dict({
         "environment": {"type": env}, "n_workers": 4, "worker_steps": 48, "n_mini_batch": 2, "updates": 1,
-        "recurrence": {"layer_type": layer, "hidden_state_size": 16, "reset_hidden_state": reset}})
+        "recurrence": {"layer_type": layer, "hidden_state_size": 16, "reset_hidden_state": reset,
+                       "previous_action": previous, "previous_reward": previous}})
 
 
-@pytest.mark.parametrize("env,layer,reset", [("PocMemoryEnv", "gru", True), ("PocMemoryEnv", "lstm", False),
-                                             ("CartPoleMasked", "lstm", True)])
-def test_agent_reproduces_the_training_rollout(tmp_path, env, layer, reset):
-    trainer = Trainer(small(env, layer, reset), summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
+@pytest.mark.parametrize("env,layer,reset,previous", [
+    ("PocMemoryEnv", "gru", True, False), ("PocMemoryEnv", "lstm", False, False),
+    ("CartPoleMasked", "lstm", True, False),
+    ("PocMemoryEnv", "gru", True, True), ("CartPoleMasked", "lstm", False, True)])  # the last action and reward
+def test_agent_reproduces_the_training_rollout(tmp_path, env, layer, reset, previous):
+    trainer = Trainer(small(env, layer, reset, previous), summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
     with torch.no_grad():
         trainer.model.policy_out.weight.mul_(300.0)  # a sharp policy: a wrong state changes the actions
     rng = torch.get_rng_state()
@@ -36,13 +39,18 @@ def test_agent_reproduces_the_training_rollout(tmp_path, env, layer, reset):
     b = trainer.buffer
     agent = Agent(trainer.model, trainer.config, trainer.spaces.action_space)
     torch.set_rng_state(rng)  # the same sampling noise as the rollout drew
-    state, start = None, np.ones(4, dtype=bool)
+    state, start, actions, rewards = None, np.ones(4, dtype=bool), None, None
+    raw_rewards = b.rewards / trainer.normalizers.reward_scale  # what the environments gave (CartPole: x 0.01)
     for t in range(b.T):
-        step = agent.act(b.obs[:, t], state, start)
+        step = agent.act(b.obs[:, t], state, start, previous_action=actions, previous_reward=rewards)
         np.testing.assert_array_equal(step.actions, b.actions[:, t, 0])
         np.testing.assert_array_equal(step.log_probs, b.log_probs[:, t])
         state, start = step.state, b.terminated[:, t] | b.truncated[:, t]
+        actions, rewards = step.actions, raw_rewards[:, t]
     assert start.any() or b.terminated.any() or b.truncated.any()
+    if previous:  # forgetting them mid-episode is an error, not silent zeros
+        with pytest.raises(ValueError, match="previous_action"):
+            agent.act(b.obs[:, 0], state, np.zeros(4, dtype=bool))
 
 
 def trained(tmp_path, name="poc", **changes) -> Path:
@@ -121,15 +129,18 @@ def test_bad_model_files_are_one_line_and_exit_2(tmp_path):
         assert words in result.stderr and result.stderr.count("\n") == 1
 
 
-@pytest.mark.parametrize("environment", [
-    {"type": "gym", "name": "Pendulum-v1", "observation_mask": [2]},  # Box actions, clipped on the way out
-    {"type": "gym", "name": "tests.memory_tasks:CueMultiDiscrete-v0"},
-    {"type": "gym", "name": "tests.memory_tasks:CueDict-v0"},  # a packed Dict observation
-    {"type": "gym", "name": "tests.memory_tasks:MaskedChoice-v0"},  # raises on a masked action
+@pytest.mark.parametrize("environment,previous", [
+    ({"type": "gym", "name": "Pendulum-v1", "observation_mask": [2]}, False),  # Box actions, clipped on the way out
+    ({"type": "gym", "name": "tests.memory_tasks:CueMultiDiscrete-v0"}, False),
+    ({"type": "gym", "name": "tests.memory_tasks:CueDict-v0"}, False),  # a packed Dict observation
+    ({"type": "gym", "name": "tests.memory_tasks:MaskedChoice-v0"}, False),  # raises on a masked action
+    ({"type": "gym", "name": "Pendulum-v1", "observation_mask": [2]}, True),  # the last action and reward as inputs
 ])
-def test_evaluate_and_record_every_space(tmp_path, environment):
+def test_evaluate_and_record_every_space(tmp_path, environment, previous):
+    recurrence = {**yaml.safe_load((ROOT / "configs/poc_memory_env.yaml").read_text())["recurrence"],
+                  "previous_action": previous, "previous_reward": previous}
     model = trained(tmp_path, updates=1, environment=environment, n_workers=4, worker_steps=32, n_mini_batch=2,
-                    normalization={"observations": True})
+                    normalization={"observations": True}, recurrence=recurrence)
     agent = Agent.load(model)
     assert len(evaluate(agent, episodes=4, seed=0, workers=2)) == 4
     if environment["name"] == "Pendulum-v1":

@@ -143,10 +143,19 @@ def test_sigint_saves_then_resume_finishes_the_run(tmp_path):
     ("configs/cartpole_masked.yaml", 2, {}),
     # Gaussian actions, the observation mask, observation and reward normalisers, value-target normalisation
     ("configs/pendulum_masked.yaml", 0, {"normalization": {"observations": True, "rewards": True,
-                                                           "value_targets": True}})])
+                                                           "value_targets": True}}),
+    # the previous action and reward carried over the checkpoint (Gaussian actions), burn-in, refreshed states
+    ("configs/pendulum_masked.yaml", 0, {"recurrence": {"previous_action": True, "previous_reward": True,
+                                                        "previous_reward_clip": 5.0, "burn_in": 4,
+                                                        "refresh_states": True}}),
+    ("configs/poc_memory_env.yaml", 0, {"recurrence": {"layer_type": "lstm", "previous_action": True,
+                                                       "previous_reward": True, "burn_in": 8,
+                                                       "refresh_states": True}})])
 def test_resume_is_bit_identical_to_an_uninterrupted_run(tmp_path, base, processes, extra):
     raw = yaml.safe_load((ROOT / base).read_text())
-    raw.update(updates=20, worker_processes=processes, checkpoint_interval=0, **SMALL, **extra)
+    raw.update(updates=20, worker_processes=processes, checkpoint_interval=0, **SMALL)
+    for key, section in extra.items():  # merged into the config's own section
+        raw[key] = {**raw.get(key, {}), **section}
 
     def trainer(run_id, updates):
         config = config_from_dict({**raw, "updates": updates})

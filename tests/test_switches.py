@@ -208,7 +208,7 @@ def test_separate_critic_core_has_disjoint_parameters(tmp_path):
     m = t.model
     assert m.state_size == 2 * 2 * 16
     t.collect(PhaseTimes())
-    t.buffer.finish(np.zeros(4, np.float32), 0.99, 0.95, 8)
+    t.buffer.finish(np.zeros(4, np.float32), 0.99, 0.95, t.config.recurrence)
     mb = next(t.buffer.minibatches(1))
     for target, touched, untouched in (("values", "critic_core", "core"), ("log_probs", "core", "critic_core")):
         m.zero_grad(set_to_none=True)

@@ -84,7 +84,7 @@ class Agent:
         previous = self._previous(n, state is None, episode_start, previous_action, previous_reward)
         if state is None:
             state = self.initial_state(n)
-        elif self.config.recurrence.reset_hidden_state:
+        else:
             state = self.model.reset_state(state, np.asarray(episode_start, dtype=bool))
         n = self.normalizers
         if n is not None:

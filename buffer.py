@@ -282,8 +282,7 @@ class RolloutBuffer:
         obs = f["obs"][:W * T].reshape(W, T, *f["obs"].shape[1:])  # (W*T, *obs) -> (W, T, *obs)
         previous = f["previous"][:W * T].reshape(W, T, -1) if self.previous_size else None  # (W*T, P) -> (W, T, P)
         starts = torch.from_numpy(episode_starts(self.terminated | self.truncated)).to(self.device)
-        states = model.unroll(obs, previous, f["states"][:W * T:T], starts, self.recurrence.reset_hidden_state,
-                              chunk)  # (W, S) before each row's first step -> (W, T, S)
+        states = model.unroll(obs, previous, f["states"][:W * T:T], starts, chunk)  # (W, S) -> (W, T, S)
         f["states"] = torch.cat((states.reshape(W * T, -1), f["states"][W * T:]))  # (W, T, S) -> (W*T + 1, S)
 
 

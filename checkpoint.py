@@ -37,6 +37,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from losses import NonFiniteError
+
 FORMAT = 2  # 1: pickled Python objects, no digest (before weights-only loading)
 INFERENCE = ("format", "model", "config", "update", "steps", "run_id", "normalization")  # what acting needs
 # and what only a resumed run needs besides (capture() writes both, in this order)
@@ -71,6 +73,15 @@ def capture(trainer) -> dict:
         "state": trainer.state.cpu(),
         "previous": trainer.previous.cpu(),
     })
+
+
+def save(trainer) -> Path:
+    """Writes the trainer's checkpoint; refuses a model with non-finite parameters."""
+    if not all(torch.isfinite(p).all() for p in trainer.model.parameters()):
+        raise NonFiniteError(f"the model has non-finite parameters after update {trainer.update}; not saved")
+    save_checkpoint(trainer.checkpoint_path, capture(trainer))
+    trainer.saved_update = trainer.update
+    return trainer.checkpoint_path
 
 
 def restore(trainer, checkpoint: dict) -> None:

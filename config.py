@@ -141,6 +141,10 @@ class Config:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
+    def update_threads(self) -> int:
+        """The torch threads of the update: torch_threads, or with 0 one per core."""
+        return self.torch_threads or os.cpu_count() or 1
+
 
 # ---------------------------------------------------------------- loading
 

@@ -225,7 +225,10 @@ class ActorCritic(nn.Module):
 
     def reset_state(self, state: torch.Tensor, starts: np.ndarray | torch.Tensor) -> torch.Tensor:
         """state (B, S) with the rows of environments that begin an episode (starts (B,) bool, numpy or
-        on the state's device) set to the initial state: the one place the reset at an episode's start is written."""
+        on the state's device) set to the initial state when recurrence.reset_hidden_state is on (else
+        unchanged): the one place the reset at an episode's start is written."""
+        if not self._recurrence.reset_hidden_state:
+            return state
         if not isinstance(starts, torch.Tensor):
             if not starts.any():
                 return state
@@ -397,12 +400,12 @@ class ActorCritic(nn.Module):
 
     @torch.no_grad()
     def unroll(self, obs: torch.Tensor, previous: torch.Tensor | None, state: torch.Tensor, starts: torch.Tensor,
-               reset: bool, chunk: int) -> torch.Tensor:
+               chunk: int) -> torch.Tensor:
         """The state before every step of a rollout, recomputed with the current parameters
         (recurrence.refresh_states): obs (W, T, *obs_shape), previous (W, T, P) or None, state (W, S)
         before step 0 (kept: nothing before the rollout can be recomputed), starts (W, T) True where an
-        episode begins, reset: set the state there to the initial state, as the rollout did
-        (reset_hidden_state). The encoder takes `chunk` steps at a time. -> (W, T, S)."""
+        episode begins (reset_state() applies there, as in the rollout). The encoder takes `chunk`
+        steps at a time. -> (W, T, S)."""
         W, T = starts.shape
         flat = obs.reshape(W * T, *obs.shape[2:])  # (W, T, *obs) -> (W*T, *obs)
         x = torch.cat([self.encoder(part) for part in flat.split(chunk)])  # (W*T, F)
@@ -410,8 +413,7 @@ class ActorCritic(nn.Module):
         states = [state]
         for t in range(1, T):
             _, state = self._advance(x[:, t - 1], state)
-            if reset:
-                state = self.reset_state(state, starts[:, t])
+            state = self.reset_state(state, starts[:, t])
             states.append(state)
         return torch.stack(states, dim=1)  # T x (W, S) -> (W, T, S)
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import resource
 import sys
+import time
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -29,6 +31,15 @@ class PhaseTimes:
 
     def total(self) -> float:
         return self.env + self.inference + self.buffer + self.update
+
+    @contextmanager
+    def measure(self, phase: str):
+        """Adds the wall time of the `with` block to `phase`."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            setattr(self, phase, getattr(self, phase) + time.perf_counter() - start)
 
 
 @dataclass
@@ -124,6 +135,10 @@ class Summaries:
 
     def _steps_per_update(self) -> int:
         return self.config.n_workers * self.config.worker_steps
+
+    def finish(self, seconds: float) -> None:
+        """The run's closing line: its timings over `seconds` of training."""
+        self.say("timings: " + json.dumps(self.timings(seconds)))
 
     def timings(self, seconds: float) -> dict:
         """Totals over the updates of this process: the per-phase split of `seconds`."""

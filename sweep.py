@@ -391,7 +391,7 @@ def run_trial(values: dict, sweep: dict) -> None:
     import ray
     from ray import tune
 
-    from checkpoint import RunLock, load_checkpoint
+    from checkpoint import RunLock, load_checkpoint, restore
     from trainer import Trainer
     sweep = Sweep(**sweep)
     name = tune.get_context().get_trial_name()
@@ -409,7 +409,7 @@ def run_trial(values: dict, sweep: dict) -> None:
         trainer = Trainer(config, run_id=name, device=config.device, summaries_dir=sweep.summaries,
                           models_dir=models, verbose=False, summaries_path=saved and saved["summaries_path"])
         if saved:
-            trainer.restore(saved)
+            restore(trainer, saved)
         where = {"node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(),
                  "pid": os.getpid()}
         trainer.run(on_update=Reporter(sweep.metric, models / f".{name}.tune", where))

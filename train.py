@@ -45,7 +45,7 @@ from datetime import datetime  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from checkpoint import (CheckpointError, RunLock, load_checkpoint, require_resumable,  # noqa: E402
-                        same_checkpoint, writable)
+                        restore, same_checkpoint, writable)
 from config import ConfigError, check_resume_overrides, command_line, config_from_dict, load_config  # noqa: E402
 from spaces import SpaceError  # noqa: E402
 
@@ -168,7 +168,7 @@ def train(trainer, checkpoint: dict | None) -> int:
     from losses import NonFiniteError
     from worker import WorkerError
     if checkpoint:
-        trainer.restore(checkpoint)
+        restore(trainer, checkpoint)
         print(f"resuming {trainer.run_id} at update {trainer.update}/{trainer.config.updates}", flush=True)
     print(f"training {trainer.run_id} on {trainer.device}; summaries in {trainer.summaries.path}", flush=True)
     try:

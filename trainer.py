@@ -1,16 +1,13 @@
 """The PPO loop: collect a rollout, compute advantages, optimise, in that order.
 
-run() -> one_update() -> collect() / optimise() -> one minibatch step. Nothing
-here knows which environment it trains on, nor which recurrent layer the model
-uses; what a run reports is in summaries.py, what a checkpoint holds in
-checkpoint.py, and signals are train.py's.
+run() -> one_update() -> collect() / advantages() / optimise(). Nothing here knows which
+environment or recurrent layer it trains; reports are summaries.py's, checkpoints
+checkpoint.py's, signals train.py's.
 """
 from __future__ import annotations
 
 import functools
 import itertools
-import json
-import os
 import time
 from datetime import datetime
 from pathlib import Path
@@ -22,7 +19,7 @@ import checkpoint
 from buffer import RolloutBuffer
 from config import Config, schedule_value
 from environments import spaces_of
-from losses import NonFiniteError, StepStats, mean_metrics, ppo_loss, require_finite
+from losses import StepStats, mean_metrics, ppo_loss, require_finite
 from model import autocast, build_model
 from normalization import Normalizers
 from optimizer import AdamW
@@ -36,7 +33,7 @@ class Trainer:
                  verbose: bool = True, summaries_path: str | Path | None = None):
         self.config, self.run_id = config, run_id
         self.device = torch.device(device)
-        self.update_threads = config.torch_threads or os.cpu_count() or 1
+        self.update_threads = config.update_threads()
         # The model's orthogonal init (a QR factorisation) gives different last bits
         # with different thread counts: fix the count before anything is drawn.
         torch.set_num_threads(self.update_threads)
@@ -60,15 +57,11 @@ class Trainer:
         self.saved_update: int | None = None  # the update of the last checkpoint written
         self.stop_signal: int | None = None  # set by a signal handler: stop after this update
         self.checkpoint_path = Path(models_dir) / f"{run_id}.pt"
-        self.summaries = Summaries(summaries_path or Path(summaries_dir) / run_id /
-                                   datetime.now().strftime("%Y%m%d-%H%M%S"), config, verbose)
+        self.summaries = Summaries(summaries_path or Path(summaries_dir, run_id, f"{datetime.now():%Y%m%d-%H%M%S}"),
+                                   config, verbose)
         self.obs = self.envs.reset()  # (W, *obs_shape) host array
         self.state = self.model.initial_state(W, self.device)  # (W, S)
         self.previous = torch.zeros(W, self.model.previous_size, device=self.device)  # (W, P): no step before
-
-    @property
-    def history(self) -> list[UpdateLog]:
-        return self.summaries.history
 
     def run(self, on_update=None) -> list[UpdateLog]:
         """Trains until config.updates or a stop signal, saving every checkpoint_interval
@@ -86,26 +79,22 @@ class Trainer:
             if self.saved_update != self.update:
                 self.save()
             if self.stop_signal is None:
-                self.summaries.say("timings: " + json.dumps(self.summaries.timings(time.perf_counter() - start)))
+                self.summaries.finish(time.perf_counter() - start)
         finally:
             self.close()
-        return self.history
+        return self.summaries.history
 
     def one_update(self) -> UpdateLog:
         """Collect, advantages, optimise: one PPO iteration and what it measured."""
         c, times, tick = self.config, PhaseTimes(), time.perf_counter()
-        lr = schedule_value(c.learning_rate_schedule, self.update)
-        beta = schedule_value(c.beta_schedule, self.update)
-        clip = schedule_value(c.clip_range_schedule, self.update)
+        lr, beta, clip = (schedule_value(schedule, self.update)
+                          for schedule in (c.learning_rate_schedule, c.beta_schedule, c.clip_range_schedule))
 
         episodes = self.collect(times)
-        start = time.perf_counter()
-        self.advantages()
-        times.buffer = time.perf_counter() - start
-
-        start = time.perf_counter()
-        metrics = self.optimise(lr, beta, clip)
-        times.update = time.perf_counter() - start
+        with times.measure("buffer"):
+            self.advantages()
+        with times.measure("update"):
+            metrics = self.optimise(lr, beta, clip)
         metrics.update(learning_rate=lr, beta=beta, clip_range=clip, sequences=float(self.buffer.sequences),
                        padding_fraction=self.buffer.padding_fraction)
         self.update += 1
@@ -113,8 +102,7 @@ class Trainer:
         return UpdateLog(self.update, self.steps, episodes, metrics, times, time.perf_counter() - tick)
 
     def advantages(self) -> None:
-        """GAE and the sequence index over the rollout just collected, bootstrapped from
-        V of the observations that follow it."""
+        """GAE and the sequence index over the rollout, bootstrapped from V of the next observations."""
         c = self.config
         self.buffer.finish(self._values(self.obs, self.state, self.previous), c.gamma, c.lamda, c.recurrence,
                            self.normalizers.values)
@@ -130,7 +118,7 @@ class Trainer:
         b, model, device, norm = self.buffer, self.model, self.device, self.normalizers
         episodes = []
         torch.set_num_threads(1)  # W-row inference: more threads only add synchronisation
-        start, env_time = time.perf_counter(), 0.0
+        start = time.perf_counter()
         for t in range(self.config.worker_steps):
             obs = norm.observation(self.obs, update=True)  # what the model and the buffer see
             mask = self.envs.action_mask  # (W, A) allowed actions, or None; stored: the update uses the same
@@ -140,10 +128,8 @@ class Trainer:
             actions = out.actions.cpu().numpy()
             b.store_step(t, obs, self.state, self.previous, mask, actions, out.log_probs, out.values)
 
-            tick = time.perf_counter()
-            step = self.envs.step(actions)
-            env_time += time.perf_counter() - tick
-
+            with times.measure("env"):
+                step = self.envs.step(actions)
             done = step.terminated | step.truncated
             b.store_outcome(t, norm.reward(step.rewards, done), step.terminated, step.truncated)
             previous = model.previous_input(out.actions, step.rewards)  # (W, P) the next step's, from raw rewards
@@ -153,12 +139,10 @@ class Trainer:
                 rows = np.flatnonzero(step.truncated)
                 b.final_values[rows, t] = self._values(step.final_obs[rows], out.state[rows], previous[rows])
             self.obs = step.obs  # a view of the workers' shared array: read before the next step overwrites it
-            self.state = model.reset_state(out.state, done) if self.config.recurrence.reset_hidden_state \
-                else out.state
+            self.state = model.reset_state(out.state, done)
             self.previous = model.reset_previous(previous, done)
             episodes.extend(step.episodes)
-        times.env = env_time
-        times.inference = time.perf_counter() - start - env_time
+        times.inference = time.perf_counter() - start - times.env
         return episodes
 
     def optimise(self, lr: float, beta: float, clip: float) -> dict:
@@ -187,15 +171,8 @@ class Trainer:
         return mean_metrics(steps or [StepStats(losses, torch.tensor(0.0))], early_stop=True, taken=len(steps))
 
     def save(self) -> Path:
-        """Writes models/<run-id>.pt; refuses a model with non-finite parameters."""
-        if not all(torch.isfinite(p).all() for p in self.model.parameters()):
-            raise NonFiniteError(f"the model has non-finite parameters after update {self.update}; not saved")
-        checkpoint.save_checkpoint(self.checkpoint_path, checkpoint.capture(self))
-        self.saved_update = self.update
-        return self.checkpoint_path
-
-    def restore(self, saved: dict) -> None:
-        checkpoint.restore(self, saved)
+        """Writes models/<run-id>.pt (checkpoint.save refuses non-finite parameters)."""
+        return checkpoint.save(self)
 
     def close(self) -> None:
         self.envs.close()

@@ -139,7 +139,7 @@ def loop_unroll(model, obs, previous, state, starts, reset):
     states = []
     for t in range(T):
         if reset and t > 0:
-            state = model.reset_state(state, starts[:, t].numpy())
+            state = torch.where(starts[:, t, None], torch.zeros_like(state), state)  # (W,) -> (W, 1)
         states.append(state)
         state = model.act(obs[:, t], state, previous=None if previous is None else previous[:, t]).state
     return torch.stack(states, dim=1)
@@ -149,14 +149,14 @@ def loop_unroll(model, obs, previous, state, starts, reset):
 @pytest.mark.parametrize("layer", ["gru", "lstm"])
 def test_unroll_equals_a_loop_of_single_steps_with_episode_starts_inside(layer, reset):
     model = model_for(SPACES["multidiscrete"], layer, separate_critic_core=layer == "lstm",
-                      previous_action=True, previous_reward=True)
+                      previous_action=True, previous_reward=True, reset_hidden_state=reset)
     W, T = 3, 12
     dones = torch.rand(W, T, generator=torch.Generator().manual_seed(1)) < 0.25
     starts = torch.from_numpy(episode_starts(dones.numpy()))
     assert starts.any()
     obs, previous = torch.randn(W, T, 3), torch.randn(W, T, model.previous_size)
     state = torch.randn(W, model.state_size)
-    unrolled = model.unroll(obs, previous, state, starts, reset, chunk=5)
+    unrolled = model.unroll(obs, previous, state, starts, chunk=5)
     torch.testing.assert_close(unrolled, loop_unroll(model, obs, previous, state, starts, reset), rtol=0, atol=1e-6)
     assert torch.equal(unrolled[:, 0], state)  # the state before the rollout is kept
     if reset:

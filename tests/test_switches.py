@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from agent import Agent
-from checkpoint import load_checkpoint
+from checkpoint import load_checkpoint, restore
 from config import ScheduleConfig, config_from_dict, schedule_value
 from losses import ppo_loss
 from model import EvaluateOutput
@@ -113,7 +113,7 @@ def test_normaliser_state_round_trips_through_a_checkpoint_and_enjoy_uses_it_fro
 
     resumed = Trainer(small(normalization={"observations": True, "rewards": True, "value_targets": True}),
                       summaries_dir=tmp_path, models_dir=tmp_path / "r", verbose=False)
-    resumed.restore(checkpoint)
+    restore(resumed, checkpoint)
     np.testing.assert_array_equal(resumed.normalizers.rewards.returns, trainer.normalizers.rewards.returns)
     resumed.close()
 
@@ -168,14 +168,14 @@ def test_value_clip_range_defaults_to_the_policy_clip_range(tmp_path, monkeypatc
 def test_target_kl_stops_the_epochs(tmp_path):
     free = trainer_for(tmp_path, updates=1)
     free.run()
-    assert free.history[0].metrics["minibatch_steps"] == 4 * 2 and free.history[0].metrics["early_stop"] == 0
+    assert free.summaries.history[0].metrics["minibatch_steps"] == 4 * 2 and free.summaries.history[0].metrics["early_stop"] == 0
     free.close()
     # The first minibatch has KL 0 (nothing moved yet); any step then moves the policy
     # past a target this small, so the second minibatch stops the update.
     forced = trainer_for(tmp_path, updates=1, target_kl=1e-12)
     before = [p.detach().clone() for p in forced.model.parameters()]
     forced.run()
-    assert forced.history[0].metrics["minibatch_steps"] == 1 and forced.history[0].metrics["early_stop"] == 1
+    assert forced.summaries.history[0].metrics["minibatch_steps"] == 1 and forced.summaries.history[0].metrics["early_stop"] == 1
     assert any(not torch.equal(a, b) for a, b in zip(before, forced.model.parameters()))
     forced.close()
 
@@ -228,7 +228,7 @@ def test_number_of_recurrent_layers(tmp_path, layers):
     t = trainer_for(tmp_path, updates=1, recurrence={"num_layers": layers})
     assert t.model.core.num_layers == layers and t.model.state_size == layers * 16
     t.run()
-    assert all(math.isfinite(v) for v in t.history[0].metrics.values())
+    assert all(math.isfinite(v) for v in t.summaries.history[0].metrics.values())
     t.close()
 
 
@@ -244,5 +244,5 @@ def test_learning_rate_schedule_reaches_the_optimizer(tmp_path):
     t = trainer_for(tmp_path, updates=3, learning_rate_schedule={"shape": "constant", "initial": 1e-3,
                                                                   "final": 1e-5, "max_decay_steps": 2})
     t.run()
-    assert [h.metrics["learning_rate"] for h in t.history] == [1e-3] * 3
+    assert [h.metrics["learning_rate"] for h in t.summaries.history] == [1e-3] * 3
     t.close()

@@ -133,7 +133,8 @@ def curve_interval(curves: np.ndarray, statistic: Statistic, **bootstrap: Any) -
 
 
 # ------------------------------------------------------------------ runs and grid points
-TAGS = {TAG: "reward", "time/env_steps": "steps", "episode/success_mean": "success"}
+TAGS = {TAG: "reward", "time/env_steps": "steps", "episode/success_mean": "success",
+        "time/steps_per_second": "speed"}
 
 
 class InputError(ValueError):
@@ -149,6 +150,7 @@ class Run:
     env_steps: np.ndarray  # (updates,)
     reward: np.ndarray  # (updates,) episode/reward_mean_last100; NaN before the first episode ends
     success: np.ndarray | None  # (updates,) episode/success_mean, NaN where absent; None: never reported
+    speed: float = float("nan")  # the median over updates of time/steps_per_second (NaN: never reported)
 
     @property
     def seed(self) -> Any:
@@ -183,7 +185,9 @@ def load_run(folder: Path) -> Run | None:
     rows = [by_update[u] for u in updates]
     reward = _carry_forward(np.array([r.get("reward", np.nan) for r in rows]))
     success = np.array([r.get("success", np.nan) for r in rows]) if any("success" in r for r in rows) else None
-    return Run(folder, config, np.array(updates), np.array([r["steps"] for r in rows]), reward, success)
+    speeds = [r["speed"] for r in rows if "speed" in r]
+    return Run(folder, config, np.array(updates), np.array([r["steps"] for r in rows]), reward, success,
+               float(np.median(speeds)) if speeds else float("nan"))
 
 
 def load_runs(paths: list[str | Path]) -> list[Run]:
@@ -330,6 +334,8 @@ def summarise(point: GridPoint, taus: np.ndarray, threshold: float | None, last:
         "stopped_early": [{"seed": r.seed, "folder": str(r.folder), "updates": r.updates} for r in point.stopped],
         "final_score": {name: _as_json(i) for name, i in aggregates([scores], **bootstrap).items()},
         "fraction_at_least_threshold": _as_json(at_least) if at_least is not None else None,
+        # the cost side: the median over seeds of each run's median steps/s (one machine, one load)
+        "steps_per_second": float(np.median([r.speed for r in point.runs])),
         "curve": {"update": updates.tolist(), "env_steps": steps.tolist(),
                   "iqm": _as_json(curve_interval(curves, iqm, **bootstrap)),
                   "mean": _as_json(curve_interval(curves, np.mean, **bootstrap))},
@@ -348,13 +354,14 @@ def table(summaries: list[dict], settings: dict) -> str:
              f"update(s). [low, high]: {settings['confidence']:.0%} percentile bootstrap interval over seeds "
              f"({settings['n_resamples']} resamples).", ""]
     at_least = [f"seeds >= {threshold:g}"] if threshold is not None else []
-    lines.append("| " + " | ".join(["grid point", "seeds", "mean", "median", "IQM", *at_least, "stopped early"]) + " |")
-    lines.append("|---|---:|---|---|---|" + "---|" * len(at_least) + "---:|")
+    lines.append("| " + " | ".join(["grid point", "seeds", "mean", "median", "IQM", *at_least, "steps/s",
+                                    "stopped early"]) + " |")
+    lines.append("|---|---:|---|---|---|" + "---|" * len(at_least) + "---:|---:|")
     for s in summaries:
         score = s["final_score"]
         fraction = [_cell(s["fraction_at_least_threshold"], ".2f")] if threshold is not None else []
         cells = [s["label"], str(s["seeds"]), _cell(score["mean"]), _cell(score["median"]), _cell(score["iqm"]),
-                 *fraction, str(len(s["stopped_early"]))]
+                 *fraction, f"{s['steps_per_second']:.0f}", str(len(s["stopped_early"]))]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -143,6 +143,7 @@ def write_run(folder, seed, rewards, steps_per_update=2048, **changes):
         if reward is not None:  # None: no episode ended in this update
             writer.add_scalar("episode/reward_mean_last100", reward, update)
         writer.add_scalar("time/env_steps", update * steps_per_update, update)
+        writer.add_scalar("time/steps_per_second", 1000 + 100 * seed + update, update)  # run median 1002 + 100 seed
     writer.close()
     return folder
 
@@ -208,7 +209,8 @@ def test_report_writes_the_table_json_and_figure(tmp_path):
     assert markdown == (tmp_path / "out" / "poc.md").read_text()
     row = markdown.splitlines()[-1]
     # mean 0.95, median 1.1, IQM of 0.4 1.0 1.2 1.2 drops one each end: 1.1; 2 of 4 seeds >= 1.1; 1 stopped
-    assert row.startswith("| PocMemoryEnv | 4 | 0.95 [") and row.endswith("| 1 |")
+    # steps/s: the median over seeds 0-3 of each run's median (1002, 1102, 1202, 1302), the stopped one left out
+    assert row.startswith("| PocMemoryEnv | 4 | 0.95 [") and row.endswith("| 1152 | 1 |")
     assert "| 1.1 [" in row and "| 0.50 [" in row and "seeds >= 1.1" in markdown
     result = json.loads((tmp_path / "out" / "poc.json").read_text())
     (point,) = result["grid_points"]
@@ -216,6 +218,7 @@ def test_report_writes_the_table_json_and_figure(tmp_path):
         (s, pytest.approx(v)) for s, v in sorted(rewards.items())]
     assert [r["seed"] for r in point["stopped_early"]] == [9]
     assert point["final_score"]["iqm"]["value"] == pytest.approx(1.1)
+    assert point["steps_per_second"] == pytest.approx(1152)
     assert point["curve"]["env_steps"] == [2048, 4096, 6144] and point["curve"]["iqm"]["value"][0] == -1.0
     assert len(point["profile"]["tau"]) == len(point["profile"]["value"]) == 101
     assert result["reference"].endswith("poc_memory_env.csv") and result["n_resamples"] == 500

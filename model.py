@@ -32,8 +32,35 @@ from config import ConfigError, InitializationConfig, RecurrenceConfig
 from distributions import make_distribution
 from spaces import EnvSpaces, Layout, Part, layout
 
-# layer class for sequences, its one-step function, tensors in its state
-CORES = {"gru": (nn.GRU, torch.gru_cell, 1), "lstm": (nn.LSTM, torch.lstm_cell, 2)}
+
+
+def _lstm_gates(gx: torch.Tensor, gh: torch.Tensor, state: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+    """torch.nn.LSTM's step from its two projections: gx = W_ih x + b_ih, gh = W_hh h + b_hh (B, 4H),
+    state (h, c) -> (h', c'), gates in torch's order (input, forget, cell, output)."""
+    i, f, g, o = (gx + gh).chunk(4, dim=1)  # (B, 4H) -> 4 x (B, H)
+    c = torch.sigmoid(f) * state[1] + torch.sigmoid(i) * torch.tanh(g)
+    return torch.sigmoid(o) * torch.tanh(c), c
+
+
+def _gru_gates(gx: torch.Tensor, gh: torch.Tensor, state: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+    """torch.nn.GRU's step from its two projections (B, 3H), state (h,) -> (h',), gates in torch's order
+    (reset, update, new); the reset gate scales the hidden projection of the new gate, bias included."""
+    xr, xz, xn = gx.chunk(3, dim=1)  # (B, 3H) -> 3 x (B, H)
+    hr, hz, hn = gh.chunk(3, dim=1)
+    r, z = torch.sigmoid(xr + hr), torch.sigmoid(xz + hz)
+    n = torch.tanh(xn + r * hn)
+    return ((1 - z) * n + z * state[0],)
+
+
+# layer class for sequences, its one-step function, tensors in its state, its step from projections
+CORES = {"gru": (nn.GRU, torch.gru_cell, 1, _gru_gates), "lstm": (nn.LSTM, torch.lstm_cell, 2, _lstm_gates)}
+
+
+# Where the training pass computes the recurrent core's input projection as one matrix product
+# outside torch's fused layer (ActorCritic._sequence): inputs at least this wide, sequences at most
+# this long. MEASURED in results/speed/recurrent.md.
+PROJECTED_MIN_FEATURES = 1024
+PROJECTED_MAX_STEPS = 32
 
 
 class ActOutput(NamedTuple):
@@ -185,7 +212,7 @@ class ActorCritic(nn.Module):
                               + int(recurrence.previous_reward))
         self._recurrence = recurrence
 
-        layer, self._cell, self._parts = CORES[recurrence.layer_type]
+        layer, self._cell, self._parts, self._gates = CORES[recurrence.layer_type]
         self.hidden_size, self.layers = recurrence.hidden_state_size, recurrence.num_layers
         width = hidden_layer_size
 
@@ -298,6 +325,33 @@ class ActorCritic(nn.Module):
                 new += [x, cell]
         return x, new
 
+    def _sequence(self, index: int, core: nn.Module, x: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
+        """Core `index` over N sequences: input x (N, L, F + P), state (N, S) before their first step ->
+        the last layer's outputs (N, L, H).
+
+        Two ways to one function. By default torch's fused layer (mkldnn's RNN kernel on a CPU).
+        For short sequences of wide inputs (an image encoder's thousands of features) the input
+        projection W_ih x + b_ih of all N*L steps is instead one matrix product, and the L steps
+        of the recurrence start from it: results/speed/recurrent.md measures where each is faster.
+        """
+        N, L, width = x.shape
+        if not (width >= PROJECTED_MIN_FEATURES and L <= PROJECTED_MAX_STEPS):
+            y, _ = core(x, self._sequence_state(state, index))
+            return y
+        H, parts = self.hidden_size, self._parts
+        for k, names in enumerate(self._weight_names):
+            w_ih, w_hh, b_ih, b_hh = (getattr(core, name) for name in names)
+            col = (index * self.layers + k) * parts * H  # where this layer's h (then c) begins
+            pieces = tuple(state[:, col + j * H:col + (j + 1) * H] for j in range(parts))  # (N, H) each
+            # (N, L, F) -> (N, L, G*H), G gates; the gates' arithmetic in float32 under autocast too
+            gx = F.linear(x, w_ih, b_ih).float()
+            outputs = []
+            for t in range(L):
+                pieces = self._gates(gx[:, t], F.linear(pieces[0], w_hh, b_hh).float(), pieces)
+                outputs.append(pieces[0])
+            x = torch.stack(outputs, dim=1)  # L x (N, H) -> (N, L, H): the next layer's input
+        return x
+
     def _step(self, obs: torch.Tensor, state: torch.Tensor, previous: torch.Tensor | None):
         """One step for B environments: obs (B, *obs_shape), state (B, S), previous (B, P) -> core output,
         next state (B, S)."""
@@ -326,7 +380,10 @@ class ActorCritic(nn.Module):
         # float32 out of any autocast region: log-probs, entropy and losses are computed in full precision
         return self.policy_out(policy).float(), self.value_out(value).squeeze(-1).float()
 
-    @torch.inference_mode()
+    # no_grad, not inference_mode: under inference_mode autocast does not keep the weights' bfloat16
+    # copies between calls, so each step cast them again (MiniGrid's rollout: 1.6 s against 1.0 s of
+    # inference per update, results/speed/); float32 runs take as long either way.
+    @torch.no_grad()
     def act(self, obs: torch.Tensor, state: torch.Tensor, deterministic: bool = False,
             action_mask: torch.Tensor | None = None, previous: torch.Tensor | None = None) -> ActOutput:
         """obs (B, *obs_shape), state (B, S), action_mask (B, A) bool or None, previous (B, P) (needed when P > 0)."""
@@ -335,7 +392,7 @@ class ActorCritic(nn.Module):
         actions, log_probs = self.distribution.sample(params, action_mask, deterministic)
         return ActOutput(actions, log_probs, values, state)
 
-    @torch.inference_mode()
+    @torch.no_grad()
     def value(self, obs: torch.Tensor, state: torch.Tensor, previous: torch.Tensor | None = None) -> torch.Tensor:
         """V(obs) for B environments given the state and the previous input (B, P) before obs: (B,)."""
         y, _ = self._step(obs, state, previous)
@@ -371,10 +428,9 @@ class ActorCritic(nn.Module):
         if burn_in is not None:
             state = self.burn_in_state(state, burn_in)
         x = self._sequence_inputs(obs, previous, mask)  # (N, L, F + P)
-        y, _ = self.core(x, self._sequence_state(state, 0))  # (N, L, H)
+        y = self._sequence(0, self.core, x, state)  # (N, L, H)
         if self.critic_core is not None:
-            y_critic, _ = self.critic_core(x, self._sequence_state(state, 1))
-            y = torch.cat((y, y_critic), dim=-1)  # (N, L, 2H)
+            y = torch.cat((y, self._sequence(1, self.critic_core, x, state)), dim=-1)  # (N, L, 2H)
         params, values = self._heads(y.reshape(N * L, -1))  # (N, L, H) -> (N*L, H)
         flat_mask = None if action_mask is None else action_mask.reshape(N * L, -1)  # (N, L, A) -> (N*L, A)
         log_prob, entropy = self.distribution.evaluate(

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from config import RecurrenceConfig, config_from_dict
+import model
 from model import ActorCritic
 from trainer import PhaseTimes, Trainer
 
@@ -101,13 +102,17 @@ VARIANTS = {
 }
 
 
+@pytest.mark.parametrize("projected", [False, True])
 @pytest.mark.parametrize("layer", ["gru", "lstm"])
 @pytest.mark.parametrize("env", ["tests.memory_tasks:CueImage-v0", "tests.memory_tasks:CueDict-v0"])
-def test_recomputed_log_probs_match_the_rollout_under_bfloat16(tmp_path, env, layer):
+def test_recomputed_log_probs_match_the_rollout_under_bfloat16(tmp_path, monkeypatch, env, layer, projected):
     """precision bfloat16: the rollout's inference (one step, 4 rows) and the training pass (sequences,
     all rows) round differently, so they agree to a stated tolerance, not to 1e-5: log-probs within
     0.01 for a sharp policy (a ratio within 1% of 1; PPO clips at 20%; 0.002 was the largest seen),
-    values within 2% of their scale."""
+    values within 2% of their scale. projected: the training pass takes the core's input projection
+    outside torch's fused layer, as it does for wide inputs (these are too narrow to by default)."""
+    if projected:
+        monkeypatch.setattr(model, "PROJECTED_MIN_FEATURES", 0)
     raw = {"environment": {"type": "gym", "name": env}, "n_workers": 4, "worker_steps": 32, "n_mini_batch": 2,
            "hidden_layer_size": 32, "precision": "bfloat16",
            "recurrence": {"sequence_length": 8, "hidden_state_size": 16, "layer_type": layer}}
@@ -179,3 +184,30 @@ def test_encoding_only_real_steps_leaves_outputs_and_gradients_unchanged(layer):
         torch.testing.assert_close(getattr(real, name)[mask], getattr(full, name)[mask])
     for a, b in zip(full_grads, real_grads):
         torch.testing.assert_close(a, b)
+
+
+@pytest.mark.parametrize("critic_core", [False, True])
+@pytest.mark.parametrize("layers", [1, 2])
+@pytest.mark.parametrize("layer", ["gru", "lstm"])
+def test_projected_input_gives_the_fused_layers_outputs_and_gradients(monkeypatch, layer, layers, critic_core):
+    """model._sequence's two ways (torch's fused GRU/LSTM, or the input projection as one matrix
+    product and then the recurrence) are one function: the same outputs and gradients in float32."""
+    torch.manual_seed(0)
+    recurrence = RecurrenceConfig(layer_type=layer, hidden_state_size=16, num_layers=layers,
+                                  separate_critic_core=critic_core)
+    net = ActorCritic(gym.spaces.Box(-1, 1, (24,), np.float32), gym.spaces.Discrete(3), 32, recurrence)
+    N, L = 5, 7
+    obs, actions = torch.randn(N, L, 24), torch.randint(0, 3, (N, L, 1))
+    state = torch.randn(N, net.state_size) * 0.5
+    results = []
+    for min_features in (10 ** 9, 0):  # fused, then projected
+        monkeypatch.setattr(model, "PROJECTED_MIN_FEATURES", min_features)
+        net.zero_grad()
+        out = net.evaluate(obs, state, actions)
+        (out.log_probs.sum() + out.values.square().sum() + out.entropy.sum()).backward()
+        results.append((out, [p.grad.clone() for p in net.parameters()]))
+    (fused, fused_grads), (projected, projected_grads) = results
+    for name in ("log_probs", "values", "entropy"):
+        torch.testing.assert_close(getattr(projected, name), getattr(fused, name), atol=1e-5, rtol=1e-5)
+    for a, b in zip(fused_grads, projected_grads):
+        torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-4)

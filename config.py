@@ -135,15 +135,32 @@ class Config:
     # (CPUs with AVX-512 BF16 or AMX, GPUs that support it), else float32
     precision: str = "float32"
     worker_processes: int = 0  # processes stepping the environments; 0: step them in the trainer's process
-    torch_threads: int = 0  # torch intra-op threads for the update; 0: one per core
+    torch_threads: int = 0  # torch intra-op threads; 0: the cores other processes leave idle at the start, at least 1
     checkpoint_interval: int = 25  # save models/<run-id>.pt every K updates (and at the end); 0: only at the end
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
-    def update_threads(self) -> int:
-        """The torch threads of the update: torch_threads, or with 0 one per core."""
-        return self.torch_threads or os.cpu_count() or 1
+    def threads(self) -> int:
+        """The run's torch threads: torch_threads, or with 0 idle_cores()."""
+        return self.torch_threads or idle_cores()
+
+
+def idle_cores(sample_seconds: float = 0.2) -> int:
+    """The cores this process may use less those other processes kept busy over a short sample
+    (rounded), at least 1: what torch_threads 0 means.
+
+    Why not one thread per core: on this project's 2-core machine (results/speed/threads.md),
+    alone, 2 threads ran masked CartPole 1.19x and MiniGrid 1.55x as fast as 1 thread; beside one
+    other training run, 2 threads ran both at 0.14x of 1 thread's speed, because threads that
+    outnumber the free cores wait on each other at every parallel step. So a run takes every core
+    only when nothing else is running as it starts.
+    """
+    import psutil
+    cores = sorted(os.sched_getaffinity(0))
+    percent = psutil.cpu_percent(interval=sample_seconds, percpu=True)  # this process sleeps meanwhile
+    busy = sum(percent[i] for i in cores if i < len(percent)) / 100
+    return max(1, len(cores) - round(busy))
 
 
 # ---------------------------------------------------------------- loading
@@ -290,7 +307,7 @@ def validate(config: Config) -> None:
          f"at most n_workers ({config.n_workers})")
     cores = len(os.sched_getaffinity(0))
     need(0 <= config.torch_threads <= cores, "torch_threads", config.torch_threads,
-         f"0 (one per core) to {cores}, the cores this process may use")
+         f"0 (the idle cores) to {cores}, the cores this process may use")
     need(0 <= config.seed < 2 ** 32, "seed", config.seed, "an integer in [0, 2**32)")
     need(config.checkpoint_interval >= 0, "checkpoint_interval", config.checkpoint_interval,
          "must be >= 0 (0: only at the end)")

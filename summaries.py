@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from config import Config
 
@@ -150,6 +151,7 @@ class Summaries:
         return {"updates": len(self.history), "env_steps": steps, "train_seconds": seconds,
                 "reward_mean_last100": float(np.mean(self.recent_rewards)) if self.recent_rewards else None,
                 "steps_per_second": steps / seconds, "peak_rss_mb": peak_kib / 1024,
+                "torch_threads": torch.get_num_threads(),
                 **{f"{k}_seconds": v for k, v in phases.items()}}
 
     def state_dict(self) -> dict:

@@ -170,7 +170,9 @@ def train(trainer, checkpoint: dict | None) -> int:
     if checkpoint:
         restore(trainer, checkpoint)
         print(f"resuming {trainer.run_id} at update {trainer.update}/{trainer.config.updates}", flush=True)
-    print(f"training {trainer.run_id} on {trainer.device}; summaries in {trainer.summaries.path}", flush=True)
+    threads = f"{trainer.threads} torch thread{'s' * (trainer.threads > 1)}"
+    print(f"training {trainer.run_id} on {trainer.device} ({threads}); summaries in {trainer.summaries.path}",
+          flush=True)
     try:
         trainer.run()
     except CheckpointError as error:  # a save that failed: the line says what happened to the last one

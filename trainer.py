@@ -31,12 +31,11 @@ class Trainer:
     def __init__(self, config: Config, run_id: str = "run", device: str | torch.device = "cpu",
                  summaries_dir: str | Path = "summaries", models_dir: str | Path = "models",
                  verbose: bool = True, summaries_path: str | Path | None = None):
-        self.config, self.run_id = config, run_id
-        self.device = torch.device(device)
-        self.update_threads = config.update_threads()
-        # The model's orthogonal init (a QR factorisation) gives different last bits
-        # with different thread counts: fix the count before anything is drawn.
-        torch.set_num_threads(self.update_threads)
+        self.config, self.run_id, self.device = config, run_id, torch.device(device)
+        self.threads = config.threads()  # torch's intra-op threads for the whole run
+        # The orthogonal init (QR factorisations) gives other last bits with other thread counts: one
+        # thread for it, so that a seed gives the same weights whatever the run's count.
+        torch.set_num_threads(1)
         torch.manual_seed(config.seed)
         np.random.seed(config.seed)
 
@@ -45,6 +44,7 @@ class Trainer:
         probe = config.environment.make()  # one environment for the spaces, before any worker starts
         self.spaces = spaces_of(probe, seeds[0])
         self.model = build_model(config, self.spaces).to(self.device)
+        torch.set_num_threads(self.threads)
         self.optimizer = AdamW(self.model.parameters(), lr=config.learning_rate_schedule.initial)
         self.normalizers = Normalizers(config, self.spaces.observation)
         stored = self.spaces.observation
@@ -117,38 +117,37 @@ class Trainer:
         """Fills the buffer with T steps of all W environments; returns the finished episodes."""
         b, model, device, norm = self.buffer, self.model, self.device, self.normalizers
         episodes = []
-        torch.set_num_threads(1)  # W-row inference: more threads only add synchronisation
         start = time.perf_counter()
-        for t in range(self.config.worker_steps):
-            obs = norm.observation(self.obs, update=True)  # what the model and the buffer see
-            mask = self.envs.action_mask  # (W, A) allowed actions, or None; stored: the update uses the same
-            with self.autocast():
+        # one autocast region for the whole rollout: the weights' bfloat16 copies are made once, not every step
+        with self.autocast():
+            for t in range(self.config.worker_steps):
+                obs = norm.observation(self.obs, update=True)  # what the model and the buffer see
+                mask = self.envs.action_mask  # (W, A) allowed actions, or None; stored: the update uses the same
                 out = model.act(torch.from_numpy(obs).to(device), self.state, previous=self.previous,
                                 action_mask=None if mask is None else torch.from_numpy(mask).to(device))
-            actions = out.actions.cpu().numpy()
-            b.store_step(t, obs, self.state, self.previous, mask, actions, out.log_probs, out.values)
+                actions = out.actions.cpu().numpy()
+                b.store_step(t, obs, self.state, self.previous, mask, actions, out.log_probs, out.values)
 
-            with times.measure("env"):
-                step = self.envs.step(actions)
-            done = step.terminated | step.truncated
-            b.store_outcome(t, norm.reward(step.rewards, done), step.terminated, step.truncated)
-            previous = model.previous_input(out.actions, step.rewards)  # (W, P) the next step's, from raw rewards
-            if step.truncated.any():
-                # Bootstrap a time-limit cut from V(final observation) under the state
-                # that followed the last step, before that state is reset.
-                rows = np.flatnonzero(step.truncated)
-                b.final_values[rows, t] = self._values(step.final_obs[rows], out.state[rows], previous[rows])
-            self.obs = step.obs  # a view of the workers' shared array: read before the next step overwrites it
-            self.state = model.reset_state(out.state, done)
-            self.previous = model.reset_previous(previous, done)
-            episodes.extend(step.episodes)
+                with times.measure("env"):
+                    step = self.envs.step(actions)
+                done = step.terminated | step.truncated
+                b.store_outcome(t, norm.reward(step.rewards, done), step.terminated, step.truncated)
+                previous = model.previous_input(out.actions, step.rewards)  # (W, P) the next step's, from raw rewards
+                if step.truncated.any():
+                    # Bootstrap a time-limit cut from V(final observation) under the state
+                    # that followed the last step, before that state is reset.
+                    rows = np.flatnonzero(step.truncated)
+                    b.final_values[rows, t] = self._values(step.final_obs[rows], out.state[rows], previous[rows])
+                self.obs = step.obs  # a view of the workers' shared array: read before the next step overwrites it
+                self.state = model.reset_state(out.state, done)
+                self.previous = model.reset_previous(previous, done)
+                episodes.extend(step.episodes)
         times.inference = time.perf_counter() - start - times.env
         return episodes
 
     def optimise(self, lr: float, beta: float, clip: float) -> dict:
         """`epochs` passes of minibatch steps over the rollout; the metrics averaged over the steps."""
         c = self.config
-        torch.set_num_threads(self.update_threads)
         self.optimizer.lr = lr
         value_clip = (c.value_clip_range or clip) if c.value_clip else None
         steps = []  # per minibatch step: its losses and gradient norm, read back once at the end

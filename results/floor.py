@@ -94,10 +94,8 @@ def main():
             (out.log_probs.sum() + out.values.sum() + out.entropy.sum()).backward()
         model.zero_grad(set_to_none=True)
 
-    torch.set_num_threads(1)  # as collect() runs
     env_ms = 1e3 * timed(env_only, args.repeats)
     act_ms = 1e3 * timed(act_only, args.repeats)
-    torch.set_num_threads(trainer.update_threads)  # as optimise() runs
     fb_ms = 1e3 * timed(forward_backward, args.repeats)
     trainer.close()
 
@@ -105,7 +103,7 @@ def main():
     floor_ms = env_ms + act_ms + fb_ms
     trainer_total = sum(trainer_ms.values())
     report = {"config": args.config, "overrides": args.set, "machine": machine(),
-              "update_threads": trainer.update_threads, "steps_per_update": steps,
+              "threads": trainer.threads, "steps_per_update": steps,
               "floor_ms": {"env": env_ms, "act": act_ms, "forward_backward": fb_ms, "total": floor_ms},
               "trainer_ms": {**trainer_ms, "total": trainer_total},
               "floor_steps_per_second": steps / floor_ms * 1e3,
@@ -118,7 +116,7 @@ def main():
         f"# Floor: {args.config}", "",
         f"Command: `{command}`  ",
         f"Machine: {m['cpu']}, {m['cores']} cores, torch {m['torch']} on the CPU "
-        f"(1 thread in the rollout, {trainer.update_threads} in the update); "
+        f"({trainer.threads} torch thread(s) throughout); "
         f"median of {args.repeats} updates' worth of each", "",
         "| per update of " + f"{W} x {T} steps | model calls and env steps only (ms) | the trainer (ms) |",
         "|---|---:|---:|",

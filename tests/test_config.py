@@ -77,7 +77,7 @@ def test_shipped_configs_load(name):
     ({"max_grad_norm": 0}, ["max_grad_norm", "> 0"]),
     ({"n_workers": 4, "worker_processes": 5}, ["worker_processes", "at most n_workers (4)"]),
     ({"worker_processes": -1}, ["worker_processes", ">= 0"]),
-    ({"torch_threads": -2}, ["torch_threads", "0 (one per core) to"]),
+    ({"torch_threads": -2}, ["torch_threads", "0 (the idle cores) to"]),
     ({"torch_threads": 4096}, ["torch_threads", "the cores this process may use"]),  # crashed torch
     ({"seed": -1}, ["seed", "[0, 2**32)"]),
     ({"seed": 2 ** 32}, ["seed", "[0, 2**32)"]),

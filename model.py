@@ -52,15 +52,24 @@ def _gru_gates(gx: torch.Tensor, gh: torch.Tensor, state: tuple[torch.Tensor, ..
     return ((1 - z) * n + z * state[0],)
 
 
-# layer class for sequences, its one-step function, tensors in its state, its step from projections
-CORES = {"gru": (nn.GRU, torch.gru_cell, 1, _gru_gates), "lstm": (nn.LSTM, torch.lstm_cell, 2, _lstm_gates)}
+class Core(NamedTuple):
+    layer: type  # torch's layer over sequences
+    cell: object  # its one-step function on the layer's weights
+    parts: int  # tensors in its state: h, or h and c
+    gates: object  # its step from the two projections (_sequence's projected way)
+    projected_in_bfloat16: bool  # whether _projected() may choose the projected way for it
 
 
-# Where the training pass computes the recurrent core's input projection as one matrix product
-# outside torch's fused layer (ActorCritic._sequence): inputs at least this wide, sequences at most
-# this long. MEASURED in results/speed/recurrent.md.
-PROJECTED_MIN_FEATURES = 1024
-PROJECTED_MAX_STEPS = 32
+CORES = {"gru": Core(nn.GRU, torch.gru_cell, 1, _gru_gates, False),
+         "lstm": Core(nn.LSTM, torch.lstm_cell, 2, _lstm_gates, True)}
+
+# Where the training pass projects an LSTM's input outside torch's fused layer under bfloat16 on a
+# CPU (ActorCritic._projected): inputs at least this wide, sequences at most this long. There,
+# mkldnn's bfloat16 LSTM took 1.5-2.0x as long as the projected way; for a GRU, in float32, for
+# narrower inputs and for longer sequences (not measured) the fused layer was as fast or faster:
+# results/speed/recurrent.md.
+PROJECTED_MIN_FEATURES = 3072
+PROJECTED_MAX_STEPS = 128
 
 
 class ActOutput(NamedTuple):
@@ -212,7 +221,8 @@ class ActorCritic(nn.Module):
                               + int(recurrence.previous_reward))
         self._recurrence = recurrence
 
-        layer, self._cell, self._parts, self._gates = CORES[recurrence.layer_type]
+        self._core = CORES[recurrence.layer_type]
+        layer, self._cell, self._parts, self._gates = self._core[:4]
         self.hidden_size, self.layers = recurrence.hidden_state_size, recurrence.num_layers
         width = hidden_layer_size
 
@@ -329,16 +339,14 @@ class ActorCritic(nn.Module):
         """Core `index` over N sequences: input x (N, L, F + P), state (N, S) before their first step ->
         the last layer's outputs (N, L, H).
 
-        Two ways to one function. By default torch's fused layer (mkldnn's RNN kernel on a CPU).
-        For short sequences of wide inputs (an image encoder's thousands of features) the input
-        projection W_ih x + b_ih of all N*L steps is instead one matrix product, and the L steps
-        of the recurrence start from it: results/speed/recurrent.md measures where each is faster.
+        Two ways to one function: torch's fused layer (mkldnn's RNN kernel on a CPU), or, where
+        _projected() says so, the input projection W_ih x + b_ih of all N*L steps as one matrix
+        product, and the L steps of the recurrence from it.
         """
-        N, L, width = x.shape
-        if not (width >= PROJECTED_MIN_FEATURES and L <= PROJECTED_MAX_STEPS):
+        if not self._projected(x):
             y, _ = core(x, self._sequence_state(state, index))
             return y
-        H, parts = self.hidden_size, self._parts
+        L, H, parts = x.shape[1], self.hidden_size, self._parts
         for k, names in enumerate(self._weight_names):
             w_ih, w_hh, b_ih, b_hh = (getattr(core, name) for name in names)
             col = (index * self.layers + k) * parts * H  # where this layer's h (then c) begins
@@ -351,6 +359,13 @@ class ActorCritic(nn.Module):
                 outputs.append(pieces[0])
             x = torch.stack(outputs, dim=1)  # L x (N, H) -> (N, L, H): the next layer's input
         return x
+
+    def _projected(self, x: torch.Tensor) -> bool:
+        """Whether _sequence takes the projected way for the input x (N, L, F): only where it was
+        measured faster (PROJECTED_MIN_FEATURES)."""
+        return (self._core.projected_in_bfloat16 and x.device.type == "cpu"
+                and compute_dtype("cpu") == torch.bfloat16
+                and x.shape[2] >= PROJECTED_MIN_FEATURES and x.shape[1] <= PROJECTED_MAX_STEPS)
 
     def _step(self, obs: torch.Tensor, state: torch.Tensor, previous: torch.Tensor | None):
         """One step for B environments: obs (B, *obs_shape), state (B, S), previous (B, P) -> core output,

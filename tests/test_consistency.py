@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from config import RecurrenceConfig, config_from_dict
-import model
 from model import ActorCritic
 from trainer import PhaseTimes, Trainer
 
@@ -110,9 +109,9 @@ def test_recomputed_log_probs_match_the_rollout_under_bfloat16(tmp_path, monkeyp
     all rows) round differently, so they agree to a stated tolerance, not to 1e-5: log-probs within
     0.01 for a sharp policy (a ratio within 1% of 1; PPO clips at 20%; 0.002 was the largest seen),
     values within 2% of their scale. projected: the training pass takes the core's input projection
-    outside torch's fused layer, as it does for wide inputs (these are too narrow to by default)."""
+    outside torch's fused layer, as it does for an LSTM on an image encoder's 3136 features."""
     if projected:
-        monkeypatch.setattr(model, "PROJECTED_MIN_FEATURES", 0)
+        monkeypatch.setattr(ActorCritic, "_projected", lambda self, x: True)
     raw = {"environment": {"type": "gym", "name": env}, "n_workers": 4, "worker_steps": 32, "n_mini_batch": 2,
            "hidden_layer_size": 32, "precision": "bfloat16",
            "recurrence": {"sequence_length": 8, "hidden_state_size": 16, "layer_type": layer}}
@@ -200,8 +199,8 @@ def test_projected_input_gives_the_fused_layers_outputs_and_gradients(monkeypatc
     obs, actions = torch.randn(N, L, 24), torch.randint(0, 3, (N, L, 1))
     state = torch.randn(N, net.state_size) * 0.5
     results = []
-    for min_features in (10 ** 9, 0):  # fused, then projected
-        monkeypatch.setattr(model, "PROJECTED_MIN_FEATURES", min_features)
+    for projected in (False, True):
+        monkeypatch.setattr(ActorCritic, "_projected", lambda self, x: projected)
         net.zero_grad()
         out = net.evaluate(obs, state, actions)
         (out.log_probs.sum() + out.values.square().sum() + out.entropy.sum()).backward()

@@ -21,3 +21,15 @@ $PY sweep.py --config configs/cartpole_masked.yaml --sweep-id cartpole_search --
     --search beta_schedule.initial=loguniform:1.0e-4:1.0e-2 \
     --search recurrence.sequence_length=choice:4,8,16,32 \
     --scheduler asha --metric episode/reward_mean_last100 | tee "$out/cartpole_search.log"
+
+# the search's best sample against the shipped config, both on 5 seeds the search never saw
+BEST=(--set learning_rate_schedule.initial=0.0011698678831285683 --set beta_schedule.initial=0.00015638768526427812
+      --set recurrence.sequence_length=16)
+$PY sweep.py --config configs/cartpole_masked.yaml "${BEST[@]}" --seed-list 10,11,12,13,14 \
+    --sweep-id cartpole_best5 --threshold 190 | tee "$out/cartpole_best5.log"
+copy cartpole_best5
+$PY sweep.py --config configs/cartpole_masked.yaml --seed-list 10,11,12,13,14 --sweep-id cartpole_shipped5 \
+    --threshold 190 | tee "$out/cartpole_shipped5.log"
+copy cartpole_shipped5
+$PY results/stats.py --runs summaries/cartpole_shipped5 summaries/cartpole_best5 --threshold 190 \
+    --out "$out/cartpole_best_vs_shipped"

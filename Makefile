@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.requirements-installed
 
-.PHONY: install video-extra train test test-fast bench clean
+.PHONY: install video-extra train test test-fast mutation bench clean
 
 install: $(STAMP)
 
@@ -25,12 +25,21 @@ video-extra: $(STAMP)
 train: $(STAMP)
 	$(BIN)/python train.py --config configs/poc_memory_env.yaml
 
+# Every test, spread over the cores (pytest-xdist).
 test: $(STAMP)
-	SDL_VIDEODRIVER=dummy $(BIN)/python -m pytest -q
+	SDL_VIDEODRIVER=dummy $(BIN)/python -m pytest -q -n auto
 
-# Everything but the learning tests (seconds instead of minutes).
+# The in-process tests only: no learning runs, no real processes (under a minute on 2 cores).
 test-fast: $(STAMP)
-	SDL_VIDEODRIVER=dummy $(BIN)/python -m pytest -q -m "not learning"
+	SDL_VIDEODRIVER=dummy $(BIN)/python -m pytest -q -n auto -m "not learning and not slow"
+
+# The mutation pass over buffer.py, losses.py, distributions.py and normalization.py
+# (pyproject.toml's [tool.mutmut]); results/mutation.md is its report.
+mutation: $(STAMP)
+	$(BIN)/pip install --disable-pip-version-check -q -r requirements-mutation.txt
+	rm -rf mutants
+	$(BIN)/mutmut run --max-children 2
+	$(BIN)/python results/mutation.py
 
 # Wall time, steps/s and the per-phase split of the shipped fast configs, the
 # env-only ceiling, and sb3-contrib's RecurrentPPO side by side (its own extra).
@@ -40,4 +49,4 @@ bench: $(STAMP)
 		--repeats 3 --ceiling --sb3
 
 clean:
-	rm -rf $(VENV) summaries .pytest_cache
+	rm -rf $(VENV) summaries .pytest_cache mutants

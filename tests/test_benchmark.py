@@ -256,6 +256,7 @@ def test_output_parsing_survives_progress_bars_and_rewardless_updates():
         benchmark.parse_output("update 1/1 reward 1.0\n")
 
 
+@pytest.mark.slow
 def test_real_short_run_against_head(tmp_path):
     before = worktrees(ROOT)
     result = subprocess.run([sys.executable, "results/benchmark.py", "--against", "HEAD",

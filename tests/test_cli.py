@@ -3,6 +3,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 import yaml
 
@@ -10,6 +11,8 @@ from checkpoint import load_checkpoint
 from config import config_from_dict
 from model import ActorCritic
 from worker import VecEnv
+
+pytestmark = pytest.mark.slow  # processes, Ray or whole configs: make test-fast leaves these out
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -90,6 +90,7 @@ def run_enjoy(tmp_path, *args):
                           text=True, timeout=300, env=env)
 
 
+@pytest.mark.slow
 def test_enjoy_cli_prints_episodes_and_summary_headless(tmp_path):
     model = trained(tmp_path, updates=2)
     result = run_enjoy(tmp_path, "--model", str(model), "--episodes", "5", "--deterministic")
@@ -102,6 +103,7 @@ def test_enjoy_cli_prints_episodes_and_summary_headless(tmp_path):
     assert "no display: recording to poc.gif" in result.stdout and (tmp_path / "poc.gif").exists()
 
 
+@pytest.mark.slow
 def test_mp4_without_the_extra_is_one_clear_line_or_a_file(tmp_path):
     model = trained(tmp_path, updates=1)
     result = run_enjoy(tmp_path, "--model", str(model), "--episodes", "1", "--video", "out.mp4")
@@ -117,6 +119,7 @@ def test_mp4_without_the_extra_is_one_clear_line_or_a_file(tmp_path):
         assert imageio.get_reader(tmp_path / "out.mp4").count_frames() == written
 
 
+@pytest.mark.slow
 def test_bad_model_files_are_one_line_and_exit_2(tmp_path):
     (tmp_path / "text.pt").write_text("hello")
     checkpoint = load_checkpoint(trained(tmp_path, updates=1))

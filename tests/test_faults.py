@@ -19,6 +19,8 @@ from config import config_from_dict, load_config
 from losses import NonFiniteError
 from trainer import Trainer
 
+pytestmark = pytest.mark.slow  # processes, Ray or whole configs: make test-fast leaves these out
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

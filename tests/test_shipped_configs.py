@@ -9,6 +9,8 @@ from checkpoint import load_checkpoint, restore
 from config import config_from_dict, load_config
 from trainer import Trainer
 
+pytestmark = pytest.mark.slow  # processes, Ray or whole configs: make test-fast leaves these out
+
 CONFIGS = sorted(Path(__file__).resolve().parent.parent.glob("configs/*.yaml"))
 
 

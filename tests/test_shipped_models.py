@@ -8,6 +8,8 @@ import pytest
 from agent import Agent
 from enjoy import evaluate
 
+pytestmark = pytest.mark.slow  # processes, Ray or whole configs: make test-fast leaves these out
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -236,6 +236,7 @@ def test_reference_for_picks_the_environments_curve():
     assert stats.reference_for({"environment": {"type": "CartPole"}}) is None
 
 
+@pytest.mark.slow
 def test_cli_refuses_bad_input_in_one_line_with_exit_code_2(tmp_path):
     # as a user meets it: a process that ends with one line and exit code 2, no traceback
     result = subprocess.run([sys.executable, str(ROOT / "results" / "stats.py"), "--runs", str(tmp_path / "missing"),

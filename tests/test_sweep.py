@@ -21,6 +21,8 @@ import sweep
 from checkpoint import load_checkpoint
 from config import config_from_dict
 
+pytestmark = pytest.mark.slow  # processes, Ray or whole configs: make test-fast leaves these out
+
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ["n_workers=4", "worker_steps=32", "n_mini_batch=2", "updates=3", "hidden_layer_size=16",
         "recurrence.hidden_state_size=8"]

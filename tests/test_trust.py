@@ -20,6 +20,8 @@ import yaml
 from checkpoint import load_checkpoint, save_checkpoint
 from tests.test_faults import SMALL, Run, assert_no_process_left, write_config
 
+pytestmark = pytest.mark.slow  # processes, Ray or whole configs: make test-fast leaves these out
+
 ROOT = Path(__file__).resolve().parent.parent
 TINY = dict(SMALL, updates=2, hidden_layer_size=8, recurrence={"hidden_state_size": 4})
 

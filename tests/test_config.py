@@ -164,3 +164,24 @@ def test_resume_refuses_changed_model_inputs_and_takes_older_checkpoints_without
                 "refresh_states"):
         del older["recurrence"][key]  # a checkpoint written before these keys existed
     check_resume_overrides(older, config_from_dict(older))
+
+
+@pytest.mark.parametrize("percent, affinity, expected", [
+    ([0.0, 0.0], {0, 1}, 2),  # an idle machine: every core
+    ([97.0, 3.0], {0, 1}, 1),  # another run on one core
+    ([100.0, 100.0], {0, 1}, 1),  # every core busy: still one thread
+    ([60.0, 45.0], {0, 1}, 1),  # 1.05 cores busy, rounded
+    ([100.0, 0.0, 0.0, 0.0], {1, 2, 3}, 3),  # only the cores this process may use count
+    ([0.0, 0.0, 100.0, 100.0], {0, 1}, 2),  # busy cores outside the affinity are not ours to count
+])
+def test_torch_threads_0_takes_the_cores_other_processes_leave_idle(monkeypatch, percent, affinity, expected):
+    import os
+
+    import psutil
+
+    import config
+    monkeypatch.setattr(psutil, "cpu_percent", lambda interval, percpu: percent)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: affinity)
+    assert config.idle_cores() == expected
+    assert config_from_dict({"torch_threads": 0}).threads() == expected
+    assert config_from_dict({"torch_threads": 1}).threads() == 1

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 import signal
-import threading
 import traceback
 from dataclasses import dataclass
 from multiprocessing.connection import wait
@@ -135,27 +134,22 @@ def _fault_report(fault: _EnvFault) -> tuple[int, str]:
 
 @contextlib.contextmanager
 def _deaf_to_stop_signals():
-    """Starts worker processes that ignore SIGINT and SIGTERM: a Ctrl-C reaches the whole
-    process group, and the trainer alone decides how to stop (it finishes the update and
-    saves, which needs the workers). They leave when told to, or when the trainer's pipe
-    closes. A disposition of SIG_IGN survives the forkserver's exec, and Python then
-    installs no KeyboardInterrupt handler in it or in the workers it forks; signal
-    dispositions can only be set from the main thread, so elsewhere (a sweep's trial
-    thread) the signals are blocked instead, the best that can be done from there."""
-    stops = (signal.SIGINT, signal.SIGTERM)
-    if threading.current_thread() is not threading.main_thread():
-        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
-        try:
-            yield
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-        return
-    handlers = {number: signal.signal(number, signal.SIG_IGN) for number in stops}
+    """Starts worker processes that never act on SIGINT or SIGTERM: a Ctrl-C reaches the
+    whole process group, and the trainer alone decides how to stop (it finishes the update
+    and saves, which needs the workers). They leave when told to, or when the trainer's
+    pipe closes.
+
+    The two signals are blocked in this thread while the workers start. A blocked mask
+    survives fork and the forkserver's exec, so the forkserver and every worker it forks
+    keep them blocked (each worker then also ignores them, _worker_main). The trainer loses
+    none: one that arrives meanwhile reaches its handler through another thread, or waits
+    as pending until the mask is restored. (Ignoring them here instead, SIG_IGN, which also
+    survives exec, threw away a Ctrl-C sent while the workers started: the run trained on.)"""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         yield
     finally:
-        for number, handler in handlers.items():
-            signal.signal(number, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def _worker_main(conn, config: EnvironmentConfig, lo: int, seeds: list[int], shared: _Shared):

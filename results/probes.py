@@ -1252,7 +1252,7 @@ def build_probes() -> list[Probe]:
               "a checkpoint (right digest) whose run_id is '../../evil': --resume must refuse it; nothing "
               "written outside models/ and summaries/",
               ["train.py", "--resume", "models/r.pt", "--set", "updates=3"],
-              setup=crafted(lambda c: c.__setitem__("run_id", "../../evil")), words=("run_id", "run id"),
+              setup=crafted(lambda c: c.__setitem__("run_id", "../../evil")), words=(("run_id", "run id"),),
               absent=("evil*", "repo/evil*")))
     add(Probe("summaries-path-from-crafted-checkpoint", "5", "summaries path from a crafted checkpoint",
               "a checkpoint (right digest) whose summaries_path is $PROBE/elsewhere: --resume must not write "

@@ -161,3 +161,31 @@ def test_worker_exception_names_worker_and_environment():
     assert "worker process 0" in str(error.value) and "gym" in str(error.value)
     assert "Traceback" in str(error.value)
     vec.close()
+
+
+def test_a_stop_signal_while_worker_processes_start_still_reaches_the_trainer():
+    """Worker processes start with SIGINT and SIGTERM blocked (they inherit it and never act on
+    them); a Ctrl-C that reaches the trainer meanwhile must still reach its handler, during the
+    start or right after it. (With the signals ignored instead it vanished, and a run trained on
+    after a Ctrl-C sent while its workers started on a busy machine.)"""
+    import os
+    import signal
+    import time
+
+    from worker import _deaf_to_stop_signals
+    received = []
+    previous = signal.signal(signal.SIGINT, lambda number, frame: received.append(number))
+    try:
+        with _deaf_to_stop_signals():
+            assert signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, set())  # what the workers inherit
+            assert signal.SIGTERM in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+        for _ in range(100):
+            if received:
+                break
+            time.sleep(0.01)
+        assert received == [signal.SIGINT]
+        assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())  # the mask is back
+    finally:
+        signal.signal(signal.SIGINT, previous)

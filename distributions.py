@@ -41,14 +41,12 @@ class Categorical(nn.Module):
                          dim=1).float()
 
     def _log_softmax(self, logits: torch.Tensor, mask: torch.Tensor | None) -> list[torch.Tensor]:
-        logits = _masked_logits(logits, mask)
-        if len(self.nvec) == 1:
-            return [logits.log_softmax(-1)]
+        """One (B, n_i) log-softmax per branch. Each branch is masked with its own part of the
+        mask, so a branch that allows nothing allows everything (as a padding row does) while
+        the row's other branches keep their masks."""
         # (B, sum(nvec)) -> one (B, n_i) block per branch; a mask is laid out the same way
-        branches = logits.split(self.nvec, dim=-1)
-        if mask is not None:  # each branch needs its own "nothing allowed" guard
-            branches = [_masked_logits(b, torch.isfinite(b)) for b in branches]
-        return [b.log_softmax(-1) for b in branches]
+        masks = [None] * len(self.nvec) if mask is None else mask.split(self.nvec, dim=-1)
+        return [_masked_logits(b, m).log_softmax(-1) for b, m in zip(logits.split(self.nvec, dim=-1), masks)]
 
     def sample(self, params, mask, deterministic: bool):
         actions, log_probs = [], []

@@ -1,8 +1,15 @@
-"""Padding must not reach any loss term or statistic."""
+"""The PPO loss against hand calculations and plain loops: padding reaches no loss term or statistic;
+the masked mean and normalisation at their edges (one real step, a spread below eps); every term
+with the defaults, the value clip both ways, the clip fraction at its boundary; the non-finite check
+and its message; the update's averaged metrics."""
+import math
+
+import pytest
 import torch
 
 from buffer import Minibatch
-from losses import masked_normalize, mean_weights, ppo_loss
+from losses import (Losses, NonFiniteError, StepStats, masked_normalize, mean_metrics, mean_weights, ppo_loss,
+                    require_finite)
 from model import EvaluateOutput
 
 
@@ -16,6 +23,22 @@ def test_masked_mean_and_normalize_ignore_padding():
     assert abs(real.var(unbiased=False).sqrt().item() - 1.0) < 1e-5
     expected = (torch.tensor([1.0, 2, 3, 4, 5]) - 3) / torch.tensor([1.0, 2, 3, 4, 5]).var(unbiased=False).sqrt()
     torch.testing.assert_close(real, expected)
+
+
+def test_mean_weights_of_a_single_real_step_and_of_padding_only():
+    """One real step is its own mean (weight 1); a minibatch of padding only gets zero weights, not NaN."""
+    one = torch.tensor([[False, True, False], [False, False, False]])
+    assert mean_weights(one).tolist() == [[0.0, 1.0, 0.0], [0.0, 0.0, 0.0]]
+    assert mean_weights(torch.zeros(2, 3, dtype=torch.bool)).tolist() == [[0.0] * 3] * 2
+
+
+def test_masked_normalize_keeps_the_sign_of_advantages_that_spread_less_than_eps():
+    """Real steps +-1e-9: mean 0 and std 1e-9, so each becomes +-1e-9 / (1e-9 + 1e-8) = +-1/11:
+    damped by eps, never blown up or turned round."""
+    x = torch.tensor([[1e-9, -1e-9, 5.0]])
+    mask = torch.tensor([[True, True, False]])
+    normalized = masked_normalize(x, mean_weights(mask))
+    torch.testing.assert_close(normalized[mask], torch.tensor([1 / 11, -1 / 11]))
 
 
 def _batch(seed: int, poison: float | None):
@@ -53,3 +76,102 @@ def test_ppo_loss_gradient_is_zero_on_padding():
     losses.total.backward()
     assert (log_probs.grad[~mb.mask] == 0).all() and (values.grad[~mb.mask] == 0).all()
     assert log_probs.grad[mb.mask].abs().sum() > 0
+
+
+def test_ppo_loss_terms_and_statistics_equal_a_plain_loop_over_the_real_steps():
+    """Defaults: advantages normalised over the real steps, the value error unclipped."""
+    out, mb = _batch(3, None)
+    losses = ppo_loss(out, mb, clip_range=0.2, beta=0.05, value_coefficient=0.5)
+    real = [(i, j) for i in range(mb.mask.shape[0]) for j in range(mb.mask.shape[1]) if mb.mask[i, j]]
+    advantages = [mb.advantages[i, j].item() for i, j in real]
+    mean = sum(advantages) / len(advantages)
+    std = (sum((a - mean) ** 2 for a in advantages) / len(advantages)) ** 0.5
+    pg = v = entropy = kl = clipped = 0.0
+    for (i, j), a in zip(real, advantages):
+        a = (a - mean) / (std + 1e-8)
+        log_ratio = out.log_probs[i, j].item() - mb.log_probs[i, j].item()
+        ratio = math.exp(log_ratio)
+        pg -= min(ratio * a, min(max(ratio, 0.8), 1.2) * a)
+        v += (out.values[i, j].item() - mb.returns[i, j].item()) ** 2
+        entropy += out.entropy[i, j].item()
+        kl += ratio - 1 - log_ratio
+        clipped += abs(ratio - 1) > 0.2
+    n = len(real)
+    assert 0 < clipped < n  # some steps inside the clip range, some outside
+    expected = dict(pg_loss=pg / n, v_loss=v / n, entropy=entropy / n, approx_kl=kl / n, clip_frac=clipped / n)
+    expected["total"] = expected["pg_loss"] + 0.5 * expected["v_loss"] - 0.05 * expected["entropy"]
+    for name, value in expected.items():
+        torch.testing.assert_close(getattr(losses, name), torch.tensor(value), msg=name)
+
+
+def test_clipped_value_loss_clips_the_value_move_both_ways():
+    """Old values 0.5, clip range 0.2: moves of +1 and -1 are clipped to +0.2 and -0.2, where
+    the clipped error is the larger one; a move inside the range and a clipped move with the
+    smaller error keep the plain error. The padded last slot counts nowhere."""
+    mask = torch.tensor([[True, True, True, True, False]])
+    old = torch.full((1, 5), 0.5)
+    new = torch.tensor([[1.5, -0.5, 0.6, 1.5, 9.0]])
+    returns = torch.tensor([[2.5, -1.5, 1.0, 0.5, -9.0]])
+    zeros = torch.zeros(1, 5)
+    mb = Minibatch(obs=torch.zeros(1, 5, 1), states=torch.zeros(1, 1), actions=torch.zeros(1, 5, 1, dtype=torch.long),
+                   log_probs=zeros, values=old, advantages=zeros, returns=returns, mask=mask)
+    losses = ppo_loss(EvaluateOutput(zeros, zeros, new), mb, 0.2, 0.0, 0.5, value_clip_range=0.2)
+    # by hand: max((new - ret)^2, (old + clip(new - old) - ret)^2)
+    # +1 move, return above:  max(1, (0.7 - 2.5)^2 = 3.24); -1 move, return below: max(1, (0.3 + 1.5)^2 = 3.24)
+    # +0.1 move (unclipped): 0.16; +1 move, return at the old value: max(1, (0.7 - 0.5)^2 = 0.04)
+    torch.testing.assert_close(losses.v_loss, torch.tensor((3.24 + 3.24 + 0.16 + 1.0) / 4))
+
+
+def test_clip_fraction_counts_ratios_strictly_outside_the_clip_range():
+    """Ratios exactly 1.25 and 0.75 (exact in float32) lie on the boundary of clip range 0.25: the
+    clamp leaves them as they are, so of the ratios 1.25, 0.75, 1.5 and 1 only 1.5 counts as clipped."""
+    ratios = torch.tensor([[1.25, 0.75, 1.5, 1.0]])
+    mb = Minibatch(obs=torch.zeros(1, 4, 1), states=torch.zeros(1, 1), actions=torch.zeros(1, 4, 1, dtype=torch.long),
+                   log_probs=torch.zeros(1, 4), values=torch.zeros(1, 4), advantages=torch.ones(1, 4),
+                   returns=torch.zeros(1, 4), mask=torch.ones(1, 4, dtype=torch.bool))
+    out = EvaluateOutput(ratios.log(), torch.zeros(1, 4), torch.zeros(1, 4))
+    assert torch.equal((out.log_probs - mb.log_probs).exp(), ratios)  # the loss sees these ratios exactly
+    assert ppo_loss(out, mb, 0.25, 0.0, 0.5).clip_frac.item() == 0.25
+
+
+def _losses(total: float, pg: float = 1.5, v: float = 0.25, entropy: float = 2.0, kl: float = 0.001,
+            clip: float = 0.125) -> Losses:
+    return Losses(*(torch.tensor(x) for x in (total, pg, v, entropy, kl, clip)))
+
+
+@pytest.mark.parametrize("total,grad_norm,stops", [
+    (1.0, 2.0, False),
+    (-3e38, 3e38, False),  # huge but finite (float32's maximum is 3.4e38): the update goes on
+    (math.nan, 2.0, True),
+    (-math.inf, 2.0, True),
+    (1.0, math.inf, True),
+    (1.0, math.nan, True),
+])
+def test_require_finite_stops_exactly_on_a_non_finite_loss_or_gradient_norm(total, grad_norm, stops):
+    if stops:
+        with pytest.raises(NonFiniteError):
+            require_finite(_losses(total), torch.tensor(grad_norm), 3)
+    else:
+        require_finite(_losses(total), torch.tensor(grad_norm), 3)  # a raise here fails the test
+
+
+def test_non_finite_error_names_the_update_every_loss_term_and_the_gradient_norm():
+    with pytest.raises(NonFiniteError) as raised:
+        require_finite(_losses(math.nan), torch.tensor(3.0), 7)
+    assert str(raised.value) == ("non-finite loss or gradient in update 7 (total nan, pg_loss 1.5, v_loss 0.25, "
+                                 "entropy 2, approx_kl 0.001, clip_frac 0.125, grad_norm 3); the model was not saved")
+
+
+def test_mean_metrics_average_each_term_and_the_gradient_norm_over_the_steps():
+    steps = [StepStats(_losses(1.0, 2.0, 3.0, 4.0, 5.0, 6.0), torch.tensor(7.0)),
+             StepStats(_losses(3.0, 4.0, 5.0, 6.0, 7.0, 8.0), torch.tensor(9.0))]
+    assert mean_metrics(steps, early_stop=False) == {
+        "total": 2.0, "pg_loss": 3.0, "v_loss": 4.0, "entropy": 5.0, "approx_kl": 6.0, "clip_frac": 7.0,
+        "grad_norm": 8.0, "early_stop": 0.0, "minibatch_steps": 2.0}
+
+
+def test_mean_metrics_report_the_steps_taken_when_target_kl_stops_the_update():
+    """The trainer stops before the first step's optimiser step: the metrics are those of the
+    minibatch that was evaluated, but no step was taken."""
+    stopped = mean_metrics([StepStats(_losses(1.0), torch.tensor(0.0))], early_stop=True, taken=0)
+    assert stopped["early_stop"] == 1.0 and stopped["minibatch_steps"] == 0.0 and stopped["total"] == 1.0

@@ -145,7 +145,7 @@ class Normalizers:
         """Raw rewards (W,) -> what training uses: times the reward scale (the environment's own
         units stay in the episode statistics), then scaled by the return's std when switched on."""
         if self.reward_scale != 1.0:
-            rewards = (rewards * self.reward_scale).astype(np.float32)  # float32, as stored (float64 rewards come too)
+            rewards = (rewards * self.reward_scale).astype(np.float32)  # stored as float32, whatever dtype the rewards came in
         return rewards if self.rewards is None else self.rewards(rewards, dones)
 
     def value_units(self, values: np.ndarray) -> np.ndarray:

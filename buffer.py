@@ -186,7 +186,8 @@ class RolloutBuffer:
         minibatch's observations as float32 (the encoder's input)."""
         specs = _field_specs(obs_shape, obs_dtype, actions, masked, state_size, previous_size)
         per_step = sum(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize for shape, dtype in specs.values())
-        storage = (workers * steps + 1) * per_step + workers * steps * 14  # + rewards, flags, final values
+        # + rewards, flags and final values (10 bytes a step) and a part of what finish() derives from them
+        storage = (workers * steps + 1) * per_step + workers * steps * 14
         minibatch = workers * steps // n_mini_batch * int(np.prod(obs_shape, dtype=np.int64)) * 4
         return storage + minibatch
 

@@ -1,8 +1,16 @@
-"""The sequence index map and its burn-in steps against plain-loop oracles, and GAE against hand-computed values."""
-import numpy as np
-import pytest
+"""The sequence index map and its burn-in steps against plain-loop oracles, GAE against hand-computed values,
+and the rollout buffer's storage, memory estimate and moves to the training device."""
+from types import SimpleNamespace
 
-from buffer import burn_in_index, compute_gae, sequence_index
+import numpy as np
+import psutil
+import pytest
+import torch
+
+import buffer
+from buffer import RolloutBuffer, burn_in_index, compute_gae, sequence_index
+from config import ConfigError, RecurrenceConfig
+from spaces import ActionFormat
 
 
 def oracle_sequences(dones: np.ndarray, L: int) -> list[list[int]]:
@@ -43,6 +51,9 @@ def test_sequence_index_equals_loop_oracle(name, dones, L):
     index, mask, starts = sequence_index(dones, L)
     expected = oracle_sequences(dones, L)
     assert as_lists(index, mask) == expected
+    # L slots with L > 0 even where every piece is shorter ("every step"), else the longest piece.
+    assert index.shape == (len(expected), L if L > 0 else max(map(len, expected)))
+    assert index.dtype == np.int64
     assert starts.tolist() == [s[0] for s in expected]
     # Padding comes only after the real steps and points at the zero row W*T.
     W, T = dones.shape
@@ -151,3 +162,155 @@ def test_gae_workers_are_independent():
         expected = gae_hand(r[w], v[w], nexts, [0 if term[w, t] or trunc[w, t] else 1 for t in range(T)],
                             0.99, 0.95)
         np.testing.assert_allclose(batch[w], expected, rtol=1e-4, atol=1e-5)
+
+
+def test_gae_is_computed_in_float32_like_the_stored_values():
+    """In float32, gamma 0.99 times V(next) = 1 is float32(0.99), the stored V(s): the advantage is exactly 0
+    (in float64 it would be 0.99 - float32(0.99) = -9.5e-9). A float64 bootstrap value is taken as float32 too:
+    1 + 2^-30 is 1 there."""
+    rewards, values = np.zeros((1, 1), np.float32), np.full((1, 1), 0.99, np.float32)
+    no = np.zeros((1, 1), dtype=bool)
+    for last_values in (np.ones(1, np.float32), np.array([1.0 + 2.0 ** -30])):
+        got = compute_gae(rewards, values, np.zeros((1, 1), np.float32), no, no, last_values, 0.99, 0.95)
+        assert got.dtype == np.float32
+        assert got[0, 0] == 0.0
+
+
+# ------------------------------------------------------------------ the rollout buffer
+
+# name -> obs_shape, obs_dtype, actions, masked, state_size, previous_size, W, T, n_mini_batch
+LAYOUTS = {
+    "uint8 image, discrete actions": ((6, 5, 3), np.uint8, ActionFormat(1, np.int64, 4), False, 8, 0, 3, 4, 2),
+    "vector, masked multidiscrete, previous input": ((7,), np.float32, ActionFormat(2, np.int64, 5), True, 16, 6,
+                                                     2, 5, 3),
+    "vector, box actions, lstm state, previous reward": ((3,), np.float32, ActionFormat(2, np.float32, 0), False,
+                                                         64, 1, 4, 3, 4),
+    "masked uint8 image, previous input": ((4, 4, 1), np.uint8, ActionFormat(1, np.int64, 3), True, 24, 4, 1, 6, 2),
+}
+
+
+def allocated_bytes(b: RolloutBuffer) -> int:
+    """What the buffer really holds: its flat per-step fields and its (W, T) rollout arrays."""
+    return sum(a.nbytes for a in b._flat.values()) + sum(
+        a.nbytes for a in (b.rewards, b.terminated, b.truncated, b.final_values))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_memory_estimate_is_the_storage_allocated_and_one_minibatch_of_float32_observations(layout, monkeypatch):
+    """Each field in its own dtype, with one zero row after the W*T steps; the estimate __init__ checks is
+    those bytes, plus 4 a step (it counts 14 a step for the (W, T) arrays, which take 4 + 1 + 1 + 4), plus
+    one minibatch's observations as float32."""
+    obs_shape, obs_dtype, actions, masked, S, P, W, T, n = LAYOUTS[layout]
+    checked = []
+    monkeypatch.setattr(buffer, "require_memory", checked.append)
+    b = RolloutBuffer(W, T, obs_shape, obs_dtype, actions, masked, S, torch.device("cpu"), n, P)
+    fields = {"obs": (obs_shape, obs_dtype), "states": ((S,), np.float32), "actions": ((actions.size,), actions.dtype),
+              "log_probs": ((), np.float32), "values": ((), np.float32), "advantages": ((), np.float32),
+              "returns": ((), np.float32)}
+    if masked:
+        fields["action_mask"] = ((actions.mask_size,), bool)
+    if P:
+        fields["previous"] = ((P,), np.float32)
+    assert {name: (a.shape, a.dtype) for name, a in b._flat.items()} == {
+        name: ((W * T + 1, *shape), np.dtype(dtype)) for name, (shape, dtype) in fields.items()}
+    assert [(a.shape, a.dtype) for a in (b.rewards, b.terminated, b.truncated, b.final_values)] == [
+        ((W, T), np.float32), ((W, T), bool), ((W, T), bool), ((W, T), np.float32)]
+    obs_entries = 1
+    for d in obs_shape:
+        obs_entries *= d
+    expected = allocated_bytes(b) + 4 * W * T + (W * T // n) * obs_entries * 4
+    assert checked == [expected]
+    assert RolloutBuffer.bytes_needed(W, T, obs_shape, obs_dtype, actions, masked, S, n, P) == expected
+
+
+def test_buffer_defaults_to_one_minibatch_and_no_previous_input(monkeypatch):
+    checked = []
+    monkeypatch.setattr(buffer, "require_memory", checked.append)
+    actions = ActionFormat(1, np.int64, 2)
+    b = RolloutBuffer(2, 3, (4,), np.float32, actions, False, 8, torch.device("cpu"))
+    assert b.previous_size == 0 and "previous" not in b._flat
+    expected = allocated_bytes(b) + 4 * 6 + 6 * 4 * 4  # 6 steps in the one minibatch, 4 float32 entries each
+    assert checked == [expected]
+    assert RolloutBuffer.bytes_needed(2, 3, (4,), np.float32, actions, False, 8, 1) == expected
+
+
+def test_a_rollout_needing_more_than_the_available_memory_is_refused_with_both_sizes(monkeypatch):
+    available = 3 * 2 ** 30
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: SimpleNamespace(available=available))
+    buffer.require_memory(available)  # exactly what is available fits
+    with pytest.raises(ConfigError) as refused:
+        buffer.require_memory(available + 5 * 2 ** 29)  # 5.5 GiB
+    assert str(refused.value) == ("n_workers x worker_steps need at least 5.5 GiB for the rollout of these "
+                                  "observations, 3.0 GiB is available: lower n_workers or worker_steps")
+
+
+def test_a_new_buffer_has_no_sequences_and_the_default_recurrence_until_finish():
+    b = RolloutBuffer(2, 3, (4,), np.float32, ActionFormat(1, np.int64, 2), False, 8, torch.device("cpu"))
+    assert b.index is None and b.burn_in is None and b._train == {}
+    assert b.recurrence == RecurrenceConfig()
+
+
+def small_buffer(device: torch.device, recurrence: RecurrenceConfig, W: int = 2, T: int = 3) -> RolloutBuffer:
+    """A finished buffer of W x T steps with a masked action and a previous input, episodes ending at step 1."""
+    b = RolloutBuffer(W, T, (2,), np.float32, ActionFormat(1, np.int64, 2), True, 4, device, 2, 1)
+    b.terminated[:, 1] = True
+    b.finish(np.zeros(W, np.float32), 0.99, 0.95, recurrence)
+    return b
+
+
+class RecordingModel:
+    """Stands in for the ActorCritic in refresh_states: records the chunk it is given, returns zero states."""
+
+    def __init__(self):
+        self.chunks = []
+
+    def unroll(self, obs, previous, state, starts, chunk):
+        self.chunks.append(chunk)
+        return torch.zeros(*starts.shape, state.shape[1])
+
+
+@pytest.mark.parametrize("burn_in", [0, 1])
+def test_burn_in_steps_reach_the_minibatches_only_when_switched_on(burn_in):
+    """One-step sequences, episodes ending at step 1: with burn_in 1, the two sequences at step 1 get step 0."""
+    b = small_buffer(torch.device("cpu"), RecurrenceConfig(sequence_length=1, burn_in=burn_in))
+    batches = list(b.minibatches(2))
+    assert sum(len(mb.mask) for mb in batches) == 6
+    if burn_in:
+        assert all(mb.burn_in.mask.shape == (len(mb.mask), 1) for mb in batches)
+        assert sum(int(mb.burn_in.mask.sum()) for mb in batches) == 2
+    else:
+        assert b.burn_in is None and "burn_index" not in b._train
+        assert all(mb.burn_in is None for mb in batches)
+
+
+@pytest.mark.parametrize("n_mini_batch,chunk", [(1, 6), (4, 1)])
+def test_refresh_gives_the_encoder_one_minibatch_of_steps_at_a_time(n_mini_batch, chunk):
+    """W x T = 6 steps: 6 // 1 at a time with one minibatch; 6 // 4 = 1 with four."""
+    b = small_buffer(torch.device("cpu"), RecurrenceConfig(sequence_length=1, refresh_states=True))
+    model = RecordingModel()
+    list(b.minibatches(n_mini_batch, model))
+    assert model.chunks == [chunk]
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_storage_is_pinned_and_copied_asynchronously_for_a_gpu_only(device, monkeypatch):
+    """Runs without a GPU: torch.zeros and Tensor.to are replaced by spies that record what the buffer asks for
+    (page-locked memory or not; which device, non-blocking or not) and leave everything on the CPU, unpinned."""
+    device, pinned, moves = torch.device(device), [], []
+    cuda = device.type == "cuda"
+    zeros = torch.zeros
+    monkeypatch.setattr(torch, "zeros", lambda *args, **kwargs: pinned.append(kwargs.get("pin_memory")) or zeros(
+        *args, **{k: v for k, v in kwargs.items() if k != "pin_memory"}))
+    monkeypatch.setattr(torch.Tensor, "to", lambda self, *args, **kwargs: moves.append(
+        (args[0] if args else kwargs.get("device"), kwargs.get("non_blocking", False))) or self)
+    b = small_buffer(device, RecurrenceConfig(sequence_length=2, burn_in=1, refresh_states=True))
+    assert pinned == ([True] * len(b._flat) if cuda else [])  # one page-locked torch allocation per field
+    assert {name: (a.shape, a.dtype) for name, a in b._flat.items()} == {  # W*T + 1 = 7 rows each
+        "obs": ((7, 2), np.float32), "states": ((7, 4), np.float32), "actions": ((7, 1), np.int64),
+        **{name: ((7,), np.float32) for name in ("log_probs", "values", "advantages", "returns")},
+        "action_mask": ((7, 2), bool), "previous": ((7, 1), np.float32)}
+    # finish(): each stored field in one copy, non-blocking to a GPU; then the 5 arrays of the sequence maps
+    assert moves == [(device, cuda)] * len(b._flat) + [(device, False)] * 5
+    moves.clear()
+    list(b.minibatches(2, RecordingModel()))  # the refresh's episode starts, then the shuffled order
+    assert moves == [(device, False)] * 2

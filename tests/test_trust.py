@@ -117,7 +117,9 @@ def test_a_save_that_fails_keeps_the_previous_checkpoint_and_removes_its_tempora
 # ------------------------------------------------------------ 3: one run per id
 
 def test_a_second_run_with_the_same_id_refuses_while_the_first_runs_and_a_stale_lock_is_taken_over(tmp_path):
-    config = write_config(tmp_path, "configs/poc_memory_env.yaml", **dict(TINY, updates=100_000))
+    # checkpoint_interval 0: the first run saves nothing before it is killed, so the third starts afresh
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml",
+                          **dict(TINY, updates=100_000, checkpoint_interval=0))
     first = Run(tmp_path, "--config", config, "--run-id", "same")
     first.wait_for_line("update    1/")
     second = script(tmp_path, "train.py", "--config", config, "--run-id", "same")

@@ -163,6 +163,16 @@ def idle_cores(sample_seconds: float = 0.2) -> int:
     return max(1, len(cores) - round(busy))
 
 
+def rollout_threads(threads: int, images: bool) -> int:
+    """Torch threads for the rollout's steps of W rows: the run's count for a CNN, else one.
+
+    Why (results/speed/rollout_threads.md, 2 cores): a step of the PoC or masked-CartPole model
+    took 1.05-1.10x as long on 2 threads as on 1 (its small matrix products only wait on the
+    second), a step of the MiniGrid CNN 0.55x as long.
+    """
+    return threads if images else 1
+
+
 # ---------------------------------------------------------------- loading
 
 def load_config(path: str | Path, overrides: list[str] = ()) -> Config:

@@ -44,6 +44,8 @@ class Categorical(nn.Module):
         """One (B, n_i) log-softmax per branch. Each branch is masked with its own part of the
         mask, so a branch that allows nothing allows everything (as a padding row does) while
         the row's other branches keep their masks."""
+        if len(self.nvec) == 1:  # Discrete: the whole row (a split costs a Python call at every step)
+            return [_masked_logits(logits, mask).log_softmax(-1)]
         # (B, sum(nvec)) -> one (B, n_i) block per branch; a mask is laid out the same way
         masks = [None] * len(self.nvec) if mask is None else mask.split(self.nvec, dim=-1)
         return [_masked_logits(b, m).log_softmax(-1) for b, m in zip(logits.split(self.nvec, dim=-1), masks)]

@@ -56,6 +56,11 @@ class Layout(NamedTuple):
     shape: tuple[int, ...]
     dtype: np.dtype
 
+    @property
+    def images(self) -> bool:
+        """Whether any part is an image (the model encodes it with a CNN)."""
+        return any(p.kind == "image" for p in self.parts)
+
     def vector_features(self) -> np.ndarray | None:
         """Which stored entries are vector features, the ones a normaliser may touch (never
         pixels, never category indices); None when there are none."""

@@ -17,7 +17,7 @@ import torch
 
 import checkpoint
 from buffer import RolloutBuffer
-from config import Config, schedule_value
+from config import Config, rollout_threads, schedule_value
 from environments import spaces_of
 from losses import StepStats, mean_metrics, ppo_loss, require_finite
 from model import autocast, build_model
@@ -32,10 +32,8 @@ class Trainer:
                  summaries_dir: str | Path = "summaries", models_dir: str | Path = "models",
                  verbose: bool = True, summaries_path: str | Path | None = None):
         self.config, self.run_id, self.device = config, run_id, torch.device(device)
-        self.threads = config.threads()  # torch's intra-op threads for the whole run
-        # The orthogonal init (QR factorisations) gives other last bits with other thread counts: one
-        # thread for it, so that a seed gives the same weights whatever the run's count.
-        torch.set_num_threads(1)
+        self.threads = config.threads()  # torch's intra-op threads for the update
+        torch.set_num_threads(1)  # the orthogonal init's QR rounds by thread count: a seed's weights at any count
         torch.manual_seed(config.seed)
         np.random.seed(config.seed)
 
@@ -43,6 +41,7 @@ class Trainer:
         seeds = environment_seeds(config.seed, W)
         probe = config.environment.make()  # one environment for the spaces, before any worker starts
         self.spaces = spaces_of(probe, seeds[0])
+        self.rollout_threads = rollout_threads(self.threads, self.spaces.observation.images)
         self.model = build_model(config, self.spaces).to(self.device)
         torch.set_num_threads(self.threads)
         self.optimizer = AdamW(self.model.parameters(), lr=config.learning_rate_schedule.initial)
@@ -118,6 +117,7 @@ class Trainer:
         b, model, device, norm = self.buffer, self.model, self.device, self.normalizers
         episodes = []
         start = time.perf_counter()
+        torch.set_num_threads(self.rollout_threads)
         # one autocast region for the whole rollout: the weights' bfloat16 copies are made once, not every step
         with self.autocast():
             for t in range(self.config.worker_steps):
@@ -142,6 +142,7 @@ class Trainer:
                 self.state = model.reset_state(out.state, done)
                 self.previous = model.reset_previous(previous, done)
                 episodes.extend(step.episodes)
+        torch.set_num_threads(self.threads)
         times.inference = time.perf_counter() - start - times.env
         return episodes
 

@@ -1,0 +1,97 @@
+"""Which grad mode the rollout's act() runs in: model._no_gradient's evidence.
+
+    python results/speed/grad_mode.py [--rounds 5]
+
+For masked CartPole (float32) and MiniGrid (its precision, auto: bfloat16 on a CPU with
+AVX-512 BF16), the model a run builds takes act() steps for its n_workers environments on one
+torch thread, inside one autocast region as Trainer.collect runs them, under torch.no_grad and
+under torch.inference_mode, alternated over --rounds rounds; the median microseconds per step
+of each. Writes results/speed/grad_mode.md and .json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "results"))
+
+from benchmark import machine  # noqa: E402
+from config import load_config  # noqa: E402
+from environments import spaces_of  # noqa: E402
+from model import autocast, build_model  # noqa: E402
+
+CONFIGS = {"configs/cartpole_masked.yaml": 1000, "configs/minigrid.yaml": 40}  # act() steps per measurement
+MODES = {"no_grad": torch.no_grad, "inference_mode": torch.inference_mode}
+
+
+def step_us(model, obs, state, previous, precision: str, mode, steps: int) -> float:
+    """Median microseconds of the steps of one act()'s body under `mode`, after 3 warm-up steps."""
+    body = model._step, model._heads, model.distribution.sample
+    times = []
+    with autocast(precision, torch.device("cpu")), mode():
+        for i in range(steps + 3):
+            start = time.perf_counter()
+            y, state = body[0](obs, state, previous)
+            params, _ = body[1](y)
+            body[2](params, None, False)
+            if i >= 3:
+                times.append(time.perf_counter() - start)
+    return 1e6 * statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    rows = []
+    for path, steps in CONFIGS.items():
+        config = load_config(ROOT / path)
+        probe = config.environment.make()
+        spaces = spaces_of(probe, 0)
+        probe.close()
+        torch.manual_seed(0)
+        model = build_model(config, spaces)
+        W, layout = config.n_workers, spaces.observation
+        rng = np.random.default_rng(0)
+        if np.issubdtype(layout.dtype, np.integer):
+            obs = torch.from_numpy(rng.integers(0, 256, (W, *layout.shape)).astype(layout.dtype))
+        else:
+            obs = torch.from_numpy(rng.random((W, *layout.shape), dtype=np.float32))
+        state, previous = model.initial_state(W), torch.zeros(W, model.previous_size)
+        us = {name: [] for name in MODES}
+        for _ in range(args.rounds):
+            for name, mode in MODES.items():
+                us[name].append(step_us(model, obs, state, previous, config.precision, mode, steps))
+        median = {name: statistics.median(values) for name, values in us.items()}
+        rows.append({"config": path, "precision": config.precision, "workers": W, "median_us": median, "all": us})
+        print(f"{path}: " + ", ".join(f"{n} {v:.0f} us" for n, v in median.items()), flush=True)
+    info = machine()
+    report = {"command": "python results/speed/grad_mode.py " + " ".join(sys.argv[1:]), "machine": info, "rows": rows}
+    out = ROOT / "results/speed/grad_mode"
+    out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
+    lines = ["# Grad mode of the rollout's act() steps", "",
+             f"`{report['command'].strip()}` on {info['cpu']} ({info['cores']} cores), torch {info['torch']}, "
+             f"1 thread; median microseconds per step, {args.rounds} rounds alternating the modes.", "",
+             "| config | precision | rows | no_grad us | inference_mode us | inference_mode / no_grad |",
+             "|---|---|---:|---:|---:|---:|"]
+    lines += [f"| {r['config']} | {r['precision']} | {r['workers']} | {r['median_us']['no_grad']:.0f} | "
+              f"{r['median_us']['inference_mode']:.0f} | "
+              f"{r['median_us']['inference_mode'] / r['median_us']['no_grad']:.2f} |" for r in rows]
+    lines += ["", "Below 1: inference_mode is faster. model._no_gradient takes inference_mode outside an "
+              "autocast region and no_grad inside one."]
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

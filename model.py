@@ -281,7 +281,7 @@ class ActorCritic(nn.Module):
             if not starts.any():
                 return state
             starts = torch.from_numpy(np.asarray(starts, dtype=bool)).to(state.device)
-        return state.masked_fill(starts.unsqueeze(1), 0.0)  # (B,) -> (B, 1); initial_state() is zeros
+        return torch.where(starts.unsqueeze(1), self.initial_state(1, state.device), state)  # (B,) -> (B, 1)
 
     # ----------------------------------------------------------- previous input
     def previous_input(self, actions: torch.Tensor, rewards) -> torch.Tensor:

@@ -17,7 +17,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -25,9 +24,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "results"))
 
 from benchmark import machine  # noqa: E402
-from config import load_config  # noqa: E402
-from environments import spaces_of  # noqa: E402
-from model import autocast, build_model  # noqa: E402
+from model import autocast  # noqa: E402
+from rollout_threads import rollout_inputs  # noqa: E402
 
 CONFIGS = {"configs/cartpole_masked.yaml": 1000, "configs/minigrid.yaml": 40}  # act() steps per measurement
 MODES = {"no_grad": torch.no_grad, "inference_mode": torch.inference_mode}
@@ -55,19 +53,8 @@ def main() -> None:
     torch.set_num_threads(1)
     rows = []
     for path, steps in CONFIGS.items():
-        config = load_config(ROOT / path)
-        probe = config.environment.make()
-        spaces = spaces_of(probe, 0)
-        probe.close()
-        torch.manual_seed(0)
-        model = build_model(config, spaces)
-        W, layout = config.n_workers, spaces.observation
-        rng = np.random.default_rng(0)
-        if np.issubdtype(layout.dtype, np.integer):
-            obs = torch.from_numpy(rng.integers(0, 256, (W, *layout.shape)).astype(layout.dtype))
-        else:
-            obs = torch.from_numpy(rng.random((W, *layout.shape), dtype=np.float32))
-        state, previous = model.initial_state(W), torch.zeros(W, model.previous_size)
+        config, _, model, obs, state, previous = rollout_inputs(path)
+        W = config.n_workers
         us = {name: [] for name in MODES}
         for _ in range(args.rounds):
             for name, mode in MODES.items():

@@ -16,6 +16,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -25,11 +26,39 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "results"))
 
 from benchmark import machine  # noqa: E402
-from config import load_config  # noqa: E402
+from config import Config, load_config  # noqa: E402
 from environments import spaces_of  # noqa: E402
 from model import autocast, build_model  # noqa: E402
 
 CONFIGS = ["configs/poc_memory_env.yaml", "configs/cartpole_masked.yaml", "configs/minigrid.yaml"]
+
+
+class RolloutInputs(NamedTuple):
+    config: Config
+    images: bool  # the observation has an image part (the model has a CNN)
+    model: torch.nn.Module
+    obs: torch.Tensor  # (W, *obs_shape)
+    state: torch.Tensor  # (W, S)
+    previous: torch.Tensor  # (W, P)
+
+
+def rollout_inputs(path: str) -> RolloutInputs:
+    """A shipped config, the model a run builds from it (seed 0) and one rollout step's inputs for
+    its n_workers environments: random observations of the stored shape and dtype, the initial
+    state and the previous input."""
+    config = load_config(ROOT / path)
+    probe = config.environment.make()
+    spaces = spaces_of(probe, 0)
+    probe.close()
+    torch.manual_seed(0)
+    model = build_model(config, spaces)
+    W, layout = config.n_workers, spaces.observation
+    rng = np.random.default_rng(0)
+    if np.issubdtype(layout.dtype, np.integer):
+        obs = torch.from_numpy(rng.integers(0, 256, (W, *layout.shape)).astype(layout.dtype))
+    else:
+        obs = torch.from_numpy(rng.random((W, *layout.shape), dtype=np.float32))
+    return RolloutInputs(config, layout.images, model, obs, model.initial_state(W), torch.zeros(W, model.previous_size))
 
 
 def step_ms(model, obs: torch.Tensor, state: torch.Tensor, previous: torch.Tensor, precision: str,
@@ -53,27 +82,15 @@ def main() -> None:
     args = parser.parse_args()
     rows = []
     for path in CONFIGS:
-        config = load_config(ROOT / path)
-        probe = config.environment.make()
-        spaces = spaces_of(probe, 0)
-        probe.close()
-        torch.manual_seed(0)
-        model = build_model(config, spaces)
-        W, layout = config.n_workers, spaces.observation
-        rng = np.random.default_rng(0)
-        if np.issubdtype(layout.dtype, np.integer):
-            obs = torch.from_numpy(rng.integers(0, 256, (W, *layout.shape)).astype(layout.dtype))
-        else:
-            obs = torch.from_numpy(rng.random((W, *layout.shape), dtype=np.float32))
-        state = model.initial_state(W)
-        previous = torch.zeros(W, model.previous_size)
+        config, images, model, obs, state, previous = rollout_inputs(path)
+        W = config.n_workers
         ms = {1: [], 2: []}
         for _ in range(args.rounds):
             for threads in (1, 2):
                 torch.set_num_threads(threads)
                 ms[threads].append(step_ms(model, obs, state, previous, config.precision, args.steps))
         one, two = statistics.median(ms[1]), statistics.median(ms[2])
-        rows.append({"config": path, "workers": W, "images": layout.images, "precision": config.precision,
+        rows.append({"config": path, "workers": W, "images": images, "precision": config.precision,
                      "ms_1_thread": one, "ms_2_threads": two, "ratio_2_over_1": two / one, "all": ms})
         print(f"{path}: 1 thread {one:.3f} ms, 2 threads {two:.3f} ms per step", flush=True)
     out = ROOT / "results/speed/rollout_threads"

@@ -29,16 +29,10 @@ import os
 import signal
 import sys
 
-
-def _stop_during_start_up(number, frame):
-    """Until main() takes over: nothing is open or running yet, so leave at once, quietly."""
-    os.write(2, f"stopped by {signal.Signals(number).name} during start-up\n".encode())
-    os._exit(128 + number)
-
+from stopping import STOP_SIGNALS, leave, leave_at_once_on_stop_signals
 
 if __name__ == "__main__":
-    for _number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(_number, _stop_during_start_up)
+    leave_at_once_on_stop_signals()  # until main() takes over: nothing is open or running yet
 
 import re  # noqa: E402  (the imports below take seconds: a Ctrl-C among them is handled above)
 from datetime import datetime  # noqa: E402
@@ -132,12 +126,12 @@ def main(argv=None) -> int:
             # asked twice: leave now. Worker processes follow when their pipe closes.
             if lock is not None:
                 lock.release()
-            _stop_during_start_up(number, frame) if trainer is None else _stop_now(number)
+            leave(number, "during start-up" if trainer is None else "without saving")
         trainer.stop_signal = number
         trainer.summaries.say(f"\n{signal.Signals(number).name}: finishing update {trainer.update + 1}, "
                               "then saving (send it again to stop without saving)")
 
-    for number in (signal.SIGINT, signal.SIGTERM):
+    for number in STOP_SIGNALS:
         signal.signal(number, on_signal)
     try:
         try:
@@ -157,11 +151,6 @@ def main(argv=None) -> int:
             trainer.close()
         if lock is not None:
             lock.release()
-
-
-def _stop_now(number: int) -> None:
-    os.write(2, f"stopped by {signal.Signals(number).name} without saving\n".encode())
-    os._exit(128 + number)
 
 
 def train(trainer, checkpoint: dict | None) -> int:

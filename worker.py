@@ -15,11 +15,13 @@ import multiprocessing as mp
 import signal
 import traceback
 from dataclasses import dataclass
+from multiprocessing import resource_tracker
 from multiprocessing.connection import wait
 
 import gymnasium as gym
 import numpy as np
 
+import stopping
 from config import EnvironmentConfig
 from environments import spaces_of
 from spaces import MASK_KEY, EnvSpaces, env_actions
@@ -139,17 +141,21 @@ def _deaf_to_stop_signals():
     and saves, which needs the workers). They leave when told to, or when the trainer's
     pipe closes.
 
-    The two signals are blocked in this thread while the workers start. A blocked mask
-    survives fork and the forkserver's exec, so the forkserver and every worker it forks
-    keep them blocked (each worker then also ignores them, _worker_main). The trainer loses
-    none: one that arrives meanwhile reaches its handler through another thread, or waits
-    as pending until the mask is restored. (Ignoring them here instead, SIG_IGN, which also
-    survives exec, threw away a Ctrl-C sent while the workers started: the run trained on.)"""
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    The two signals are blocked while the workers start (stopping.blocked), so the
+    forkserver and every worker it forks begin with them blocked (each worker then also
+    ignores them, _worker_main). (Ignoring them here instead, SIG_IGN, which also survives
+    exec, threw away a Ctrl-C sent while the workers started: the run trained on.)
+
+    The forkserver is started by multiprocessing after its resource tracker, and CPython's
+    resource_tracker.ensure_running() unblocks both signals once it has spawned the tracker
+    (bpo-33613), whatever the mask was: the forkserver, and every worker forked from it,
+    then began with them unblocked, and a Ctrl-C while the forkserver was still importing
+    printed its KeyboardInterrupt traceback (about 1 start-up Ctrl-C in 24 beside a busy
+    core). So the tracker is started first, and the mask blocked again after it."""
+    with stopping.blocked():
+        resource_tracker.ensure_running()  # a no-op once it runs; else it unblocks both signals on its way out
+        with stopping.blocked():
+            yield
 
 
 def _worker_main(conn, config: EnvironmentConfig, lo: int, seeds: list[int], shared: _Shared):

@@ -20,7 +20,7 @@ from buffer import RolloutBuffer
 from config import Config, rollout_threads, schedule_value
 from environments import spaces_of
 from losses import StepStats, mean_metrics, ppo_loss, require_finite
-from model import autocast, build_model
+from model import autocast, build_model, check_precision
 from normalization import Normalizers
 from optimizer import AdamW
 from summaries import PhaseTimes, Summaries, UpdateLog
@@ -32,6 +32,7 @@ class Trainer:
                  summaries_dir: str | Path = "summaries", models_dir: str | Path = "models",
                  verbose: bool = True, summaries_path: str | Path | None = None):
         self.config, self.run_id, self.device = config, run_id, torch.device(device)
+        check_precision(config.precision, self.device)
         self.threads = config.threads()  # torch's intra-op threads for the update
         torch.set_num_threads(1)  # the orthogonal init's QR rounds by thread count: a seed's weights at any count
         torch.manual_seed(config.seed)

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from config import RecurrenceConfig, config_from_dict
+import model
+from config import ConfigError, RecurrenceConfig, config_from_dict
 from model import ActorCritic
 from trainer import PhaseTimes, Trainer
 
@@ -101,6 +102,22 @@ VARIANTS = {
 }
 
 
+def test_bfloat16_is_refused_where_it_does_not_run_natively(tmp_path, monkeypatch):
+    """An explicit precision bfloat16 on a CPU without AVX-512 BF16 or AMX is one ConfigError line
+    before anything starts (oneDNN could not build its LSTM: the training pass crashed)."""
+    monkeypatch.setattr(model, "bfloat16_is_fast", lambda device: False)
+    raw = {"n_workers": 4, "worker_steps": 32, "n_mini_batch": 2, "precision": "bfloat16"}
+    with pytest.raises(ConfigError, match="'precision' = 'bfloat16' is not allowed on this CPU"):
+        Trainer(config_from_dict(raw), summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
+    trainer = Trainer(config_from_dict({**raw, "precision": "auto"}), summaries_dir=tmp_path, models_dir=tmp_path,
+                      verbose=False)
+    trainer.close()
+    with trainer.autocast():
+        assert not torch.is_autocast_enabled("cpu")  # auto: float32 there
+
+
+@pytest.mark.skipif(not model.bfloat16_is_fast(torch.device("cpu")),
+                    reason="this CPU runs bfloat16 only emulated (no AVX-512 BF16 or AMX): refused there")
 @pytest.mark.parametrize("projected", [False, True])
 @pytest.mark.parametrize("layer", ["gru", "lstm"])
 @pytest.mark.parametrize("env", ["tests.memory_tasks:CueImage-v0", "tests.memory_tasks:CueDict-v0"])

@@ -43,7 +43,8 @@ FORMAT = 2  # 1: pickled Python objects, no digest (before weights-only loading)
 INFERENCE = ("format", "model", "config", "update", "steps", "run_id", "normalization")  # what acting needs
 # and what only a resumed run needs besides (capture() writes both, in this order)
 RESUME = ("summaries_path", "summaries", "optimizer", "rng", "environments", "obs", "state")
-# "previous" (W, P) is written too but not required: checkpoints from before it have P = 0
+# "previous" (W, P) and "best" (the best evaluation so far, or None) are written too but not required:
+# checkpoints from before them have P = 0 and no evaluation
 
 
 class CheckpointError(ValueError):
@@ -72,16 +73,19 @@ def capture(trainer) -> dict:
         "obs": trainer.obs.copy(),
         "state": trainer.state.cpu(),
         "previous": trainer.previous.cpu(),
+        "best": trainer.best,
     })
 
 
-def save(trainer) -> Path:
-    """Writes the trainer's checkpoint; refuses a model with non-finite parameters."""
+def save(trainer, path: Path | None = None) -> Path:
+    """Writes the trainer's checkpoint (models/<run-id>.pt), or the same to `path` (the best evaluation's,
+    which leaves saved_update alone); refuses a model with non-finite parameters."""
     if not all(torch.isfinite(p).all() for p in trainer.model.parameters()):
         raise NonFiniteError(f"the model has non-finite parameters after update {trainer.update}; not saved")
-    save_checkpoint(trainer.checkpoint_path, capture(trainer))
-    trainer.saved_update = trainer.update
-    return trainer.checkpoint_path
+    save_checkpoint(path or trainer.checkpoint_path, capture(trainer))
+    if path is None:
+        trainer.saved_update = trainer.update
+    return path or trainer.checkpoint_path
 
 
 def restore(trainer, checkpoint: dict) -> None:
@@ -101,6 +105,7 @@ def restore(trainer, checkpoint: dict) -> None:
     trainer.state = checkpoint["state"].to(trainer.device)
     if "previous" in checkpoint:
         trainer.previous = checkpoint["previous"].to(trainer.device)
+    trainer.best = checkpoint.get("best")  # absent from checkpoints written before evaluation during training
     trainer.summaries.load_state_dict(checkpoint["summaries"])
     trainer.normalizers.load_state_dict(arrays(checkpoint["normalization"]))
 

@@ -34,13 +34,17 @@ class EnvironmentConfig:
     reset_params: dict = field(default_factory=dict)  # passed to every reset as options= (Memory Gym's reset parameters)
     reward_scale: float | None = None  # training reward multiplier; None: the family's default (CartPole 0.01)
     observation_mask: list | None = None  # indices of vector-observation entries to hide (e.g. [2]: Pendulum's velocity)
-    # merged over kwargs when enjoy.py scores or records, e.g. {seed_pool: 0}: MiniGrid trained on a pool
-    # of layout seeds is scored on unlimited, held-out layouts
+    # merged over kwargs when enjoy.py or an evaluation during training scores or records, e.g.
+    # {seed_pool: 0}: MiniGrid trained on a pool of layout seeds is scored on unlimited, held-out layouts
     evaluation_kwargs: dict = field(default_factory=dict)
+    # merged over reset_params likewise, e.g. {start-seed: 100000}: Memory Gym scored on novel seeds
+    evaluation_reset_params: dict = field(default_factory=dict)
 
     def for_evaluation(self) -> "EnvironmentConfig":
-        """This environment as enjoy.py builds it: kwargs with evaluation_kwargs merged over them."""
-        return replace(self, kwargs={**self.kwargs, **self.evaluation_kwargs})
+        """This environment as evaluation.py builds it: evaluation_kwargs and evaluation_reset_params
+        merged over kwargs and reset_params."""
+        return replace(self, kwargs={**self.kwargs, **self.evaluation_kwargs},
+                       reset_params={**self.reset_params, **self.evaluation_reset_params})
 
     def training_reward_scale(self) -> float:
         """reward_scale, or the family's default where it is None."""
@@ -104,6 +108,14 @@ class InitializationConfig:
 
 
 @dataclass
+class EvaluationConfig:
+    interval: int = 0  # score the policy on held-out episodes every K updates and after the last; 0: never
+    episodes: int = 32  # episodes per evaluation (as enjoy.py --episodes), over min(episodes, n_workers) environments
+    deterministic: bool = True  # the most probable action (as enjoy.py --deterministic); false: sampled
+    seed: int = 0  # the evaluation seed (as enjoy.py --seed): the same held-out episodes at every evaluation
+
+
+@dataclass
 class Config:
     environment: EnvironmentConfig = field(default_factory=EnvironmentConfig)  # what to train on (below)
     gamma: float = 0.99  # discount factor
@@ -128,6 +140,7 @@ class Config:
     target_kl: float | None = None  # stop the update's epochs once a minibatch's approx-KL exceeds it; None: never
     normalization: NormalizationConfig = field(default_factory=NormalizationConfig)  # the normalisation switches
     initialization: InitializationConfig = field(default_factory=InitializationConfig)  # the weights' initial values
+    evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)  # held-out evaluation while training
     seed: int = 0  # run seed: torch, numpy and every environment's seed derive from it
     device: str = "auto"  # auto (cuda when available), cpu, cuda, cuda:N
     # float32; bfloat16: the rollout's inference and the training pass under autocast (parameters,
@@ -377,16 +390,23 @@ def validate(config: Config) -> None:
     need(mask is None or (len(mask) > 0 and all(isinstance(i, int) and not isinstance(i, bool) for i in mask)),
          "environment.observation_mask", mask, "a non-empty list of integer indices (or null)")
 
+    e = config.evaluation
+    need(e.interval >= 0, "evaluation.interval", e.interval, "must be >= 0 (0: no evaluation)")
+    need(e.episodes >= 1, "evaluation.episodes", e.episodes, "must be >= 1")
+    need(0 <= e.seed < 2 ** 32, "evaluation.seed", e.seed, "an integer in [0, 2**32)")
+
     scale = config.environment.reward_scale
     need(scale is None or scale > 0, "environment.reward_scale", scale, "must be > 0")
     from environments import SetupError, check_settings
     env = config.environment
-    for kwargs, key in ((env.kwargs, "environment.kwargs"),
-                        ({**env.kwargs, **env.evaluation_kwargs}, "environment.evaluation_kwargs")):
+    evaluated = env.for_evaluation()
+    for settings, keys in ((env, ("environment.kwargs", "environment.reset_params")),
+                           (evaluated, ("environment.evaluation_kwargs", "environment.evaluation_reset_params"))):
         try:
-            check_settings(env.type, env.name, kwargs, env.reset_params)
+            check_settings(env.type, env.name, settings.kwargs, settings.reset_params)
         except SetupError as error:
-            raise ConfigError(str(error).replace("environment.kwargs", key)) from None
+            message = str(error).replace("environment.kwargs", keys[0]).replace("environment.reset_params", keys[1])
+            raise ConfigError(message) from None
 
 
 # Keys a resumed run cannot change: they shape the model, the environments or their

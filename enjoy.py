@@ -32,51 +32,13 @@ import torch
 from checkpoint import CheckpointError
 from config import ConfigError, command_line
 
-HELD_OUT = 2 ** 31  # training seeds are below 2**31 - 1; evaluation seeds start here
-
-
-def evaluation_seeds(seed: int, count: int) -> list[int]:
-    from worker import environment_seeds
-    return [HELD_OUT + s for s in environment_seeds(seed, count)]
-
-
-def evaluate(agent, episodes: int, seed: int = 0, deterministic: bool = False, workers: int | None = None,
-             on_episode=None) -> list[dict]:
-    """Runs `episodes` episodes across parallel environments on held-out seeds.
-
-    Environment w runs a fixed quota of episodes (not "the first N to finish",
-    which would favour short episodes); extra episodes it finishes are ignored.
-    """
-    from worker import VecEnv
-    torch.manual_seed(seed)  # the policy's sampled actions: the same command gives the same scores
-    W = max(1, min(workers or agent.config.n_workers, episodes))
-    quota = [episodes // W + (w < episodes % W) for w in range(W)]
-    envs = VecEnv(agent.config.environment.for_evaluation(), evaluation_seeds(seed, W), processes=0)
-    results, state, actions, rewards = [], None, None, None
-    obs, start = envs.reset(), np.ones(W, dtype=bool)
-    try:
-        while len(results) < episodes:
-            step = agent.act(obs, state, start, deterministic, envs.action_mask, actions, rewards)
-            state, actions = step.state, step.actions
-            out = envs.step(step.actions.reshape(W, -1))
-            obs, start, rewards = out.obs, out.terminated | out.truncated, out.rewards.copy()
-            for w, stats in zip(np.flatnonzero(start), out.episodes):  # episodes come in worker order
-                if quota[w] > 0:
-                    quota[w] -= 1
-                    results.append(stats)
-                    if on_episode:
-                        on_episode(len(results), stats)
-    finally:
-        envs.close()
-    return results
-
-
 def record(agent, episodes: int, seed: int = 0, deterministic: bool = False, on_episode=None):
     """Runs episodes one after another in one environment; returns (stats, frames).
 
     Frames: the first observation of each episode and one after every step, so an
     episode of length n gives n + 1 frames.
     """
+    from evaluation import evaluation_seeds
     from spaces import MASK_KEY, env_actions
     torch.manual_seed(seed)  # the policy's sampled actions: the same command gives the same scores
     env = agent.config.environment.for_evaluation().make(render_mode="rgb_array")
@@ -161,16 +123,6 @@ def show(frames: list[np.ndarray], fps: int = 8) -> None:
     pygame.quit()
 
 
-def summary(results: list[dict]) -> str:
-    rewards = np.array([r["reward"] for r in results])
-    lengths = np.array([r["length"] for r in results])
-    line = (f"{len(results)} episodes: return {rewards.mean():.3f} +- {rewards.std():.3f} "
-            f"(min {rewards.min():.3f}, max {rewards.max():.3f}), length {lengths.mean():.1f}")
-    if all("success" in r for r in results):
-        line += f", success rate {np.mean([r['success'] for r in results]):.3f}"
-    return line
-
-
 def _options(args: dict) -> tuple[int, int, Path | None, bool]:
     """(episodes, seed, video path or None, show a window), every flag checked before anything runs."""
     episodes, seed = args["--episodes"], args["--seed"]
@@ -198,6 +150,7 @@ def _options(args: dict) -> tuple[int, int, Path | None, bool]:
 
 def main(argv=None) -> int:
     from agent import Agent
+    from evaluation import evaluate, summary
     from spaces import SpaceError
     try:
         args = command_line(__doc__, argv)

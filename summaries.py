@@ -29,9 +29,7 @@ class PhaseTimes:
     inference: float = 0.0  # the policy during the rollout
     buffer: float = 0.0  # GAE and the sequence index map
     update: float = 0.0  # the PPO epochs
-
-    def total(self) -> float:
-        return self.env + self.inference + self.buffer + self.update
+    evaluation: float = 0.0  # the held-out episodes of config `evaluation`, when due
 
     @contextmanager
     def measure(self, phase: str):
@@ -51,6 +49,7 @@ class UpdateLog:
     metrics: dict = field(default_factory=dict)  # losses and statistics of the optimisation
     times: PhaseTimes = field(default_factory=PhaseTimes)
     seconds: float = 0.0  # wall time of the whole update
+    evaluation: list[dict] | None = None  # the held-out episodes scored after this update, if any
 
     def _mean(self, key: str) -> float | None:
         values = [e[key] for e in self.episodes if key in e]
@@ -78,6 +77,7 @@ class Summaries:
         self.recent_rewards: deque = deque(maxlen=100)  # the reference baseline's reward_mean window
         self._writer = None
         self._bar = None
+        self._last_eval = ""  # the progress bar keeps showing the latest evaluation
 
     def open(self, first_update: int = 0) -> None:
         from torch.utils.tensorboard import SummaryWriter
@@ -95,6 +95,9 @@ class Summaries:
                         "episode/reward_mean_last100": float(np.mean(self.recent_rewards))})
         if log.success_mean is not None:
             out["episode/success_mean"] = log.success_mean
+        if log.evaluation is not None:
+            from evaluation import scores
+            out.update({f"eval/{name}": value for name, value in scores(log.evaluation).items()})
         out.update({f"training/{name}": value for name, value in log.metrics.items()})
         out.update({f"time/{f.name}": getattr(log.times, f.name) for f in fields(PhaseTimes)})
         out["time/steps_per_second"] = self._steps_per_update() / max(log.seconds, 1e-9)
@@ -110,7 +113,9 @@ class Summaries:
             self._writer.add_scalar(tag, value, log.update)
         if self._bar is not None:
             last = "-" if log.reward_mean is None else f"{log.reward_mean:.3f}"
-            self._bar.set_postfix_str(f"steps {log.steps}  reward {last}  "
+            if "eval/reward_mean" in scalars:
+                self._last_eval = f"  eval {scalars['eval/reward_mean']:.3f}"
+            self._bar.set_postfix_str(f"steps {log.steps}  reward {last}{self._last_eval}  "
                                       f"sps {scalars['time/steps_per_second']:.0f}", refresh=False)
             self._bar.update(1)
         elif self.verbose:
@@ -125,7 +130,8 @@ class Summaries:
                 f"reward {fmt(log.reward_mean, '8.3f')}  length {fmt(log.length_mean, '6.1f')}  "
                 f"success {fmt(log.success_mean, '.2f')}  pg {m['pg_loss']:+.4f}  v {m['v_loss']:.4f}  "
                 f"entropy {m['entropy']:.3f}  kl {m['approx_kl']:.4f}  clip {m['clip_frac']:.3f}  "
-                f"sps {scalars['time/steps_per_second']:7.0f}")
+                f"sps {scalars['time/steps_per_second']:7.0f}"
+                + (f"  eval {scalars['eval/reward_mean']:.3f}" if "eval/reward_mean" in scalars else ""))
 
     def say(self, text: str) -> None:
         """A message (when verbose) that does not break the progress bar."""

@@ -73,7 +73,8 @@ from config import ConfigError, apply_override, command_line, config_from_dict, 
 
 ROOT = Path(__file__).resolve().parent
 SWEEP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
-METRICS = ("episode/reward_mean_last100", "episode/reward_mean", "episode/success_mean", "episode/length_mean")
+METRICS = ("episode/reward_mean_last100", "episode/reward_mean", "episode/success_mean", "episode/length_mean",
+           "eval/reward_mean", "eval/success_mean", "eval/length_mean")  # eval/*: config `evaluation`
 DISTRIBUTIONS = ("loguniform", "uniform", "int", "choice")
 OWN_FLAGS = ("--resume", "--address", "--threshold")  # what --resume can be combined with
 
@@ -240,6 +241,9 @@ def read_sweep(args: dict) -> Sweep:
         raise ConfigError(f"--scheduler must be none or asha, got {args['--scheduler']!r}")
     if args["--metric"] not in METRICS:
         raise ConfigError(f"--metric must be one of {', '.join(METRICS)}, got {args['--metric']!r}")
+    if args["--metric"].startswith("eval/") and not all(c.evaluation.interval for c in configs):
+        raise ConfigError(f"--metric {args['--metric']} is scored by evaluations during training: "
+                          "set evaluation.interval (e.g. --set evaluation.interval=10)")
     sweep_id = args["--sweep-id"] or f"{Path(args['--config']).stem}-{datetime.now():%Y%m%d-%H%M%S}"
     if not SWEEP_ID.fullmatch(sweep_id):
         raise ConfigError(f"--sweep-id {sweep_id!r} is not allowed: letters, digits, '.', '_' and '-' "
@@ -431,15 +435,16 @@ class Reporter:
 
     def __init__(self, metric: str, staging: Path, where: dict):
         self.staging, self.where = staging, where
-        # Episode tags are absent from updates in which no episode ended: report the latest value
-        # (as results/stats.py reads the curves), NaN before the first, so every result has the metric.
+        # Episode tags are absent from updates in which no episode ended, evaluation tags from updates
+        # without an evaluation: report the latest value (as results/stats.py reads the curves), NaN
+        # before the first, so every result has the metric.
         self.latest = {metric: float("nan")}
 
     def __call__(self, trainer, log, scalars: dict) -> None:
         from ray import tune
         if trainer.update == trainer.config.updates and trainer.saved_update != trainer.update:
             trainer.save()  # the final checkpoint travels with the final result (run() would save it later)
-        self.latest.update((k, v) for k, v in scalars.items() if k.startswith("episode/"))
+        self.latest.update((k, v) for k, v in scalars.items() if k.startswith(("episode/", "eval/")))
         usage = resource.getrusage(resource.RUSAGE_SELF)  # this process; environment processes are its children
         metrics = {**scalars, **self.latest, "update": trainer.update, "updates": trainer.config.updates,
                    "trial/cpu_seconds": usage.ru_utime + usage.ru_stime, "trial/peak_rss_mb": usage.ru_maxrss / 1024,

@@ -60,10 +60,14 @@ def resolve_device(requested: str, force_cpu: bool) -> str:
 
 
 def check_run_id(run_id, what: str) -> None:
-    """A run id names files in models/ and summaries/: a plain name, never a path."""
+    """A run id names files in models/ and summaries/: a plain name, never a path, and never the name
+    of another run's best checkpoint (models/<run-id>-best.pt)."""
     if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id) or run_id.endswith((".pt", ".lock")):
         raise ConfigError(f"{what} {run_id!r} is not allowed: a name of letters, digits, '.', '_' and '-' "
                           "(no folders, no leading '.' or '-')")
+    if run_id.endswith("-best"):
+        raise ConfigError(f"{what} {run_id!r} is not allowed: names ending in '-best' are those of the best "
+                          "evaluation's checkpoint (models/<run-id>-best.pt)")
 
 
 def read_run(args: dict, raw_argv: list[str]):
@@ -98,23 +102,38 @@ def read_run(args: dict, raw_argv: list[str]):
     return config, checkpoint["run_id"], checkpoint
 
 
-def claim(run_id: str, resume: str | None, overwrite: bool) -> RunLock:
+def claim(run_id: str, checkpoint: dict | None, resume: str | None, overwrite: bool) -> RunLock:
     """Refuses a run that could not save or would replace a checkpoint it did not start
-    from; else locks the run id for this process."""
+    from (its own, or its best evaluation's); else locks the run id for this process."""
     for folder in (MODELS, SUMMARIES):
         reason = writable(folder)
         if reason:
             raise ConfigError(f"{folder}/ is not writable ({reason}): the run could not save its work")
     lock = RunLock(MODELS / f"{run_id}.lock").acquire()
-    target = MODELS / f"{run_id}.pt"
-    if target.exists() and not overwrite and (resume is None or not same_checkpoint(resume, target)):
+    try:
+        target, best = MODELS / f"{run_id}.pt", MODELS / f"{run_id}-best.pt"
+        if target.exists() and not overwrite and (resume is None or not same_checkpoint(resume, target)):
+            if resume is None:
+                raise CheckpointError(f"{target} exists: continue it with --resume {target}, or choose another "
+                                      "--run-id (or pass --overwrite to replace it)")
+            raise CheckpointError(f"{target} is not the checkpoint being resumed ({resume}) and would be replaced: "
+                                  f"resume from {target} (the run's newest), or pass --overwrite")
+        if best.exists() and not overwrite and not is_own_best(best, run_id, checkpoint):
+            raise CheckpointError(f"{best} exists and is not this run's best evaluation: choose another --run-id "
+                                  "(or pass --overwrite to replace it)")
+    except CheckpointError:
         lock.release()
-        if resume is None:
-            raise CheckpointError(f"{target} exists: continue it with --resume {target}, or choose another "
-                                  "--run-id (or pass --overwrite to replace it)")
-        raise CheckpointError(f"{target} is not the checkpoint being resumed ({resume}) and would be replaced: "
-                              f"resume from {target} (the run's newest), or pass --overwrite")
+        raise
     return lock
+
+
+def is_own_best(best: Path, run_id: str, checkpoint: dict | None) -> bool:
+    """Whether `best` is the best evaluation of the run `checkpoint` continues: the one it recorded."""
+    recorded = checkpoint and checkpoint.get("best")
+    if not recorded:
+        return False
+    saved = load_checkpoint(best)
+    return saved["run_id"] == run_id and saved["update"] == recorded["update"]
 
 
 def main(argv=None) -> int:
@@ -138,7 +157,7 @@ def main(argv=None) -> int:
             args = command_line(__doc__, argv)
             config, run_id, checkpoint = read_run(args, sys.argv[1:] if argv is None else argv)
             device = resolve_device(config.device, args["--cpu"])
-            lock = claim(run_id, args["--resume"], args["--overwrite"])
+            lock = claim(run_id, checkpoint, args["--resume"], args["--overwrite"])
             from trainer import Trainer
             trainer = Trainer(config, run_id=run_id, device=device, summaries_dir=SUMMARIES, models_dir=MODELS,
                               summaries_path=checkpoint["summaries_path"] if checkpoint else None)

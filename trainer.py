@@ -1,8 +1,9 @@
-"""The PPO loop: collect a rollout, compute advantages, optimise, in that order.
+"""The PPO loop: collect a rollout, compute advantages, optimise, in that order, and when due
+score the policy on held-out episodes.
 
-run() -> one_update() -> collect() / advantages() / optimise(). Nothing here knows which
-environment or recurrent layer it trains; reports are summaries.py's, checkpoints
-checkpoint.py's, signals train.py's.
+run() -> one_update() -> collect() / advantages() / optimise() [/ evaluate()]. Nothing here knows
+which environment or recurrent layer it trains; reports are summaries.py's, checkpoints
+checkpoint.py's, held-out scoring evaluation.py's, signals train.py's.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import checkpoint
 from buffer import RolloutBuffer
 from config import Config, rollout_threads, schedule_value
 from environments import spaces_of
+from evaluation import Evaluator
 from losses import StepStats, mean_metrics, ppo_loss, require_finite
 from model import autocast, build_model, check_precision
 from normalization import Normalizers
@@ -57,6 +59,10 @@ class Trainer:
         self.saved_update: int | None = None  # the update of the last checkpoint written
         self.stop_signal: int | None = None  # set by a signal handler: stop after this update
         self.checkpoint_path = Path(models_dir) / f"{run_id}.pt"
+        self.evaluator = Evaluator(config, self.spaces.action_space, self.device) if config.evaluation.interval else None
+        # the best evaluation so far, {"reward_mean", "update"}, whose checkpoint is models/<run-id>-best.pt
+        self.best: dict | None = None
+        self.best_path = Path(models_dir) / f"{run_id}-best.pt"
         self.summaries = Summaries(summaries_path or Path(summaries_dir, run_id, f"{datetime.now():%Y%m%d-%H%M%S}"),
                                    config, verbose)
         self.obs = self.envs.reset()  # (W, *obs_shape) host array
@@ -72,6 +78,8 @@ class Trainer:
             while self.update < c.updates and self.stop_signal is None:
                 log = self.one_update()
                 scalars = self.summaries.write(log)
+                if log.evaluation is not None:
+                    self.keep_if_best(scalars["eval/reward_mean"])
                 if c.checkpoint_interval and self.update % c.checkpoint_interval == 0:
                     self.save()
                 if on_update is not None:
@@ -99,7 +107,11 @@ class Trainer:
                        padding_fraction=self.buffer.padding_fraction)
         self.update += 1
         self.steps += c.n_workers * c.worker_steps
-        return UpdateLog(self.update, self.steps, episodes, metrics, times, time.perf_counter() - tick)
+        evaluation = None
+        if self.evaluator is not None and self.evaluator.due(self.update):
+            with times.measure("evaluation"):
+                evaluation = self.evaluate()
+        return UpdateLog(self.update, self.steps, episodes, metrics, times, time.perf_counter() - tick, evaluation)
 
     def advantages(self) -> None:
         """GAE and the sequence index over the rollout, bootstrapped from V of the next observations."""
@@ -171,10 +183,27 @@ class Trainer:
             return mean_metrics(steps, early_stop=False)
         return mean_metrics(steps or [StepStats(losses, torch.tensor(0.0))], early_stop=True, taken=len(steps))
 
+    def evaluate(self) -> list[dict]:
+        """The held-out episodes of the policy as it is now (evaluation.py), stepped on the rollout's threads."""
+        torch.set_num_threads(self.rollout_threads)
+        try:
+            return self.evaluator(self.model, self.normalizers)
+        finally:
+            torch.set_num_threads(self.threads)
+
+    def keep_if_best(self, reward_mean: float) -> None:
+        """Writes models/<run-id>-best.pt when this evaluation beats every earlier one: a later
+        collapse does not cost the run its best policy."""
+        if self.best is None or reward_mean > self.best["reward_mean"]:
+            self.best = {"reward_mean": reward_mean, "update": self.update}
+            checkpoint.save(self, self.best_path)
+
     def save(self) -> Path:
         """Writes models/<run-id>.pt (checkpoint.save refuses non-finite parameters)."""
         return checkpoint.save(self)
 
     def close(self) -> None:
         self.envs.close()
+        if self.evaluator is not None:
+            self.evaluator.close()
         self.summaries.close()

@@ -21,6 +21,13 @@ class SetupError(ValueError):
     """An environment that cannot be made as asked; the message is one line."""
 
 
+# Episode seeds are drawn from two disjoint halves of [0, 2**32 - 1): below HELD_OUT for every
+# environment seeded below it (training's, worker.environment_seeds), from HELD_OUT up for one
+# seeded at or above it (evaluation's, evaluation.evaluation_seeds). So no held-out episode ever
+# replays a training episode, however many each plays.
+HELD_OUT = 2 ** 31
+
+
 class EpisodeStats(gym.Wrapper):
     """Adds info["episode"] = {reward, length[, success]} at the end of each episode,
     in the environment's own reward units (training's reward scale is applied by the
@@ -41,13 +48,15 @@ class EpisodeStats(gym.Wrapper):
         super().__init__(env)
         self._return, self._length = 0.0, 0
         self._seeds = np.random.default_rng()  # replaced at the first seeded reset
+        self._half = 0  # where the episode seeds' half of the range begins: 0 or HELD_OUT (see HELD_OUT)
         self._episode_seed: int | None = None
         self._actions: list = []  # since the last reset; arrays are copies (workers pass views)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         if seed is not None:
             self._seeds = np.random.default_rng(seed)
-        self._episode_seed = int(self._seeds.integers(2 ** 31 - 1))
+            self._half = HELD_OUT if seed >= HELD_OUT else 0
+        self._episode_seed = self._half + int(self._seeds.integers(2 ** 31 - 1))
         return self._reset(options)
 
     def _reset(self, options):
@@ -69,7 +78,7 @@ class EpisodeStats(gym.Wrapper):
     def get_state(self) -> dict:
         """Plain data: the episode-seed generator's state, this episode's seed and actions."""
         return {"seeds": self._seeds.bit_generator.state, "episode_seed": self._episode_seed,
-                "actions": np.array(self._actions)}
+                "actions": np.array(self._actions), "half": self._half}
 
     def set_state(self, state: dict) -> None:
         """Puts the environment back where get_state() found it (replaying the episode so far)."""
@@ -79,6 +88,7 @@ class EpisodeStats(gym.Wrapper):
             for action in np.asarray(state["actions"]):
                 self.step(action.item() if action.ndim == 0 else action)
         self._seeds.bit_generator.state = state["seeds"]
+        self._half = state.get("half", 0)  # checkpoints from before the halves: training's
 
 
 def _one_line(error: BaseException) -> str:

@@ -11,7 +11,9 @@ import yaml
 from agent import Agent
 from checkpoint import load_checkpoint, save_checkpoint
 from config import config_from_dict
-from enjoy import HELD_OUT, evaluate, evaluation_seeds, record, write_video
+from enjoy import record, write_video
+from environments import HELD_OUT
+from evaluation import evaluate, evaluation_seeds
 from trainer import PhaseTimes, Trainer
 from worker import environment_seeds
 

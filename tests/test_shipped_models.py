@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from agent import Agent
-from enjoy import evaluate
+from evaluation import evaluate
 
 pytestmark = pytest.mark.slow  # processes, Ray or whole configs: make test-fast leaves these out
 

@@ -19,7 +19,7 @@ import yaml
 
 import sweep
 from checkpoint import load_checkpoint
-from config import config_from_dict
+from config import ConfigError, config_from_dict
 
 pytestmark = pytest.mark.slow  # processes, Ray or whole configs: make test-fast leaves these out
 
@@ -73,6 +73,13 @@ def test_seeds_cross_every_grid_point_with_readable_distinct_names():
     assert len(set(names)) == 8
     assert "seed1-initial0.0003-layer_typelstm" in names and "seed0-initial0.0001-layer_typegru" in names
     assert sweep.trial_name({"seed": 3, "environment.kwargs": {"a b": 1}}) == "seed3-kwargs__a_b___1_"
+
+
+def test_an_eval_metric_needs_evaluations_during_training():
+    with pytest.raises(ConfigError, match="evaluation.interval"):
+        read("--metric", "eval/reward_mean", "--scheduler", "asha")
+    sweep_ = read("--metric", "eval/reward_mean", "--scheduler", "asha", "--set", "evaluation.interval=2")
+    assert sweep_.metric == "eval/reward_mean"
 
 
 def test_trial_threads_processes_and_device_follow_its_reservation():

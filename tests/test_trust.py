@@ -428,3 +428,27 @@ def test_bad_flags_are_one_line_and_exit_2(tmp_path):
         result = script(tmp_path, *args)
         assert result.returncode == 2 and "see --help" in one_line(result), args
 
+
+# ------------------------------------------------------------- the best evaluation's checkpoint
+
+def test_the_best_evaluation_checkpoint_is_never_another_runs(tmp_path):
+    """models/<run-id>-best.pt: written by its run, continued by its resume, refused to every other run."""
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml",
+                          **dict(TINY, updates=4, evaluation={"interval": 2, "episodes": 3}))
+    assert script(tmp_path, "train.py", "--config", config, "--run-id", "a").returncode == 0
+    best = tmp_path / "models/a-best.pt"
+    assert load_checkpoint(best)["run_id"] == "a"
+    # its own resume goes on (and may replace it)
+    result = script(tmp_path, "train.py", "--resume", "models/a.pt", "--set", "updates=6")
+    assert result.returncode == 0, result.stderr
+    # a new run of that id, its checkpoint moved away: the best is another run's
+    (tmp_path / "models/a.pt").rename(tmp_path / "a-old.pt")
+    before = digest(best)
+    result = script(tmp_path, "train.py", "--config", config, "--run-id", "a")
+    assert result.returncode == 2 and "models/a-best.pt exists" in one_line(result)
+    assert digest(best) == before
+    result = script(tmp_path, "train.py", "--config", config, "--run-id", "a", "--overwrite")
+    assert result.returncode == 0 and digest(best) != before
+    # a run whose name is that of a best checkpoint
+    result = script(tmp_path, "train.py", "--config", config, "--run-id", "a-best")
+    assert result.returncode == 2 and "'-best'" in one_line(result)

@@ -1,0 +1,125 @@
+"""Held-out scoring: the episodes enjoy.py scores, and the evaluations a run makes while it trains.
+
+Both score alike, so a run's eval/* numbers at update k are what `enjoy.py --episodes E --seed S
+[--deterministic]` prints for the checkpoint saved at update k:
+- W = min(n_workers, episodes) environments, built as `environment.for_evaluation()` describes
+  (evaluation_kwargs and evaluation_reset_params merged over the training settings, e.g. MiniGrid's
+  unlimited layouts, Memory Gym's novel seeds);
+- seeded from the evaluation seed in the held-out half of the seed range (environments.HELD_OUT), so
+  no episode replays a training episode; the same seed gives the same episodes, and with sampled
+  actions the same draws (the policy's generator is seeded too);
+- environment w plays a fixed quota of the episodes (not "the first E to finish", which would favour
+  short episodes); what it plays beyond its quota is not counted;
+- the policy acts through Agent, in float32, as any program that loads the checkpoint would.
+
+During training (config `evaluation`, Evaluator) the episodes run after the update's optimisation,
+while nothing else runs, in the trainer's process, on environments made once and reset to the same
+seeds at every evaluation; the training's random generators go on as if nothing had run, so a run
+with evaluations resumes exactly.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from config import Config
+from environments import HELD_OUT
+
+
+def evaluation_seeds(seed: int, count: int) -> list[int]:
+    """`count` environment seeds for the evaluation seed `seed`, all in the held-out half."""
+    from worker import environment_seeds
+    return [HELD_OUT + s for s in environment_seeds(seed, count)]
+
+
+def evaluation_envs(config: Config, episodes: int, seed: int, workers: int | None = None):
+    """The environments that score `episodes` episodes: min(workers or n_workers, episodes) of them,
+    stepped in this process."""
+    from worker import VecEnv
+    W = max(1, min(workers or config.n_workers, episodes))
+    return VecEnv(config.environment.for_evaluation(), evaluation_seeds(seed, W), processes=0)
+
+
+def evaluate(agent, episodes: int, seed: int = 0, deterministic: bool = False, workers: int | None = None,
+             on_episode=None, envs=None) -> list[dict]:
+    """Runs `episodes` held-out episodes across parallel environments; their stats (reward, length
+    [, success]) in the order they ended. envs: environments from evaluation_envs() to reuse (they
+    are reset here and left open), else made and closed here."""
+    torch.manual_seed(seed)  # the policy's sampled actions: the same command gives the same scores
+    own = envs is None
+    if own:
+        envs = evaluation_envs(agent.config, episodes, seed, workers)
+    W = envs.n
+    quota = [episodes // W + (w < episodes % W) for w in range(W)]
+    results, state, actions, rewards = [], None, None, None
+    obs, start = envs.reset(), np.ones(W, dtype=bool)
+    try:
+        while len(results) < episodes:
+            step = agent.act(obs, state, start, deterministic, envs.action_mask, actions, rewards)
+            state, actions = step.state, step.actions
+            out = envs.step(step.actions.reshape(W, -1))
+            obs, start, rewards = out.obs, out.terminated | out.truncated, out.rewards.copy()
+            for w, stats in zip(np.flatnonzero(start), out.episodes):  # episodes come in worker order
+                if quota[w] > 0:
+                    quota[w] -= 1
+                    results.append(stats)
+                    if on_episode:
+                        on_episode(len(results), stats)
+    finally:
+        if own:
+            envs.close()
+    return results
+
+
+def scores(results: list[dict]) -> dict[str, float]:
+    """The statistics of scored episodes: reward mean, std, min and max, length mean, and the success
+    rate where every episode reports success."""
+    rewards = np.array([r["reward"] for r in results], dtype=np.float64)
+    out = {"reward_mean": float(rewards.mean()), "reward_std": float(rewards.std()),
+           "reward_min": float(rewards.min()), "reward_max": float(rewards.max()),
+           "length_mean": float(np.mean([r["length"] for r in results]))}
+    if all("success" in r for r in results):
+        out["success_mean"] = float(np.mean([r["success"] for r in results]))
+    return out
+
+
+def summary(results: list[dict]) -> str:
+    """enjoy.py's closing line."""
+    s = scores(results)
+    line = (f"{len(results)} episodes: return {s['reward_mean']:.3f} +- {s['reward_std']:.3f} "
+            f"(min {s['reward_min']:.3f}, max {s['reward_max']:.3f}), length {s['length_mean']:.1f}")
+    if "success_mean" in s:
+        line += f", success rate {s['success_mean']:.3f}"
+    return line
+
+
+class Evaluator:
+    """Evaluation during training: config `evaluation`, see the module docstring."""
+
+    def __init__(self, config: Config, action_space, device: torch.device):
+        self.config, self.action_space, self.device = config, action_space, torch.device(device)
+        self.envs = None  # made at the first evaluation, kept until close()
+
+    def due(self, update: int) -> bool:
+        """Every `interval` updates, and after the last."""
+        interval = self.config.evaluation.interval
+        return interval > 0 and (update % interval == 0 or update == self.config.updates)
+
+    def __call__(self, model, normalizers) -> list[dict]:
+        """The episodes' stats for the model as it is now (it is left in training mode)."""
+        from agent import Agent
+        e = self.config.evaluation
+        if self.envs is None:
+            self.envs = evaluation_envs(self.config, e.episodes, e.seed)
+        agent = Agent(model, self.config, self.action_space, self.device, normalizers)
+        devices = [self.device.index or 0] if self.device.type == "cuda" else []
+        try:
+            with torch.random.fork_rng(devices=devices):  # the training's generator is put back afterwards
+                return evaluate(agent, e.episodes, e.seed, e.deterministic, envs=self.envs)
+        finally:
+            model.train()
+
+    def close(self) -> None:
+        if self.envs is not None:
+            self.envs.close()
+            self.envs = None

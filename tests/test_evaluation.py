@@ -1,0 +1,161 @@
+"""Held-out evaluation: enjoy.py's scoring, and the evaluations a run makes while it trains."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from agent import Agent
+from checkpoint import load_checkpoint, restore
+from config import ConfigError, config_from_dict
+from environments import HELD_OUT
+from evaluation import evaluate, evaluation_seeds, scores
+from trainer import Trainer
+from worker import environment_seeds
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL = dict(n_workers=4, worker_steps=32, n_mini_batch=2, torch_threads=1)
+
+
+def poc(**changes) -> dict:
+    raw = yaml.safe_load((ROOT / "configs/poc_memory_env.yaml").read_text())
+    raw.update(SMALL)
+    raw.update(changes)
+    return raw
+
+
+def trainer(tmp_path, run_id: str, raw: dict) -> Trainer:
+    return Trainer(config_from_dict(raw), run_id=run_id, summaries_dir=tmp_path / "s", models_dir=tmp_path / "m",
+                   verbose=False)
+
+
+def episode_seeds(env, first_seed: int, episodes: int) -> list[int]:
+    """The seeds the environment's episodes were reset with, episode after episode (EpisodeStats' state)."""
+    seeds = []
+    env.reset(seed=first_seed)
+    for _ in range(episodes):
+        seeds.append(env.get_state()["episode_seed"])
+        env.reset()
+    return seeds
+
+
+def test_every_held_out_episode_seed_is_disjoint_from_every_training_episode_seed():
+    config = config_from_dict(poc())
+    env = config.environment.make()
+    training = [s for first in environment_seeds(0, 4) for s in episode_seeds(env, first, 200)]
+    held_out = [s for first in evaluation_seeds(0, 4) for s in episode_seeds(env, first, 200)]
+    assert max(training) < HELD_OUT <= min(held_out) and max(held_out) < 2 ** 32
+    assert len(set(held_out)) == len(held_out)
+
+
+def test_evaluations_come_every_interval_and_after_the_last_update(tmp_path):
+    t = trainer(tmp_path, "e", poc(updates=5, evaluation={"interval": 2, "episodes": 6}))
+    history = t.run()
+    assert [log.update for log in history if log.evaluation is not None] == [2, 4, 5]
+    assert all(len(log.evaluation) == 6 for log in history if log.evaluation is not None)
+    assert all(log.times.evaluation > 0 for log in history if log.evaluation is not None)
+    assert all(log.times.evaluation == 0 for log in history if log.evaluation is None)
+
+
+def test_no_evaluation_when_the_interval_is_zero(tmp_path):
+    t = trainer(tmp_path, "e", poc(updates=2))
+    assert t.evaluator is None and all(log.evaluation is None for log in t.run())
+    assert not (tmp_path / "m/e-best.pt").exists()
+
+
+@pytest.mark.parametrize("deterministic", [True, False])
+def test_an_evaluation_scores_what_enjoy_scores_for_the_checkpoint_of_that_update(tmp_path, deterministic):
+    """The final checkpoint and the best one, each scored by enjoy.py's code with the evaluation's
+    episodes and seed, give the very episodes the run logged."""
+    raw = poc(updates=6, evaluation={"interval": 2, "episodes": 7, "seed": 5, "deterministic": deterministic})
+    t = trainer(tmp_path, "e", raw)
+    history = t.run()
+    evaluated = {log.update: log.evaluation for log in history if log.evaluation is not None}
+    final = evaluate(Agent.load(tmp_path / "m/e.pt"), 7, seed=5, deterministic=deterministic)
+    assert final == evaluated[6]
+    best = load_checkpoint(tmp_path / "m/e-best.pt")
+    means = {update: scores(episodes)["reward_mean"] for update, episodes in evaluated.items()}
+    assert best["update"] == max(means, key=lambda u: (means[u], -u)) == t.best["update"]  # the first of the best
+    assert t.best["reward_mean"] == max(means.values())
+    assert evaluate(Agent.load(tmp_path / "m/e-best.pt"), 7, seed=5, deterministic=deterministic) \
+        == evaluated[best["update"]]
+
+
+def test_evaluations_leave_the_training_exactly_as_without_them(tmp_path):
+    """Sampled evaluation actions draw from a generator of their own: the run's own draws, its
+    environments and its weights are the same with evaluations as without."""
+    plain = trainer(tmp_path, "plain", poc(updates=4))
+    plain.run()
+    evaluated = trainer(tmp_path, "evaluated", poc(updates=4, evaluation={"interval": 1, "episodes": 5,
+                                                                          "deterministic": False}))
+    evaluated.run()
+    for (name, a), b in zip(plain.model.state_dict().items(), evaluated.model.state_dict().values()):
+        assert torch.equal(a, b), name
+    assert [log.reward_mean for log in plain.summaries.history] == \
+        [log.reward_mean for log in evaluated.summaries.history]
+
+
+def test_a_resumed_run_evaluates_and_keeps_its_best_exactly_as_an_uninterrupted_one(tmp_path):
+    raw = poc(updates=8, checkpoint_interval=0, evaluation={"interval": 2, "episodes": 5, "deterministic": False})
+    straight = trainer(tmp_path, "straight", raw)
+    straight_history = straight.run()
+    first = trainer(tmp_path, "split", {**raw, "updates": 4})
+    first_history = first.run()
+    second = trainer(tmp_path, "split", raw)
+    restore(second, load_checkpoint(tmp_path / "m/split.pt"))
+    second_history = second.run()
+    for (name, a), b in zip(straight.model.state_dict().items(), second.model.state_dict().values()):
+        assert torch.equal(a, b), name
+    assert [(log.update, log.evaluation) for log in first_history + second_history if log.evaluation] == \
+        [(log.update, log.evaluation) for log in straight_history if log.evaluation]
+    assert second.best == straight.best
+    for name in ("straight", "split"):  # the best checkpoints hold the same weights
+        assert load_checkpoint(tmp_path / f"m/{name}-best.pt")["update"] == straight.best["update"]
+    best = [load_checkpoint(tmp_path / f"m/{name}-best.pt")["model"] for name in ("straight", "split")]
+    assert all(torch.equal(best[0][key], best[1][key]) for key in best[0])
+
+
+def test_evaluations_are_logged_as_eval_scalars_and_on_the_console_line(tmp_path):
+    from tests.test_faults import scalars
+    t = trainer(tmp_path, "e", poc(updates=3, evaluation={"interval": 2, "episodes": 4}))
+    history = t.run()
+    logged = scalars(t.summaries.path)
+    assert [step for step, _ in logged["eval/reward_mean"]] == [2, 3]
+    assert {"eval/reward_std", "eval/length_mean", "eval/success_mean", "eval/reward_min",
+            "eval/reward_max"} <= logged.keys()
+    assert logged["eval/reward_mean"][0][1] == pytest.approx(scores(history[1].evaluation)["reward_mean"])
+    lines = [t.summaries.line(log, t.summaries.scalars(log)) for log in history]
+    assert "eval" not in lines[0] and "eval" in lines[1]
+
+
+@pytest.mark.parametrize("key, value, words", [
+    ("interval", -1, "evaluation.interval"),
+    ("episodes", 0, "evaluation.episodes"),
+    ("seed", 2 ** 32, "evaluation.seed"),
+    ("bogus", 1, "unknown config key 'evaluation.bogus'"),
+])
+def test_evaluation_settings_are_checked(key, value, words):
+    with pytest.raises(ConfigError, match=words.replace(".", r"\.")):
+        config_from_dict(poc(evaluation={key: value}))
+
+
+def test_evaluation_reset_params_are_merged_for_evaluation_only_and_checked():
+    raw = yaml.safe_load((ROOT / "configs/mortar_mayhem_grid.yaml").read_text())
+    raw["environment"]["evaluation_reset_params"] = {"start-seed": 200000}
+    env = config_from_dict(raw).environment
+    assert env.reset_params["start-seed"] == 0 and env.for_evaluation().reset_params["start-seed"] == 200000
+    assert env.for_evaluation().reset_params["num-seeds"] == env.reset_params["num-seeds"]
+    poc_raw = poc()
+    poc_raw["environment"] = {**poc_raw.get("environment", {}), "evaluation_reset_params": {"x": 1}}
+    with pytest.raises(ConfigError, match="environment.evaluation_reset_params"):
+        config_from_dict(poc_raw)
+
+
+def test_evaluation_episodes_are_the_same_at_every_evaluation(tmp_path):
+    """One set of held-out episodes: an unchanged policy scores the same twice."""
+    t = trainer(tmp_path, "e", poc(updates=1, evaluation={"interval": 1, "episodes": 6, "deterministic": False}))
+    first, second = t.evaluate(), t.evaluate()
+    t.close()
+    assert first == second
+    assert np.mean([e["length"] for e in first]) > 0

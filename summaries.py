@@ -3,7 +3,7 @@ terminal or one line per update when the output goes to a file or a pipe.
 
 The TensorBoard folder also gets `config.json`, the run's whole config, so that
 a folder of runs (a sweep, or runs started by hand) can be grouped and compared
-by results/stats.py without anything else.
+by stats.py without anything else.
 """
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ Options:
                           are kept, the others go on from their last checkpoints. Only --address
                           and --threshold apply with it.
 
-When the sweep ends it prints the statistics over seeds (results/stats.py), written to
+When the sweep ends it prints the statistics over seeds (stats.py), written to
 <storage>/<sweep-id>/stats.{md,json,png}. Ctrl-C (SIGINT) or SIGTERM, to this process or its
 process group, stops the trials, keeps their last checkpoints and exits 130 or 143; a second
 one stops at once. Exit codes: 0 every trial finished, 1 a trial failed more often than
@@ -436,7 +436,7 @@ class Reporter:
     def __init__(self, metric: str, staging: Path, where: dict):
         self.staging, self.where = staging, where
         # Episode tags are absent from updates in which no episode ended, evaluation tags from updates
-        # without an evaluation: report the latest value (as results/stats.py reads the curves), NaN
+        # without an evaluation: report the latest value (as stats.py reads the curves), NaN
         # before the first, so every result has the metric.
         self.latest = {metric: float("nan")}
 
@@ -614,7 +614,7 @@ def statistics(sweep: Sweep, finished: list[str]) -> None:
     """The table over seeds of the trials that ran all their updates, written to
     <storage>/<sweep-id>/stats.{md,json,png}. Trials that ASHA stopped are left out: in a search each
     sample is its own grid point, and its curve cut short would be scored as if it had ended there."""
-    from results import stats
+    import stats
     if not finished:
         print("no statistics: no trial ran all its updates", file=sys.stderr)
         return

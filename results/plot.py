@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -23,30 +24,9 @@ matplotlib.use("Agg")  # headless: write files, never open a window
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-TAG = "episode/reward_mean_last100"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-
-def accumulators(folder: Path, per_file: bool = False):
-    """The run's TensorBoard events, loaded: one accumulator per folder of event files
-    (a resumed run appends a file to its own folder), or with per_file one per file."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-    files = sorted(folder.rglob("events.out.tfevents.*"))
-    for path in files if per_file else sorted({f.parent for f in files}):
-        accumulator = EventAccumulator(str(path), size_guidance={"scalars": 0})
-        accumulator.Reload()
-        yield accumulator
-
-
-def read_scalars(folder: Path, tags: dict[str, str]) -> dict[int, dict[str, float]]:
-    """{update: {key: value}} for the TensorBoard tags {tag: key} of one run."""
-    by_update: dict[int, dict] = {}
-    for accumulator in accumulators(folder):
-        present = accumulator.Tags()["scalars"]
-        for tag, key in tags.items():
-            if tag in present:
-                for event in accumulator.Scalars(tag):
-                    by_update.setdefault(event.step, {})[key] = event.value
-    return by_update
+from stats import TAG, read_scalars  # noqa: E402
 
 
 def read_run(folder: Path) -> tuple[np.ndarray, np.ndarray]:

@@ -24,9 +24,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "results"))
+sys.path.insert(0, str(ROOT))
 
 from benchmark import machine  # noqa: E402
-from plot import TAG, accumulators, read_scalars  # noqa: E402
+from stats import TAG, accumulators, read_scalars  # noqa: E402
 
 PHASES = ("env", "inference", "buffer", "update")
 # a row's key per summary tag; a phase's seconds go under "<phase>_seconds", apart from the update's number

@@ -1,4 +1,4 @@
-"""results/stats.py: IQM, stratified bootstrap intervals, grid points from run folders, the report and its CLI."""
+"""stats.py: IQM, stratified bootstrap intervals, grid points from run folders, the report and its CLI."""
 import json
 import subprocess
 import sys
@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from results import stats
+import stats
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -239,7 +239,7 @@ def test_reference_for_picks_the_environments_curve():
 @pytest.mark.slow
 def test_cli_refuses_bad_input_in_one_line_with_exit_code_2(tmp_path):
     # as a user meets it: a process that ends with one line and exit code 2, no traceback
-    result = subprocess.run([sys.executable, str(ROOT / "results" / "stats.py"), "--runs", str(tmp_path / "missing"),
+    result = subprocess.run([sys.executable, str(ROOT / "stats.py"), "--runs", str(tmp_path / "missing"),
                              "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert result.stderr == f"stats.py: error: {tmp_path / 'missing'} does not exist\n"

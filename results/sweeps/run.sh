@@ -33,5 +33,5 @@ copy cartpole_best5
 $PY sweep.py --config configs/cartpole_masked.yaml --seed-list 10,11,12,13,14 --sweep-id cartpole_shipped5 \
     --threshold 190 | tee "$out/cartpole_shipped5.log"
 copy cartpole_shipped5
-$PY results/stats.py --runs summaries/cartpole_shipped5 summaries/cartpole_best5 --threshold 190 \
+$PY stats.py --runs summaries/cartpole_shipped5 summaries/cartpole_best5 --threshold 190 \
     --out "$out/cartpole_best_vs_shipped"

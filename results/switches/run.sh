@@ -21,7 +21,7 @@ for s in "${SWITCHES[@]}"; do
     name=${s#recurrence.}; name=${name%%=*}
     sweep "cartpole-$name" configs/cartpole_masked.yaml --set "$s"
 done
-$PY results/stats.py --runs summaries/poc10 summaries/poc-* --out results/switches/poc_memory_env --threshold 1.1
-$PY results/stats.py --runs summaries/cue32 summaries/cue32-* --out results/switches/cue_discrete_32 --threshold 0.9
-$PY results/stats.py --runs summaries/cartpole10 summaries/cartpole-* --out results/switches/cartpole_masked \
+$PY stats.py --runs summaries/poc10 summaries/poc-* --out results/switches/poc_memory_env --threshold 1.1
+$PY stats.py --runs summaries/cue32 summaries/cue32-* --out results/switches/cue_discrete_32 --threshold 0.9
+$PY stats.py --runs summaries/cartpole10 summaries/cartpole-* --out results/switches/cartpole_masked \
     --threshold 190

@@ -1,6 +1,6 @@
 """Statistics over seeds: mean, median and IQM with stratified bootstrap confidence intervals.
 
-    python results/stats.py --runs summaries/poc10 --out results/sweeps/poc10 --threshold 1.1
+    python stats.py --runs summaries/poc10 --out results/sweeps/poc10 --threshold 1.1
 
 Reads every run below the --runs paths (a folder with config.json and TensorBoard events),
 groups the seeds of each config into a grid point, and writes <out>.md (the table, also
@@ -38,10 +38,6 @@ matplotlib.use("Agg")  # headless: write files, never open a window
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy import stats as scipy_stats  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # results/, for plot.py when imported from elsewhere
-
-from plot import TAG, read_scalars  # noqa: E402
 
 N_RESAMPLES = 2000
 CONFIDENCE = 0.95
@@ -130,6 +126,33 @@ def curve_interval(curves: np.ndarray, statistic: Statistic, **bootstrap: Any) -
     curves: (seeds, updates). A resample draws whole runs: every update sees the same seeds.
     """
     return interval([np.asarray(curves).T], statistic, **bootstrap)  # (seeds, updates) -> (updates, seeds)
+
+
+# ------------------------------------------------------------------ reading runs
+TAG = "episode/reward_mean_last100"  # the reference baseline's reward_mean: a run's score and curve
+
+
+def accumulators(folder: Path, per_file: bool = False):
+    """The run's TensorBoard events, loaded: one accumulator per folder of event files
+    (a resumed run appends a file to its own folder), or with per_file one per file."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    files = sorted(folder.rglob("events.out.tfevents.*"))
+    for path in files if per_file else sorted({f.parent for f in files}):
+        accumulator = EventAccumulator(str(path), size_guidance={"scalars": 0})
+        accumulator.Reload()
+        yield accumulator
+
+
+def read_scalars(folder: Path, tags: dict[str, str]) -> dict[int, dict[str, float]]:
+    """{update: {key: value}} for the TensorBoard tags {tag: key} of one run."""
+    by_update: dict[int, dict] = {}
+    for accumulator in accumulators(folder):
+        present = accumulator.Tags()["scalars"]
+        for tag, key in tags.items():
+            if tag in present:
+                for event in accumulator.Scalars(tag):
+                    by_update.setdefault(event.step, {})[key] = event.value
+    return by_update
 
 
 # ------------------------------------------------------------------ runs and grid points
@@ -275,7 +298,7 @@ def group_runs(runs: list[Run]) -> list[GridPoint]:
 
 
 # ------------------------------------------------------------------ reference curves
-REFERENCE_FOLDER = Path(__file__).resolve().parent / "reference"
+REFERENCE_FOLDER = Path(__file__).resolve().parent / "results/reference"
 # (environment type, name or None for any name) -> the reference baseline's 10-run curve
 REFERENCES = {("PocMemoryEnv", None): "poc_memory_env.csv", ("CartPoleMasked", None): "cartpole_masked.csv",
               ("Minigrid", "MiniGrid-MemoryS9-v0"): "minigrid_memory_s9.csv"}

@@ -39,13 +39,13 @@ mutation: $(STAMP)
 	$(BIN)/pip install --disable-pip-version-check -q -r requirements-mutation.txt
 	rm -rf mutants
 	$(BIN)/mutmut run --max-children 2
-	$(BIN)/python results/mutation.py
+	$(BIN)/python tools/mutation.py
 
 # Wall time, steps/s and the per-phase split of the shipped fast configs, the
 # env-only ceiling, and sb3-contrib's RecurrentPPO side by side (its own extra).
 bench: $(STAMP)
 	$(BIN)/pip install --disable-pip-version-check -q -r requirements-bench.txt
-	$(BIN)/python results/benchmark.py --config configs/cartpole_masked.yaml --config configs/poc_memory_env.yaml \
+	$(BIN)/python tools/benchmark.py --config configs/cartpole_masked.yaml --config configs/poc_memory_env.yaml \
 		--repeats 3 --ceiling --sb3
 
 clean:

@@ -1,4 +1,4 @@
-"""results/benchmark.py --against: the ref, the temporary worktree, the alternation, which code each side runs,
+"""tools/benchmark.py --against: the ref, the temporary worktree, the alternation, which code each side runs,
 the busy loads, the statistics, and one real short run against HEAD.
 
 Most tests use a throwaway git repository whose train.py only reports where its modules came from, so they
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tools import benchmark
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "results"))
-import benchmark  # noqa: E402
 
 # Reports which probe_mod it imported, in its own process and in a forkserver child (as the env workers
 # are started), and where and how it was started. A busy load (updates=1000000) records its pid and a
@@ -259,7 +259,7 @@ def test_output_parsing_survives_progress_bars_and_rewardless_updates():
 @pytest.mark.slow
 def test_real_short_run_against_head(tmp_path):
     before = worktrees(ROOT)
-    result = subprocess.run([sys.executable, "results/benchmark.py", "--against", "HEAD",
+    result = subprocess.run([sys.executable, "tools/benchmark.py", "--against", "HEAD",
                              "--config", "configs/poc_memory_env.yaml", "--set", "updates=1", "--repeats", "1",
                              "--allow-few-repeats", "--out", str(tmp_path / "against")],
                             cwd=ROOT, capture_output=True, text=True, timeout=300)

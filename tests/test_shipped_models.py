@@ -41,7 +41,7 @@ def test_plot_script_writes_a_png_with_the_reference(tmp_path):
         Trainer(config, run_id=f"seed{seed}", summaries_dir=tmp_path, models_dir=tmp_path, verbose=False).run()
     out = tmp_path / "curve.png"
     reference = ROOT.parent / "shared/reference/poc_memory_env.csv"  # shared/ sits beside the checkout
-    command = [sys.executable, str(ROOT / "results/plot.py"), "--runs", str(tmp_path / "seed0"),
+    command = [sys.executable, str(ROOT / "tools/plot.py"), "--runs", str(tmp_path / "seed0"),
                str(tmp_path / "seed1"), "--out", str(out)]
     if reference.exists():
         command += ["--reference", str(reference)]
@@ -64,7 +64,7 @@ def test_run_summary_counts_a_resumed_run_once_and_averages_its_last_updates(tmp
                     if line.startswith("update")]
     assert len(printed) == 5
     out = tmp_path / "summary"
-    result = subprocess.run([sys.executable, str(ROOT / "results/run_summary.py"), "--run", str(tmp_path / "summaries/r"),
+    result = subprocess.run([sys.executable, str(ROOT / "tools/run_summary.py"), "--run", str(tmp_path / "summaries/r"),
                              "--last", "2", "--command", "train it", "--out", str(out)],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

@@ -3,17 +3,17 @@
 # idle machine, from the repository root. Each script alternates what it compares.
 set -euo pipefail
 PY=${PY:-.venv/bin/python}
-$PY results/speed/encoder.py
-$PY results/speed/recurrent.py
-$PY results/speed/optimizer.py --repeats 3
-$PY results/speed/threads.py --config configs/cartpole_masked.yaml --set updates=20 \
+$PY tools/speed/encoder.py
+$PY tools/speed/recurrent.py
+$PY tools/speed/optimizer.py --repeats 3
+$PY tools/speed/threads.py --config configs/cartpole_masked.yaml --set updates=20 \
     --config configs/minigrid.yaml --set updates=2 --repeats 3
 # alone: both sides on the machine's 2 threads (torch_threads 0 would count the cores left idle)
-$PY results/benchmark.py --against 5176396 --own-configs --config configs/minigrid.yaml --set updates=3 \
+$PY tools/benchmark.py --against 5176396 --own-configs --config configs/minigrid.yaml --set updates=3 \
     --set torch_threads=2 --repeats 3 --out results/speed/minigrid_against_5176396
 # beside one busy process: each side's own default thread choice
-$PY results/benchmark.py --against 5176396 --own-configs --config configs/minigrid.yaml --set updates=2 \
+$PY tools/benchmark.py --against 5176396 --own-configs --config configs/minigrid.yaml --set updates=2 \
     --busy 1 --repeats 3 --out results/speed/minigrid_against_5176396_busy
-$PY results/benchmark.py --against 5176396 --own-configs --config configs/cartpole_masked.yaml \
+$PY tools/benchmark.py --against 5176396 --own-configs --config configs/cartpole_masked.yaml \
     --config configs/poc_memory_env.yaml --set torch_threads=2 --repeats 3 \
     --out results/speed/fast_against_5176396

@@ -1,6 +1,6 @@
 """Where the training pass should project the recurrent core's input outside torch's fused layer.
 
-    python results/speed/recurrent.py [--repeats 7]
+    python tools/speed/recurrent.py [--repeats 7]
 
 model.ActorCritic._sequence runs the core over N sequences of L steps in one of two ways:
 torch's fused GRU/LSTM layer (mkldnn's RNN kernel on a CPU), or the input projection
@@ -25,12 +25,11 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "results"))
+ROOT = Path(__file__).resolve().parent.parent.parent  # the repository root
+sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
 import model  # noqa: E402
-from benchmark import machine  # noqa: E402
+from tools.benchmark import machine  # noqa: E402
 from config import RecurrenceConfig  # noqa: E402
 
 STEPS = 512  # per minibatch: configs/minigrid.yaml's 16 x 256 / 8

@@ -1,6 +1,6 @@
 """Why optimizer.py is our own AdamW and not torch.optim.AdamW: what each costs.
 
-    python results/speed/optimizer.py [--repeats 5]
+    python tools/speed/optimizer.py [--repeats 5]
 
 1. Start-up: fresh processes that import torch and build a model, with and without
    constructing torch.optim.AdamW and taking one step (constructing any torch.optim
@@ -24,11 +24,10 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "results"))
+ROOT = Path(__file__).resolve().parent.parent.parent  # the repository root
+sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
-from benchmark import machine  # noqa: E402
+from tools.benchmark import machine  # noqa: E402
 from config import load_config  # noqa: E402
 from environments import spaces_of  # noqa: E402
 from model import build_model  # noqa: E402

@@ -1,6 +1,6 @@
 """How many torch threads the update should use, alone and beside another job: the default's evidence.
 
-    python results/speed/threads.py --config configs/cartpole_masked.yaml --set updates=20 \\
+    python tools/speed/threads.py --config configs/cartpole_masked.yaml --set updates=20 \\
         --config configs/minigrid.yaml --set updates=2 --repeats 3
 
 For each config, alternates train.py runs with torch_threads 1 and 2 (this machine's cores),
@@ -17,10 +17,10 @@ import statistics
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-sys.path.insert(0, str(ROOT / "results"))
+ROOT = Path(__file__).resolve().parent.parent.parent  # the repository root
+sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
-from benchmark import machine, measure  # noqa: E402
+from tools.benchmark import machine, measure  # noqa: E402
 
 
 def main() -> None:

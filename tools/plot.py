@@ -1,6 +1,6 @@
 """Learning curves from TensorBoard summaries: mean and min-max band over runs against env steps.
 
-    python results/plot.py --runs summaries/cartpole_masked_seed* \\
+    python tools/plot.py --runs summaries/cartpole_masked_seed* \\
         --reference ../shared/reference/cartpole_masked.csv --title "Masked CartPole" \\
         --out results/cartpole_masked.png
 
@@ -24,7 +24,8 @@ matplotlib.use("Agg")  # headless: write files, never open a window
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent  # the repository root
+sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
 from stats import TAG, read_scalars  # noqa: E402
 

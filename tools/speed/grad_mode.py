@@ -1,6 +1,6 @@
 """Which grad mode the rollout's act() runs in: model._no_gradient's evidence.
 
-    python results/speed/grad_mode.py [--rounds 5]
+    python tools/speed/grad_mode.py [--rounds 5]
 
 For masked CartPole (float32) and MiniGrid (its precision, auto: bfloat16 on a CPU with
 AVX-512 BF16), the model a run builds takes act() steps for its n_workers environments on one
@@ -19,13 +19,12 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "results"))
+ROOT = Path(__file__).resolve().parent.parent.parent  # the repository root
+sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
-from benchmark import machine  # noqa: E402
+from tools.benchmark import machine  # noqa: E402
 from model import autocast  # noqa: E402
-from rollout_threads import rollout_inputs  # noqa: E402
+from tools.speed.rollout_threads import rollout_inputs  # noqa: E402
 
 CONFIGS = {"configs/cartpole_masked.yaml": 1000, "configs/minigrid.yaml": 40}  # act() steps per measurement
 MODES = {"no_grad": torch.no_grad, "inference_mode": torch.inference_mode}
@@ -63,7 +62,7 @@ def main() -> None:
         rows.append({"config": path, "precision": config.precision, "workers": W, "median_us": median, "all": us})
         print(f"{path}: " + ", ".join(f"{n} {v:.0f} us" for n, v in median.items()), flush=True)
     info = machine()
-    report = {"command": "python results/speed/grad_mode.py " + " ".join(sys.argv[1:]), "machine": info, "rows": rows}
+    report = {"command": "python tools/speed/grad_mode.py " + " ".join(sys.argv[1:]), "machine": info, "rows": rows}
     out = ROOT / "results/speed/grad_mode"
     out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
     lines = ["# Grad mode of the rollout's act() steps", "",

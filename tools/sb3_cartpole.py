@@ -1,6 +1,6 @@
 """sb3-contrib's RecurrentPPO on this repository's masked CartPole, for the side-by-side benchmark.
 
-    python results/sb3_cartpole.py [--steps 409600] [--seed 0]
+    python tools/sb3_cartpole.py [--steps 409600] [--seed 0]
 
 Needs the bench extra (pip install -r requirements-bench.txt). The environment
 is the same one train.py uses (make_env: masked velocities, 200-step limit,
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import gymnasium as gym
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parent.parent  # the repository root
+sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
 
 class RawEpisodeInfo(gym.Wrapper):

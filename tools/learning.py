@@ -1,6 +1,6 @@
 """Trains a config on several seeds and tabulates how far each run got.
 
-    python results/learning.py --config configs/cartpole_masked.yaml --seeds 0 1 2
+    python tools/learning.py --config configs/cartpole_masked.yaml --seeds 0 1 2
 
 Writes results/learning_<config name>.json and .md: per seed the mean episode
 reward (and success) of the last update and the best update, the mean over the
@@ -17,12 +17,12 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parent.parent  # the repository root
+sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
 from config import load_config  # noqa: E402
 from trainer import Trainer  # noqa: E402
-from benchmark import machine  # noqa: E402  (results/ is on the path as the script's folder)
+from tools.benchmark import machine  # noqa: E402
 
 
 def summarise(history) -> dict:
@@ -56,7 +56,7 @@ def main():
     parser.add_argument("--config", required=True)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--out", default=str(ROOT / "results"))
-    parser.add_argument("--summaries", help="keep each run's TensorBoard summaries here (for results/plot.py)")
+    parser.add_argument("--summaries", help="keep each run's TensorBoard summaries here (for tools/plot.py)")
     parser.add_argument("--processes", type=int, default=1,
                         help="seeds trained side by side (for configs with torch_threads: 1)")
     args = parser.parse_args()
@@ -70,7 +70,7 @@ def main():
     m = machine()
     machine_text = f"{m['cpu']}, {m['cores']} cores, torch {m['torch']} on the CPU"
     report = {"config": args.config, "machine": machine_text,
-              "command": f"python results/learning.py --config {args.config} --seeds {' '.join(map(str, args.seeds))}"
+              "command": f"python tools/learning.py --config {args.config} --seeds {' '.join(map(str, args.seeds))}"
                          + (f" --processes {args.processes}" if args.processes > 1 else ""),
               "runs": rows}
     out = Path(args.out)

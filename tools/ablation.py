@@ -1,6 +1,6 @@
 """Flips each PPO switch away from its default on one config, over several seeds.
 
-    python results/ablation.py --config configs/cartpole_masked.yaml --seeds 0 1 2
+    python tools/ablation.py --config configs/cartpole_masked.yaml --seeds 0 1 2
 
 Every variant is the config with one `--set`-style override (or a pair that
 belongs together); "default" is the config as it ships. Runs go two at a time,
@@ -17,8 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parent.parent  # the repository root
+sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
 # name -> (overrides, what the default is)
 VARIANTS: dict[str, tuple[list[str], str]] = {
@@ -114,7 +114,7 @@ def main():
         seeds = sorted({r["seed"] for r in report["runs"]})
         plot(report["runs"], names, Path(args.replot).with_suffix(".png"), f"Ablation on {report['config']}, seeds {seeds}")
         return
-    from benchmark import machine
+    from tools.benchmark import machine
 
     jobs = [(args.config, name, VARIANTS[name][0], seed) for name in args.variants for seed in args.seeds]
     rows = []
@@ -126,7 +126,7 @@ def main():
     name = Path(args.config).stem
     m = machine()
     machine_text = f"{m['cpu']}, {m['cores']} cores, torch {m['torch']} on the CPU"
-    command = (f"python results/ablation.py --config {args.config} --seeds {' '.join(map(str, args.seeds))}"
+    command = (f"python tools/ablation.py --config {args.config} --seeds {' '.join(map(str, args.seeds))}"
                + ("" if args.variants == list(VARIANTS) else " --variants " + " ".join(f'"{v}"' for v in args.variants)))
     out = Path(args.out)
     (out / f"ablation_{name}.json").write_text(json.dumps(

@@ -1,6 +1,6 @@
 """How far MiniGrid Memory's layouts can be told from the start position alone, on a pool of seeds.
 
-    python results/minigrid_seed_pool.py --name MiniGrid-MemoryS9-v0 --pool 99
+    python tools/minigrid_seed_pool.py --name MiniGrid-MemoryS9-v0 --pool 99
 
 The reference baseline resets MiniGrid with a seed drawn from 0..98. For each
 start column the agent can see from its first picture, this counts the layouts
@@ -15,7 +15,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent  # the repository root
+sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
 from environments.minigrid import make_minigrid  # noqa: E402
 

@@ -1,7 +1,7 @@
 """The mutation pass's report: what mutmut's last run (`make mutation`) left, per file and mutant.
 
     make mutation                    # mutmut run, then this script
-    python results/mutation.py       # the report of the run in mutants/ again
+    python tools/mutation.py         # the report of the run in mutants/ again
 
 Reads mutmut's results from mutants/ (pyproject.toml's [tool.mutmut]: buffer.py, losses.py,
 distributions.py, normalization.py) and writes results/mutation.md and .json: the mutants of
@@ -20,7 +20,7 @@ from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent  # the repository root
 EQUIVALENT = ROOT / "docs/mutation.md"
 
 
@@ -53,7 +53,7 @@ def main() -> int:
     total = sum(counts.values(), Counter())
     lines = ["# Mutation pass", "",
              "`make mutation` (mutmut 3; pyproject.toml's [tool.mutmut] names the files and the tests), "
-             f"report of {datetime.now(timezone.utc):%Y-%m-%d} by `python results/mutation.py`.", "",
+             f"report of {datetime.now(timezone.utc):%Y-%m-%d} by `python tools/mutation.py`.", "",
              f"{sum(total.values())} mutants; {total['killed']} killed by a test, {len(survivors)} not, of which "
              f"{len(survivors) - len(unexplained)} are named equivalent in [docs/mutation.md](../docs/mutation.md) "
              f"and {len(unexplained)} are neither.", "",

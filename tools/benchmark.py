@@ -7,8 +7,8 @@ second, peak resident memory, and the share of the training loop spent stepping
 environments, in rollout inference, preparing the buffer (GAE and the sequence
 index) and optimising. Writes results/benchmark.json and .md (`--name`, `--out`).
 
-    python results/benchmark.py --config configs/cartpole_masked.yaml --config configs/poc_memory_env.yaml
-    python results/benchmark.py --config configs/minigrid.yaml --repeats 1 --set updates=3 --name benchmark_minigrid
+    python tools/benchmark.py --config configs/cartpole_masked.yaml --config configs/poc_memory_env.yaml
+    python tools/benchmark.py --config configs/minigrid.yaml --repeats 1 --set updates=3 --name benchmark_minigrid
 
 (`make bench` adds --ceiling, the env-only steps/s with random actions, and
 --sb3, sb3-contrib's RecurrentPPO alternated with masked CartPole.)
@@ -18,7 +18,7 @@ train.py (any git ref: a hash, a branch, HEAD~3; checked out in a temporary
 detached worktree that is removed again at the end, also on an error or Ctrl-C)
 and for this working tree's, uncommitted changes included.
 
-    python results/benchmark.py --against 5176396 --config configs/minigrid.yaml --set updates=3
+    python tools/benchmark.py --against 5176396 --config configs/minigrid.yaml --set updates=3
 
 Why alternate: the speed of these machines drifts by 2-3x from day to day and
 within a day (other work shares the cores), so two numbers taken at different
@@ -71,7 +71,9 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent  # the repository root
+sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
+
 PHASES = ("env", "inference", "buffer", "update")
 SIDES = ("old", "new")  # the order of the alternation: REF first, then the working tree
 MIN_REPEATS = 3  # fewer runs per side give no usable median on a drifting machine
@@ -256,7 +258,6 @@ def measure(tree: Path, config: Path, overrides: list[str], busy: int, load_tree
 
 def random_actions(space, workers: int, steps: int):
     """(steps, workers, k) stored action rows (spaces.py) drawn from the action space, seeded."""
-    sys.path.insert(0, str(ROOT))
     import numpy as np
     from spaces import action_format
     space.seed(0)
@@ -266,7 +267,6 @@ def random_actions(space, workers: int, steps: int):
 
 def env_ceiling(config_path: str | Path, steps: int) -> float:
     """Env-only steps/s: the config's workers (same count, same processes) stepping random actions."""
-    sys.path.insert(0, str(ROOT))
     from config import load_config
     from worker import VecEnv, environment_seeds
     config = load_config(ROOT / config_path)
@@ -283,7 +283,7 @@ def env_ceiling(config_path: str | Path, steps: int) -> float:
 
 
 def run_sb3(steps: int) -> dict:
-    result = subprocess.run([sys.executable, str(ROOT / "results/sb3_cartpole.py"), "--steps", str(steps)],
+    result = subprocess.run([sys.executable, str(ROOT / "tools/sb3_cartpole.py"), "--steps", str(steps)],
                             capture_output=True, text=True)
     if result.returncode != 0:
         raise RunError("sb3-contrib run failed (install it with: pip install -r requirements-bench.txt):\n"
@@ -531,8 +531,8 @@ def against(args, root: Path, configs: dict[str, Path], prefix: Path, command: s
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="results/benchmark.py", description=__doc__.splitlines()[0],
-        epilog="the speed regression check: python results/benchmark.py --against 5176396 "
+        prog="tools/benchmark.py", description=__doc__.splitlines()[0],
+        epilog="the speed regression check: python tools/benchmark.py --against 5176396 "
                "--config configs/minigrid.yaml --set updates=3 (the module docstring says more)")
     parser.add_argument("--config", action="append", required=True, help="a config to train (repeatable)")
     parser.add_argument("--repeats", type=int, default=MIN_REPEATS, help="runs per config (per side with --against)")
@@ -586,7 +586,7 @@ def check(args, root: Path) -> tuple[dict[str, Path], Path]:
 def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
-    command = shlex.join(["python", "results/benchmark.py", *argv])
+    command = shlex.join(["python", "tools/benchmark.py", *argv])
 
     terminated = []
 

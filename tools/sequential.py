@@ -1,6 +1,6 @@
 """The same seeds as a sweep, run one after another with train.py: the baseline a sweep's wall time is compared with.
 
-    python results/sequential.py --config configs/cartpole_masked.yaml --seeds 10 --out results/sweeps/cartpole10_sequential
+    python tools/sequential.py --config configs/cartpole_masked.yaml --seeds 10 --out results/sweeps/cartpole10_sequential
 
 Each seed is `python train.py --config X --seed S --cpu` in its own process and scratch
 folder (start-up included, as a user runs it), one after another on the whole machine
@@ -18,10 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "results"))
+ROOT = Path(__file__).resolve().parent.parent  # the repository root
+sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
-from benchmark import machine  # noqa: E402
+from tools.benchmark import machine  # noqa: E402
 
 
 def run(config: Path, seed: int, overrides: list[str]) -> dict:

@@ -1,6 +1,6 @@
 """How fast training could be if the loop cost nothing beyond the model's own calls.
 
-    python results/floor.py --config configs/cartpole_masked.yaml
+    python tools/floor.py --config configs/cartpole_masked.yaml
 
 Builds the trainer for a config, trains two updates (so the buffer holds real
 episodes), then times per update, with the thread counts training uses:
@@ -26,12 +26,12 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parent.parent  # the repository root
+sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
 import torch  # noqa: E402
 
-from benchmark import machine, random_actions  # noqa: E402
+from tools.benchmark import machine, random_actions  # noqa: E402
 from config import load_config  # noqa: E402
 from trainer import PhaseTimes, Trainer  # noqa: E402
 
@@ -110,7 +110,7 @@ def main():
               "trainer_steps_per_second": steps / trainer_total * 1e3,
               "env_only_steps_per_second": steps / env_ms * 1e3}
     m = report["machine"]
-    command = ("python results/floor.py --config " + args.config + "".join(f" --set {s}" for s in args.set)
+    command = ("python tools/floor.py --config " + args.config + "".join(f" --set {s}" for s in args.set)
                + (f" --repeats {args.repeats}" if args.repeats != 7 else "") + (f" --out {args.out}" if args.out else ""))
     lines = [
         f"# Floor: {args.config}", "",

@@ -1,6 +1,6 @@
 """How many torch threads the rollout's steps should use: config.rollout_threads's evidence.
 
-    python results/speed/rollout_threads.py [--rounds 5]
+    python tools/speed/rollout_threads.py [--rounds 5]
 
 For each shipped config named below, the model a run builds takes `act` steps for its
 n_workers environments (random observations of the stored shape and dtype, the config's
@@ -21,11 +21,10 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "results"))
+ROOT = Path(__file__).resolve().parent.parent.parent  # the repository root
+sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
-from benchmark import machine  # noqa: E402
+from tools.benchmark import machine  # noqa: E402
 from config import Config, load_config  # noqa: E402
 from environments import spaces_of  # noqa: E402
 from model import autocast, build_model  # noqa: E402
@@ -95,7 +94,7 @@ def main() -> None:
         print(f"{path}: 1 thread {one:.3f} ms, 2 threads {two:.3f} ms per step", flush=True)
     out = ROOT / "results/speed/rollout_threads"
     info = machine()
-    report = {"command": "python results/speed/rollout_threads.py " + " ".join(sys.argv[1:]), "machine": info,
+    report = {"command": "python tools/speed/rollout_threads.py " + " ".join(sys.argv[1:]), "machine": info,
               "rows": rows}
     out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
     lines = ["# Torch threads for the rollout's act() steps", "",

@@ -1,6 +1,6 @@
 """The MiniGrid image encoder's cost, alone, in the variants the speed-up chose between.
 
-    python results/speed/encoder.py [--threads 2] [--batch 512]
+    python tools/speed/encoder.py [--threads 2] [--batch 512]
 
 Times the forward and forward+backward passes of configs/minigrid.yaml's CNN on one
 minibatch of random uint8 frames (84x84x3), median of repeats, in this process:
@@ -21,11 +21,10 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "results"))
+ROOT = Path(__file__).resolve().parent.parent.parent  # the repository root
+sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
-from benchmark import machine  # noqa: E402
+from tools.benchmark import machine  # noqa: E402
 from config import load_config  # noqa: E402
 from environments import spaces_of  # noqa: E402
 from model import build_model  # noqa: E402

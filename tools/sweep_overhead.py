@@ -1,13 +1,13 @@
 """What Ray Tune costs a trial: the same seeds through sweep.py one trial at a time, against train.py one after another.
 
-    python results/sweep_overhead.py --config configs/poc_memory_env.yaml --seeds 10 --repeats 3 \
+    python tools/sweep_overhead.py --config configs/poc_memory_env.yaml --seeds 10 --repeats 3 \
         --out results/sweeps/poc10_overhead
 
 Both sides run the same seeds with the same threads (--cpus-per-trial of them, one trial at a
 time with --max-concurrent 1, so nothing runs side by side), alternated sweep, sequential,
 sweep, ... Each side's wall time counts everything a user waits for: for sweep.py, starting and
 stopping Ray and the statistics at the end; for the sequential side, each train.py's start-up
-(results/sequential.py). The overhead per trial is (sweep - sequential) / seeds, from the medians.
+(tools/sequential.py). The overhead per trial is (sweep - sequential) / seeds, from the medians.
 Writes OUT.json and OUT.md.
 """
 from __future__ import annotations
@@ -22,10 +22,10 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "results"))
+ROOT = Path(__file__).resolve().parent.parent  # the repository root
+sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
-from benchmark import machine  # noqa: E402
+from tools.benchmark import machine  # noqa: E402
 
 
 def timed(command: list[str], cwd: str) -> float:
@@ -46,7 +46,7 @@ def sweep(config: Path, seeds: int, threads: int, repeat: int) -> float:
 
 def sequential(config: Path, seeds: int, threads: int) -> float:
     with tempfile.TemporaryDirectory() as work:
-        return timed([sys.executable, str(ROOT / "results/sequential.py"), "--config", str(config), "--seeds",
+        return timed([sys.executable, str(ROOT / "tools/sequential.py"), "--config", str(config), "--seeds",
                       str(seeds), "--set", f"torch_threads={threads}", "--out", str(Path(work) / "sequential")], work)
 
 

@@ -1,6 +1,6 @@
 """Summarises one train.py run from its TensorBoard summaries: the end of its curve and its time.
 
-    python results/run_summary.py --run summaries/minigrid --last 10 \\
+    python tools/run_summary.py --run summaries/minigrid --last 10 \\
         --reference ../shared/reference/minigrid_memory_s9.csv \\
         --command "python train.py --config configs/minigrid.yaml --run-id minigrid" \\
         --out results/learning_minigrid
@@ -22,11 +22,10 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "results"))
-sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parent.parent  # the repository root
+sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
-from benchmark import machine  # noqa: E402
+from tools.benchmark import machine  # noqa: E402
 from stats import TAG, accumulators, read_scalars  # noqa: E402
 
 PHASES = ("env", "inference", "buffer", "update")

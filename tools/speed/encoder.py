@@ -12,7 +12,6 @@ Writes results/speed/encoder.md and .json.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -25,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent  # the repository root
 sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
 from tools.benchmark import machine  # noqa: E402
+from tools.speed.output import command, table, write  # noqa: E402
 from config import load_config  # noqa: E402
 from environments import spaces_of  # noqa: E402
 from model import build_model  # noqa: E402
@@ -75,19 +75,15 @@ def main() -> None:
         rows[name] = {"forward_ms": timed(fwd, args.repeats), "forward_backward_ms": timed(fwd_bwd, args.repeats)}
         print(name, {k: round(v, 1) for k, v in rows[name].items()}, flush=True)
     base = rows["float32, frames scaled (before)"]["forward_backward_ms"]
-    report = {"command": "python " + " ".join(sys.argv), "machine": machine(), "threads": args.threads,
+    report = {"command": command(), "machine": machine(), "threads": args.threads,
               "batch": args.batch, "repeats": args.repeats, "variants": rows}
-    out = ROOT / "results/speed/encoder"
-    out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
     lines = ["# The MiniGrid CNN alone, per minibatch", "",
              f"`{report['command']}` on {report['machine']['cpu']} ({args.threads} threads), "
-             f"{args.batch} frames of 84x84x3, median of {args.repeats}.", "",
-             "| variant | forward ms | forward + backward ms | speed-up of forward + backward |",
-             "|---|---:|---:|---:|"]
-    lines += [f"| {name} | {r['forward_ms']:.1f} | {r['forward_backward_ms']:.1f} | "
-              f"{base / r['forward_backward_ms']:.2f}x |" for name, r in rows.items()]
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    print(f"wrote {out.relative_to(ROOT)}.md")
+             f"{args.batch} frames of 84x84x3, median of {args.repeats}.", ""]
+    lines += table(["variant", "forward ms", "forward + backward ms", "speed-up of forward + backward"], "lrrr",
+                   [[name, f"{r['forward_ms']:.1f}", f"{r['forward_backward_ms']:.1f}",
+                     f"{base / r['forward_backward_ms']:.2f}x"] for name, r in rows.items()])
+    write("encoder", report, lines)
 
 
 if __name__ == "__main__":

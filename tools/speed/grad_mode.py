@@ -11,7 +11,6 @@ of each. Writes results/speed/grad_mode.md and .json.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -23,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent  # the repository root
 sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
 from tools.benchmark import machine  # noqa: E402
+from tools.speed.output import command, table, write  # noqa: E402
 from model import autocast  # noqa: E402
 from tools.speed.rollout_threads import rollout_inputs  # noqa: E402
 
@@ -62,21 +62,17 @@ def main() -> None:
         rows.append({"config": path, "precision": config.precision, "workers": W, "median_us": median, "all": us})
         print(f"{path}: " + ", ".join(f"{n} {v:.0f} us" for n, v in median.items()), flush=True)
     info = machine()
-    report = {"command": "python tools/speed/grad_mode.py " + " ".join(sys.argv[1:]), "machine": info, "rows": rows}
-    out = ROOT / "results/speed/grad_mode"
-    out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
+    report = {"command": command(), "machine": info, "rows": rows}
     lines = ["# Grad mode of the rollout's act() steps", "",
-             f"`{report['command'].strip()}` on {info['cpu']} ({info['cores']} cores), torch {info['torch']}, "
-             f"1 thread; median microseconds per step, {args.rounds} rounds alternating the modes.", "",
-             "| config | precision | rows | no_grad us | inference_mode us | inference_mode / no_grad |",
-             "|---|---|---:|---:|---:|---:|"]
-    lines += [f"| {r['config']} | {r['precision']} | {r['workers']} | {r['median_us']['no_grad']:.0f} | "
-              f"{r['median_us']['inference_mode']:.0f} | "
-              f"{r['median_us']['inference_mode'] / r['median_us']['no_grad']:.2f} |" for r in rows]
+             f"`{report['command']}` on {info['cpu']} ({info['cores']} cores), torch {info['torch']}, "
+             f"1 thread; median microseconds per step, {args.rounds} rounds alternating the modes.", ""]
+    lines += table(["config", "precision", "rows", "no_grad us", "inference_mode us", "inference_mode / no_grad"],
+                   "llrrrr", [[r["config"], r["precision"], str(r["workers"]), f"{r['median_us']['no_grad']:.0f}",
+                               f"{r['median_us']['inference_mode']:.0f}",
+                               f"{r['median_us']['inference_mode'] / r['median_us']['no_grad']:.2f}"] for r in rows])
     lines += ["", "Below 1: inference_mode is faster. model._no_gradient takes inference_mode outside an "
               "autocast region and no_grad inside one."]
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write("grad_mode", report, lines)
 
 
 if __name__ == "__main__":

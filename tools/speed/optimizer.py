@@ -14,7 +14,6 @@ Writes results/speed/optimizer.md and .json.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -28,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent  # the repository root
 sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
 from tools.benchmark import machine  # noqa: E402
+from tools.speed.output import command, table, write  # noqa: E402
 from config import load_config  # noqa: E402
 from environments import spaces_of  # noqa: E402
 from model import build_model  # noqa: E402
@@ -94,11 +94,9 @@ def main() -> None:
         print(name, {k: round(v) for k, v in steps[name].items()}, flush=True)
     walls = {name: statistics.median(train_wall(name) for _ in range(args.repeats))
              for name in ("poc_memory_env", "cartpole_masked")}
-    report = {"command": "python " + " ".join(sys.argv), "machine": machine(), "start_up_seconds": runs,
+    report = {"command": command(), "machine": machine(), "start_up_seconds": runs,
               "start_up_median": medians, "torch_optim_extra_seconds": extra, "per_step_us": steps,
               "shipped_wall_seconds": walls}
-    out = ROOT / "results/speed/optimizer"
-    out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
     lines = ["# torch.optim.AdamW against optimizer.py", "", f"`{report['command']}` on {report['machine']['cpu']}.",
              "", f"Start-up, median of {args.repeats} fresh processes each, alternated: torch alone "
              f"{medians['torch only']:.2f} s, with torch.optim.AdamW constructed and stepped "
@@ -106,11 +104,10 @@ def main() -> None:
     for name, wall in walls.items():
         lines.append(f"- configs/{name}.yaml: {extra:.2f} s would be {100 * extra / wall:.1f}% of its whole run "
                      f"({wall:.1f} s, start-up included, median of {args.repeats})")
-    lines += ["", "One AdamW step, microseconds (median of 200, 1 thread):", "",
-              "| model | " + " | ".join(next(iter(steps.values()))) + " |", "|---|" + "---:|" * 3]
-    lines += [f"| {name} | " + " | ".join(f"{v:.0f}" for v in row.values()) + " |" for name, row in steps.items()]
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    print(f"wrote {out.relative_to(ROOT)}.md")
+    lines += ["", "One AdamW step, microseconds (median of 200, 1 thread):", ""]
+    lines += table(["model", *next(iter(steps.values()))], "lrrr",
+                   [[name, *(f"{v:.0f}" for v in row.values())] for name, row in steps.items()])
+    write("optimizer", report, lines)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name
 
 import model  # noqa: E402
 from tools.benchmark import machine  # noqa: E402
+from tools.speed.output import command, table, write  # noqa: E402
 from config import RecurrenceConfig  # noqa: E402
 
 STEPS = 512  # per minibatch: configs/minigrid.yaml's 16 x 256 / 8
@@ -80,24 +81,20 @@ def main() -> None:
                     row = measure(kind, width, length, bfloat16, args.repeats)
                     rows.append(row)
                     print(json.dumps(row), flush=True)
-    report = {"command": "python " + " ".join(sys.argv), "machine": machine(), "threads": torch.get_num_threads(),
+    report = {"command": command(), "machine": machine(), "threads": torch.get_num_threads(),
               "repeats": args.repeats, "rule": {"min_features": rules[0], "max_steps": rules[1]}, "rows": rows}
-    out = ROOT / "results/speed/recurrent"
-    out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
     lines = ["# The recurrent core's training pass: torch's fused layer or the input projected first", "",
              f"`{report['command']}` on {report['machine']['cpu']}, {report['threads']} torch threads; one "
              f"forward and backward pass of a {STEPS}-step minibatch (N = {STEPS} / L sequences, H = {HIDDEN}), "
              f"median of {args.repeats}, the two ways alternated.", "",
              f"model.py projects an LSTM's input under bfloat16 when it has at least {rules[0]} features and "
-             f"the sequences at most {rules[1]} steps (marked *).", "",
-             "| layer | precision | input F | steps L | fused ms | projected ms | fused / projected |",
-             "|---|---|---:|---:|---:|---:|---:|"]
-    for r in rows:
-        mark = " *" if r["model_projects"] else ""
-        lines.append(f"| {r['kind']} | {r['precision']} | {r['width']} | {r['length']} | {r['fused_ms']:.1f} | "
-                     f"{r['projected_ms']:.1f} | {r['fused_over_projected']:.2f}{mark} |")
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    print(f"wrote {out.relative_to(ROOT)}.md")
+             f"the sequences at most {rules[1]} steps (marked *).", ""]
+    lines += table(["layer", "precision", "input F", "steps L", "fused ms", "projected ms", "fused / projected"],
+                   "llrrrrr", [[r["kind"], r["precision"], str(r["width"]), str(r["length"]), f"{r['fused_ms']:.1f}",
+                                f"{r['projected_ms']:.1f}",
+                                f"{r['fused_over_projected']:.2f}" + (" *" if r["model_projects"] else "")]
+                               for r in rows])
+    write("recurrent", report, lines)
 
 
 if __name__ == "__main__":

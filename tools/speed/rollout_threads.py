@@ -11,7 +11,6 @@ results/speed/rollout_threads.md and .json.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -25,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent  # the repository root
 sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
 from tools.benchmark import machine  # noqa: E402
+from tools.speed.output import command, table, write  # noqa: E402
 from config import Config, load_config  # noqa: E402
 from environments import spaces_of  # noqa: E402
 from model import autocast, build_model  # noqa: E402
@@ -92,22 +92,17 @@ def main() -> None:
         rows.append({"config": path, "workers": W, "images": images, "precision": config.precision,
                      "ms_1_thread": one, "ms_2_threads": two, "ratio_2_over_1": two / one, "all": ms})
         print(f"{path}: 1 thread {one:.3f} ms, 2 threads {two:.3f} ms per step", flush=True)
-    out = ROOT / "results/speed/rollout_threads"
     info = machine()
-    report = {"command": "python tools/speed/rollout_threads.py " + " ".join(sys.argv[1:]), "machine": info,
-              "rows": rows}
-    out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
+    report = {"command": command(), "machine": info, "rows": rows}
     lines = ["# Torch threads for the rollout's act() steps", "",
-             f"`{report['command'].strip()}` on {info['cpu']} ({info['cores']} cores), torch {info['torch']}; "
-             f"median ms per step of {args.steps} steps, {args.rounds} rounds alternating 1 and 2 threads.", "",
-             "| config | rows (n_workers) | CNN | precision | 1 thread ms | 2 threads ms | 2 / 1 |",
-             "|---|---:|---|---|---:|---:|---:|"]
-    lines += [f"| {r['config']} | {r['workers']} | {'yes' if r['images'] else 'no'} | {r['precision']} | "
-              f"{r['ms_1_thread']:.3f} | {r['ms_2_threads']:.3f} | {r['ratio_2_over_1']:.2f} |" for r in rows]
+             f"`{report['command']}` on {info['cpu']} ({info['cores']} cores), torch {info['torch']}; "
+             f"median ms per step of {args.steps} steps, {args.rounds} rounds alternating 1 and 2 threads.", ""]
+    lines += table(["config", "rows (n_workers)", "CNN", "precision", "1 thread ms", "2 threads ms", "2 / 1"], "lrllrrr",
+                   [[r["config"], str(r["workers"]), "yes" if r["images"] else "no", r["precision"],
+                     f"{r['ms_1_thread']:.3f}", f"{r['ms_2_threads']:.3f}", f"{r['ratio_2_over_1']:.2f}"] for r in rows])
     lines += ["", "Below 1: the second thread pays. config.rollout_threads gives the rollout the run's threads "
               "only where the model has a CNN."]
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write("rollout_threads", report, lines)
 
 
 if __name__ == "__main__":

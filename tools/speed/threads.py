@@ -11,7 +11,6 @@ first alone, then with one other training run of the same config going (benchmar
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -21,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent  # the repository root
 sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
 from tools.benchmark import machine, measure  # noqa: E402
+from tools.speed.output import command, table, write  # noqa: E402
 
 
 def main() -> None:
@@ -50,20 +50,16 @@ def main() -> None:
                     print(config, f"busy {busy} threads {n}: {run['steps_per_second']:.0f} steps/s", flush=True)
             rows.append({"config": config, "sets": sets, "busy": busy,
                          **{f"threads_{n}": statistics.median(v) for n, v in runs.items()}, "runs": runs})
-    report = {"command": "python " + " ".join(sys.argv), "machine": machine(), "repeats": args.repeats, "rows": rows}
-    out = ROOT / "results/speed/threads"
-    out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
+    report = {"command": command(), "machine": machine(), "repeats": args.repeats, "rows": rows}
     lines = ["# torch threads for the update, alone and beside another run", "",
              f"`{report['command']}` on {report['machine']['cpu']} ({cores} cores); steps/s of whole runs, "
-             f"median of {args.repeats}, alternated.", "",
-             "| config | other runs going | " + " | ".join(f"{n} thread{'s' * (n > 1)}" for n in threads)
-             + f" | {threads[-1]} / 1 |", "|---|---:|" + "---:|" * (len(threads) + 1)]
-    for r in rows:
-        cells = " | ".join(f"{r[f'threads_{n}']:.0f}" for n in threads)
-        lines.append(f"| {r['config']} {' '.join(r['sets'])} | {r['busy']} | {cells} | "
-                     f"{r[f'threads_{threads[-1]}'] / r['threads_1']:.2f} |")
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    print(f"wrote {out.relative_to(ROOT)}.md")
+             f"median of {args.repeats}, alternated.", ""]
+    lines += table(["config", "other runs going", *(f"{n} thread{'s' * (n > 1)}" for n in threads),
+                    f"{threads[-1]} / 1"], "lr" + "r" * (len(threads) + 1),
+                   [[f"{r['config']} {' '.join(r['sets'])}", str(r["busy"]),
+                     *(f"{r[f'threads_{n}']:.0f}" for n in threads),
+                     f"{r[f'threads_{threads[-1]}'] / r['threads_1']:.2f}"] for r in rows])
+    write("threads", report, lines)
 
 
 if __name__ == "__main__":

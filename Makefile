@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.requirements-installed
 
-.PHONY: install video-extra train test test-fast mutation bench clean
+.PHONY: install video-extra train test test-fast probes mutation bench clean
 
 install: $(STAMP)
 
@@ -32,6 +32,12 @@ test: $(STAMP)
 # The in-process tests only: no learning runs, no real processes (under a minute on 2 cores).
 test-fast: $(STAMP)
 	SDL_VIDEODRIVER=dummy $(BIN)/python -m pytest -q -n auto -m "not learning and not slow"
+
+# The whole probe suite (tests/probes.py; make test runs its fast subset): the scripts tried as
+# a new, a careless and a hostile user would. Writes results/probes.md and .json (minutes on
+# 2 cores) and exits 1 if a probe ended wrong.
+probes: $(STAMP)
+	$(BIN)/python tests/probes.py --jobs 2
 
 # The mutation pass over buffer.py, losses.py, distributions.py and normalization.py
 # (pyproject.toml's [tool.mutmut]); results/mutation.md is its report.

@@ -1,8 +1,8 @@
-"""The fast probes (results/probes.py --fast): one or two per issue point, each a real run of
+"""The fast probes (tests/probes.py --fast): one or two per issue point, each a real run of
 train.py, enjoy.py or checkpoint.py that a new, careless or hostile user could make.
 
 Every probe must end right; on failure the message lists each wrong probe with its command,
-exit code, first line and reasons. The whole suite: python results/probes.py --jobs 2
+exit code, first line and reasons. The whole suite: make probes (python tests/probes.py --jobs 2)
 """
 import json
 import subprocess
@@ -18,9 +18,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_fast_probes_end_right(tmp_path):
     report = tmp_path / "probes.json"
-    run = subprocess.run([sys.executable, str(ROOT / "results/probes.py"), "--fast", "--jobs", "2",
+    run = subprocess.run([sys.executable, str(ROOT / "tests/probes.py"), "--fast", "--jobs", "2",
                           "--json", str(report)], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert report.exists(), f"results/probes.py --fast wrote no report (exit {run.returncode}):\n{run.stderr}"
+    assert report.exists(), f"tests/probes.py --fast wrote no report (exit {run.returncode}):\n{run.stderr}"
     probes = json.loads(report.read_text())["probes"]
     points = {p["point"] for p in probes}
     missing = {str(n) for n in range(1, 13)} - points

@@ -1,15 +1,15 @@
 """Probe suite: train.py, enjoy.py and checkpoint.py tried as a new, a careless and a hostile user would.
 
-    /work/main/.venv/bin/python results/probes.py --jobs 2
+    make probes                                 # python tests/probes.py --jobs 2
 
 runs every probe and writes results/probes.md and results/probes.json (the table, the
 totals and every wrong outcome with its exact command), prints the totals, and exits 1
 if any probe ended wrong. Other forms:
 
-    python results/probes.py --fast             # the subset tests/test_probes.py runs (well under 60 s)
-    python results/probes.py --only 4,6         # the probes of issue points 4 and 6 ('extra': the rest)
-    python results/probes.py --name flip -v     # probes whose name holds 'flip', with their stdout and stderr
-    python results/probes.py --list             # the probes, one line each, without running them
+    python tests/probes.py --fast               # the subset tests/test_probes.py runs (well under 60 s)
+    python tests/probes.py --only 4,6           # the probes of issue points 4 and 6 ('extra': the rest)
+    python tests/probes.py --name flip -v       # probes whose name holds 'flip', with their stdout and stderr
+    python tests/probes.py --list               # the probes, one line each, without running them
 
 A subset writes no report unless --md or --json names a file.
 
@@ -95,7 +95,7 @@ COPIED = ["*.py", "environments/*.py", "configs/*.yaml", "tests/faulty_envs.py",
 # tell that a refusal came before any environment was built, or at least before any worker
 # process built one (a pid other than train.py's); sleep=<s>
 # makes every step slow, so that a signal surely lands inside an update.
-PROBE_ENVS = '''"""Environments for results/probes.py."""
+PROBE_ENVS = '''"""Environments for tests/probes.py."""
 import os
 import time
 from pathlib import Path
@@ -1843,7 +1843,7 @@ def cell(text: str) -> str:
 
 def markdown(results: list[Result], summary: dict, command: str) -> str:
     lines = ["# Probes: the scripts tried as a new, a careless and a hostile user would", "",
-             f"Made by `{command}` (results/probes.py; each probe's folder is `$PROBE`, the repository copy "
+             f"Made by `{command}` (tests/probes.py; each probe's folder is `$PROBE`, the repository copy "
              "`$PROBE/repo`, the working folder unless said otherwise).", "",
              "| probes | kinds | right | wrong | skipped | tracebacks | lost or overwritten files | written where not "
              "allowed | processes left | *.tmp left |", "|---|---|---|---|---|---|---|---|---|---|",
@@ -1909,8 +1909,8 @@ def main(argv=None) -> int:
         print(f"{len(probes)} probes, {len({p.kind for p in probes})} kinds")
         return 0
     full = not (args.fast or args.only or args.name)
-    md = args.md or ("results/probes.md" if full else None)
-    js = args.json or ("results/probes.json" if full else None)
+    md = args.md or (ROOT / "results/probes.md" if full else None)
+    js = args.json or (ROOT / "results/probes.json" if full else None)
 
     base = Path(tempfile.mkdtemp(prefix="probes-"))
     fixtures = Fixtures(base)
@@ -1952,7 +1952,7 @@ def main(argv=None) -> int:
     ordered = [results[p.name] for p in probes]
     summary = totals(ordered)
     summary["seconds"] = round(time.monotonic() - start, 1)
-    command = "python results/probes.py" + (f" --jobs {args.jobs}" if args.jobs > 1 else "")
+    command = "python tests/probes.py" + (f" --jobs {args.jobs}" if args.jobs > 1 else "")
     if md:
         Path(md).write_text(markdown(ordered, summary, command))
     if js:

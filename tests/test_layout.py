@@ -1,0 +1,59 @@
+"""The repository keeps its three parts apart: the program (the modules at the root and environments/),
+the instruments that measure it (tools/), and what they measured (results/, outputs only)."""
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAM = sorted([*ROOT.glob("*.py"), *ROOT.glob("environments/*.py")])
+TOOLS = sorted((ROOT / "tools").rglob("*.py"))
+# where the commands a user pastes are written
+COMMAND_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "Makefile",
+                 *sorted((ROOT / "results").rglob("run.sh"))]
+
+
+def test_results_holds_no_code():
+    assert not sorted(str(p.relative_to(ROOT)) for p in (ROOT / "results").rglob("*.py"))
+
+
+def test_the_program_imports_nothing_from_the_tools_and_edits_no_sys_path():
+    ours = {p.stem for p in ROOT.glob("*.py")} | {"environments"}
+    foreign = {"tools", "results", "tests"} | ({p.stem for p in TOOLS} - ours)  # a tool's name, run from tools/
+    wrong = []
+    for path in PROGRAM:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            wrong += [f"{path.name}:{node.lineno} imports {n}" for n in names if n.split(".")[0] in foreign]
+            if isinstance(node, ast.Attribute) and node.attr == "path" and getattr(node.value, "id", "") == "sys":
+                wrong.append(f"{path.name}:{node.lineno} uses sys.path")
+    assert PROGRAM and not wrong, wrong
+
+
+def test_every_script_a_command_runs_exists():
+    """`python X.py`, `$PY X.py` (run.sh) and `$(BIN)/python X.py` (Makefile) name files that are there."""
+    named = {(page.relative_to(ROOT), script) for page in COMMAND_PAGES
+             for script in re.findall(r"(?:python3?|\$PY|\$\(BIN\)/python)\s+([\w./-]+\.py)\b", page.read_text())}
+    assert any(script.startswith("tools/") for _, script in named)
+    missing = sorted(f"{page}: {script}" for page, script in named if not (ROOT / script).is_file())
+    assert not missing, missing
+
+
+@pytest.mark.slow
+def test_every_tool_starts_from_any_folder(tmp_path):
+    """`python tools/<name>.py --help` from outside the repository: its imports (the root's modules, other tools)
+    resolve. mutation.py takes no options (it needs mutmut's results)."""
+    scripts = [p for p in TOOLS if '__name__ == "__main__"' in p.read_text() and p.name != "mutation.py"]
+    assert len(scripts) > 10
+    started = {p: subprocess.Popen([sys.executable, str(p), "--help"], cwd=tmp_path, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True) for p in scripts}
+    failed = []
+    for path, process in started.items():
+        out, err = process.communicate(timeout=180)
+        if process.returncode != 0 or "usage:" not in out:
+            failed.append(f"{path.relative_to(ROOT)}: exit {process.returncode}\n{err[-800:]}")
+    assert not failed, "\n".join(failed)

@@ -5,6 +5,8 @@ set -euo pipefail
 PY=${PY:-.venv/bin/python}
 $PY tools/speed/encoder.py
 $PY tools/speed/recurrent.py
+$PY tools/speed/rollout_threads.py
+$PY tools/speed/grad_mode.py
 $PY tools/speed/optimizer.py --repeats 3
 $PY tools/speed/threads.py --config configs/cartpole_masked.yaml --set updates=20 \
     --config configs/minigrid.yaml --set updates=2 --repeats 3

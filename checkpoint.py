@@ -92,6 +92,8 @@ def restore(trainer, checkpoint: dict) -> None:
     """Continues a saved run exactly: same parameters, optimizer, generators, environments."""
     trainer.model.load_state_dict(checkpoint["model"])
     trainer.optimizer.load_state_dict(checkpoint["optimizer"])
+    for group in trainer.optimizer.param_groups:  # the config's settings, not the saved ones: a resume may change them
+        group.update(eps=trainer.config.optimizer.eps, weight_decay=trainer.config.optimizer.weight_decay)
     trainer.update, trainer.steps = checkpoint["update"], checkpoint["steps"]
     trainer.saved_update = trainer.update
     rng = checkpoint["rng"]

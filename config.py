@@ -33,6 +33,9 @@ class EnvironmentConfig:
     kwargs: dict = field(default_factory=dict)  # passed to the environment's constructor / gym.make
     reset_params: dict = field(default_factory=dict)  # passed to every reset as options= (Memory Gym's reset parameters)
     reward_scale: float | None = None  # training reward multiplier; None: the family's default (CartPole 0.01)
+    # training rewards clipped to [-clip, clip] after the scale (1: the sign of Atari's whole-number rewards,
+    # as the DQN papers and CleanRL train); the episode statistics keep the environment's own; None: no clip
+    reward_clip: float | None = None
     observation_mask: list | None = None  # indices of vector-observation entries to hide (e.g. [2]: Pendulum's velocity)
     # merged over kwargs when enjoy.py or an evaluation during training scores or records, e.g.
     # {seed_pool: 0}: MiniGrid trained on a pool of layout seeds is scored on unlimited, held-out layouts
@@ -108,6 +111,12 @@ class InitializationConfig:
 
 
 @dataclass
+class OptimizerConfig:
+    eps: float = 1.0e-8  # AdamW's epsilon (torch's default, the reference's; CleanRL's Adam takes 1e-5)
+    weight_decay: float = 0.01  # AdamW's decoupled weight decay (torch's default, the reference's; 0: Adam)
+
+
+@dataclass
 class EvaluationConfig:
     interval: int = 0  # score the policy on held-out episodes every K updates and after the last; 0: never
     episodes: int = 32  # episodes per evaluation (as enjoy.py --episodes), over min(episodes, n_workers) environments
@@ -131,6 +140,7 @@ class Config:
     max_grad_norm: float = 0.5  # global gradient-norm clip
     recurrence: RecurrenceConfig = field(default_factory=RecurrenceConfig)  # the recurrent core and its sequences
     learning_rate_schedule: ScheduleConfig = field(default_factory=ScheduleConfig)  # AdamW's learning rate
+    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)  # AdamW's other settings
     beta_schedule: ScheduleConfig = field(  # entropy bonus coefficient
         default_factory=lambda: ScheduleConfig(initial=0.001, final=0.001))
     clip_range_schedule: ScheduleConfig = field(  # PPO ratio clip range
@@ -390,6 +400,8 @@ def validate(config: Config) -> None:
     need(mask is None or (len(mask) > 0 and all(isinstance(i, int) and not isinstance(i, bool) for i in mask)),
          "environment.observation_mask", mask, "a non-empty list of integer indices (or null)")
 
+    need(config.optimizer.eps > 0, "optimizer.eps", config.optimizer.eps, "must be > 0")
+    need(config.optimizer.weight_decay >= 0, "optimizer.weight_decay", config.optimizer.weight_decay, "must be >= 0")
     e = config.evaluation
     need(e.interval >= 0, "evaluation.interval", e.interval, "must be >= 0 (0: no evaluation)")
     need(e.episodes >= 1, "evaluation.episodes", e.episodes, "must be >= 1")
@@ -397,6 +409,8 @@ def validate(config: Config) -> None:
 
     scale = config.environment.reward_scale
     need(scale is None or scale > 0, "environment.reward_scale", scale, "must be > 0")
+    clip = config.environment.reward_clip
+    need(clip is None or clip > 0, "environment.reward_clip", clip, "must be > 0 (or null: no clip)")
     from environments import SetupError, check_settings
     env = config.environment
     evaluated = env.for_evaluation()

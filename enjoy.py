@@ -46,19 +46,21 @@ def record(agent, episodes: int, seed: int = 0, deterministic: bool = False, on_
     try:
         for episode, env_seed in enumerate(evaluation_seeds(seed, episodes)):
             obs, info = env.reset(seed=env_seed)
-            state, t, action_taken, reward = None, 0, None, None
+            state, t, action_taken, reward, start = None, 0, None, None, True
             frames.append(_stamp(env.render(), t))
             while True:
                 mask = info[MASK_KEY][None] if MASK_KEY in info else None
-                step = agent.act(obs[None], state, np.ones(1, dtype=bool) if t == 0 else np.zeros(1, dtype=bool),
-                                 deterministic, mask, action_taken, reward)
+                step = agent.act(obs[None], state, np.full(1, start), deterministic, mask, action_taken, reward)
                 state, action_taken = step.state, step.actions
                 action = env_actions(env.action_space, step.actions.reshape(1, -1))[0]  # (1, k) row -> env's form
                 obs, reward, terminated, truncated, info = env.step(action)
                 reward = np.array([reward], dtype=np.float32)  # (1,): act() takes it back at the next step
                 t += 1
                 frames.append(_stamp(env.render(), t))
-                if terminated or truncated:
+                start = terminated or truncated
+                if start and "episode" not in info:  # a training episode ended inside this one (a lost life)
+                    obs, info = env.reset()
+                elif start:
                     results.append(info["episode"])
                     if on_episode:
                         on_episode(len(results), info["episode"])

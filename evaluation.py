@@ -59,7 +59,7 @@ def evaluate(agent, episodes: int, seed: int = 0, deterministic: bool = False, w
             state, actions = step.state, step.actions
             out = envs.step(step.actions.reshape(W, -1))
             obs, start, rewards = out.obs, out.terminated | out.truncated, out.rewards.copy()
-            for w, stats in zip(np.flatnonzero(start), out.episodes):  # episodes come in worker order
+            for w, stats in zip(out.episode_envs, out.episodes):
                 if quota[w] > 0:
                     quota[w] -= 1
                     results.append(stats)

@@ -136,16 +136,20 @@ class Normalizers:
         self.rewards = RewardScaler(config.n_workers, config.gamma, norm.reward_clip) if norm.rewards else None
         self.values = ValueNormalizer() if norm.value_targets else None
         self.reward_scale = config.environment.training_reward_scale()
+        self.reward_clip = config.environment.reward_clip
 
     def observation(self, obs: np.ndarray, update: bool) -> np.ndarray:
         """Raw observations (n, ...) -> what the model sees: normalised when switched on, else as they are."""
         return obs if self.observations is None else self.observations(obs, update)
 
     def reward(self, rewards: np.ndarray, dones: np.ndarray) -> np.ndarray:
-        """Raw rewards (W,) -> what training uses: times the reward scale (the environment's own
-        units stay in the episode statistics), then scaled by the return's std when switched on."""
+        """Raw rewards (W,) -> what training uses: times the reward scale and clipped to the reward clip
+        (the environment's own units stay in the episode statistics), then scaled by the return's std
+        when switched on."""
         if self.reward_scale != 1.0:
             rewards = (rewards * self.reward_scale).astype(np.float32)  # stored as float32, whatever dtype the rewards came in
+        if self.reward_clip is not None:
+            rewards = np.clip(rewards, -self.reward_clip, self.reward_clip).astype(np.float32)
         return rewards if self.rewards is None else self.rewards(rewards, dones)
 
     def value_units(self, values: np.ndarray) -> np.ndarray:

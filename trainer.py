@@ -47,7 +47,8 @@ class Trainer:
         self.rollout_threads = rollout_threads(self.threads, self.spaces.observation.images)
         self.model = build_model(config, self.spaces).to(self.device)
         torch.set_num_threads(self.threads)
-        self.optimizer = AdamW(self.model.parameters(), lr=config.learning_rate_schedule.initial)
+        self.optimizer = AdamW(self.model.parameters(), lr=config.learning_rate_schedule.initial,
+                               eps=config.optimizer.eps, weight_decay=config.optimizer.weight_decay)
         self.normalizers = Normalizers(config, self.spaces.observation)
         stored = self.spaces.observation
         self.buffer = RolloutBuffer(W, T, stored.shape, np.float32 if self.normalizers.observations else stored.dtype,

@@ -40,7 +40,9 @@ class Step:
     terminated: np.ndarray  # (W,) bool: the episode ended in a terminal state
     truncated: np.ndarray  # (W,) bool: the episode was cut (time limit); bootstrap from final_obs
     final_obs: np.ndarray  # (W, *obs_shape) last observation of truncated episodes; else stale
-    episodes: list[dict]  # stats of the episodes that ended: reward, length[, success]
+    episodes: list[dict]  # stats of the episodes that ended and were scored: reward, length[, success]
+    episode_envs: list[int]  # the environment each of them ended in (a training episode may end unscored:
+    # environments.CONTINUES)
 
 
 def environment_seeds(seed: int, count: int) -> list[int]:
@@ -102,8 +104,9 @@ def _reset_slice(envs, lo: int, seeds, shared: _Shared):
             raise _EnvFault(lo + i) from error
 
 
-def _step_slice(envs, lo: int, shared: _Shared) -> list[dict]:
-    """Steps envs[i] as environment lo + i; per-environment work is kept to the step itself."""
+def _step_slice(envs, lo: int, shared: _Shared) -> list[tuple[int, dict]]:
+    """Steps envs[i] as environment lo + i; per-environment work is kept to the step itself. Returns the
+    scored episodes that ended, with their environment's index."""
     hi = lo + len(envs)
     actions = env_actions(envs[0].action_space, shared.actions[lo:hi])
     masked = shared.action_mask.shape[1] > 0
@@ -114,7 +117,8 @@ def _step_slice(envs, lo: int, shared: _Shared) -> list[dict]:
             if term or trunc:
                 if trunc:
                     shared.final_obs[lo + i] = obs
-                episodes.append(info["episode"])
+                if "episode" in info:
+                    episodes.append((lo + i, info["episode"]))
                 obs, info = env.reset()
             if masked:
                 shared.action_mask[lo + i] = info[MASK_KEY]
@@ -252,11 +256,12 @@ class VecEnv:
         """actions (W, k) stored rows (spaces.py) -> Step. Ended episodes are reset before returning."""
         self._shared.actions[:] = actions
         if self._envs:
-            episodes = self._run_in_process(_step_slice, self._envs, 0, self._shared)
+            ended = self._run_in_process(_step_slice, self._envs, 0, self._shared)
         else:
-            episodes = [e for part in self._command("step") for e in part]
+            ended = [e for part in self._command("step") for e in part]
         s = self._shared
-        return Step(s.obs, s.rewards, s.terminated, s.truncated, s.final_obs, episodes)
+        return Step(s.obs, s.rewards, s.terminated, s.truncated, s.final_obs, [stats for _, stats in ended],
+                    [w for w, _ in ended])
 
     @property
     def action_mask(self) -> np.ndarray | None:

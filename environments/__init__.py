@@ -27,6 +27,9 @@ class SetupError(ValueError):
 # replays a training episode, however many each plays.
 HELD_OUT = 2 ** 31
 
+# In a terminated step's info: the training episode ends here, the scored episode goes on (EpisodeStats).
+CONTINUES = "episode_continues"
+
 
 class EpisodeStats(gym.Wrapper):
     """Adds info["episode"] = {reward, length[, success]} at the end of each episode,
@@ -41,6 +44,14 @@ class EpisodeStats(gym.Wrapper):
     actions. Any environment whose episode is a function of its reset seed and its
     actions (Gymnasium's contract for reset(seed=...)) resumes exactly.
 
+    An environment may end a training episode inside a scored one: a terminated step
+    whose info holds CONTINUES (Atari's lost life under `episodic_life`, environments/
+    atari.py). The termination goes to the trainer (no bootstrap, a fresh recurrent
+    state), but the episode is not scored yet: the next reset() without a seed is passed
+    on seedless, and the environment goes on with the same episode (its return, length,
+    seed and actions carry on), until an end without CONTINUES scores it whole. Replay
+    makes those seedless resets again where they were made.
+
     One wrapper does all this because each wrapper layer costs a Python call per step.
     """
 
@@ -50,9 +61,15 @@ class EpisodeStats(gym.Wrapper):
         self._seeds = np.random.default_rng()  # replaced at the first seeded reset
         self._half = 0  # where the episode seeds' half of the range begins: 0 or HELD_OUT (see HELD_OUT)
         self._episode_seed: int | None = None
-        self._actions: list = []  # since the last reset; arrays are copies (workers pass views)
+        self._actions: list = []  # since the episode's reset; arrays are copies (workers pass views)
+        self._continues = False  # the last step ended a training episode inside this one (CONTINUES)
+        self._goes_on: list[int] = []  # how many actions had been taken at each seedless reset since
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if seed is None and self._continues:  # the same episode goes on after a training episode's end
+            self._continues = False
+            self._goes_on.append(len(self._actions))
+            return self.env.reset(options=options)
         if seed is not None:
             self._seeds = np.random.default_rng(seed)
             self._half = HELD_OUT if seed >= HELD_OUT else 0
@@ -60,7 +77,7 @@ class EpisodeStats(gym.Wrapper):
         return self._reset(options)
 
     def _reset(self, options):
-        self._return, self._length, self._actions = 0.0, 0, []
+        self._return, self._length, self._actions, self._goes_on, self._continues = 0.0, 0, [], [], False
         return self.env.reset(seed=self._episode_seed, options=options)
 
     def step(self, action):
@@ -69,24 +86,35 @@ class EpisodeStats(gym.Wrapper):
         self._return += float(reward)
         self._length += 1
         if terminated or truncated:
-            stats = {"reward": self._return, "length": self._length}
-            if "success" in info:
-                stats["success"] = float(info["success"])
-            info = {**info, "episode": stats}
+            if info.get(CONTINUES):
+                self._continues = True
+            else:
+                stats = {"reward": self._return, "length": self._length}
+                if "success" in info:
+                    stats["success"] = float(info["success"])
+                info = {**info, "episode": stats}
         return obs, reward, terminated, truncated, info
 
     def get_state(self) -> dict:
-        """Plain data: the episode-seed generator's state, this episode's seed and actions."""
+        """Plain data: the episode-seed generator's state, this episode's seed and actions, and where
+        the episode went on after a training episode's end."""
         return {"seeds": self._seeds.bit_generator.state, "episode_seed": self._episode_seed,
-                "actions": np.array(self._actions), "half": self._half}
+                "actions": np.array(self._actions), "half": self._half,
+                "goes_on": np.array(self._goes_on, dtype=np.int64)}
 
     def set_state(self, state: dict) -> None:
         """Puts the environment back where get_state() found it (replaying the episode so far)."""
         self._episode_seed = state["episode_seed"]
         if self._episode_seed is not None:
             self._reset(None)
-            for action in np.asarray(state["actions"]):
+            goes_on = [int(n) for n in state.get("goes_on", ())]  # absent from checkpoints before CONTINUES
+            for taken, action in enumerate(np.asarray(state["actions"])):
+                while goes_on and goes_on[0] == taken:
+                    goes_on.pop(0)
+                    self.reset()
                 self.step(action.item() if action.ndim == 0 else action)
+            if goes_on:  # the episode went on after its last action: nothing taken since
+                self.reset()
         self._seeds.bit_generator.state = state["seeds"]
         self._half = state.get("half", 0)  # checkpoints from before the halves: training's
 

@@ -6,29 +6,87 @@ environment is made with frameskip=1 so that the skip is not applied twice),
 the last two of them max-pooled, grayscale, 84x84, uint8. Observations are
 (84, 84, 1) (a trailing channel axis), or (k, 84, 84) with `frame_stack: k`,
 the k latest frames stacked channels first (the first frame repeated after a reset).
-Rewards are not clipped: the episode statistics report game scores, and
-`environment.reward_scale` is there to shrink them for training. The ALE ids'
-own settings stay (v5: sticky actions with probability 0.25, at most 108,000
+Rewards are not clipped here: the episode statistics report game scores, and
+`environment.reward_scale` / `reward_clip` shape them for training only. The ALE
+ids' own settings stay (v5: sticky actions with probability 0.25, at most 108,000
 frames per episode, reported as truncation); other keys of `kwargs` go to
 gym.make (e.g. repeat_action_probability, full_action_space).
+
+Two settings of the DQN papers' and CleanRL's Atari setting (its EpisodicLifeEnv and
+FireResetEnv, as stable-baselines3's atari_wrappers write them):
+- `episodic_life: true`: a lost life ends the training episode (terminated: no bootstrap,
+  a fresh recurrent state) but not the game: the next reset takes one no-op step and the
+  game goes on. The episode statistics still score whole games (environments.CONTINUES),
+  and a checkpoint replays the game from its start, lives lost included.
+- `fire_reset: true`: after every reset (and with episodic_life, after every lost life)
+  FIRE then RIGHT are pressed, so the ball is in play (games whose actions include FIRE).
+(`terminal_on_life_loss: true`, gymnasium's own, instead starts a new game at every lost
+life.)
 """
 from __future__ import annotations
 
 import gymnasium as gym
 
+from environments import CONTINUES
+
+NOOP, FIRE, RIGHT = 0, 1, 2  # the ALE's action ids in every game's minimal action set that has them
+
+
+class LivesAndFire(gym.Wrapper):
+    """episodic_life and fire_reset (module docstring). It holds nothing a checkpoint needs: the lives
+    are read from the emulator, and EpisodeStats' replay repeats the steps and resets that set them."""
+
+    def __init__(self, env: gym.Env, episodic_life: bool, fire_reset: bool):
+        super().__init__(env)
+        self._episodic_life = episodic_life
+        meanings = env.unwrapped.get_action_meanings()
+        self._fire = fire_reset and len(meanings) > RIGHT and meanings[FIRE] == "FIRE"
+        self._lives = 0
+        self._life_lost = False  # the last step lost a life: the next seedless reset goes on with the game
+
+    def reset(self, *, seed=None, options=None):
+        if seed is None and self._life_lost:
+            # a life is left (lives > 0), so this step cannot end the game
+            obs, _, terminated, truncated, info = self.env.step(NOOP)
+        else:
+            obs, info = self.env.reset(seed=seed, options=options)
+            terminated = truncated = False
+        self._life_lost = False
+        if self._fire and not (terminated or truncated):
+            for action in (FIRE, RIGHT):
+                obs, _, terminated, truncated, info = self.env.step(action)
+                if terminated or truncated:
+                    break
+        self._lives = self.env.unwrapped.ale.lives()
+        return obs, info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        lives = self.env.unwrapped.ale.lives()
+        if self._episodic_life and not (terminated or truncated) and 0 < lives < self._lives:
+            terminated, self._life_lost = True, True
+            info = {**info, CONTINUES: True}
+        self._lives = lives
+        return obs, reward, terminated, truncated, info
+
 
 def make_atari(name: str = "ALE/Breakout-v5", frame_stack: int = 0, noop_max: int = 30, frame_skip: int = 4,
-               screen_size: int = 84, terminal_on_life_loss: bool = False, render_mode: str | None = None,
-               **make_kwargs) -> gym.Env:
+               screen_size: int = 84, terminal_on_life_loss: bool = False, episodic_life: bool = False,
+               fire_reset: bool = False, render_mode: str | None = None, **make_kwargs) -> gym.Env:
     import ale_py
     from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
     gym.register_envs(ale_py)
     if "frameskip" in make_kwargs:
         raise ValueError("set frame_skip (applied by the preprocessing), not the base environment's frameskip")
+    if episodic_life and terminal_on_life_loss:
+        raise ValueError("episodic_life (the game goes on after a lost life) and terminal_on_life_loss (a new game "
+                         "at every lost life) exclude each other")
     env = gym.make(name, frameskip=1, render_mode=render_mode, **make_kwargs)
     env = AtariPreprocessing(env, noop_max=noop_max, frame_skip=frame_skip, screen_size=screen_size,
                              terminal_on_life_loss=terminal_on_life_loss, grayscale_obs=True,
                              grayscale_newaxis=frame_stack <= 1, scale_obs=False)
+    if episodic_life or fire_reset:
+        env = LivesAndFire(env, episodic_life, fire_reset)
     if frame_stack > 1:
         env = FrameStackObservation(env, frame_stack)  # (84, 84) frames -> (k, 84, 84)
     return env

@@ -174,7 +174,72 @@ def test_env_state_resumes_exactly(tmp_path, name, actions):
             np.testing.assert_array_equal(a[0], b[0])
             assert a[1:4] == b[1:4]
             if a[2] or a[3]:
-                assert a[4]["episode"] == b[4]["episode"]
+                assert a[4].get("episode") == b[4].get("episode")
+                np.testing.assert_array_equal(env.reset()[0], copy.reset()[0])
+    finally:
+        env.close()
+        copy.close()
+
+
+def play_until_lives_lost(env, lives: int, rng) -> list[int]:
+    """Random actions from a seeded reset until `lives` lives are lost in one game; the rewards taken."""
+    env.reset(seed=5)
+    rewards = []
+    while len(env.get_state()["goes_on"]) < lives:
+        _, reward, terminated, truncated, info = env.step(int(rng.integers(env.action_space.n)))
+        rewards.append(reward)
+        if terminated or truncated:
+            if "episode" in info:
+                rewards = []
+            env.reset()
+    return rewards
+
+
+def test_a_lost_life_ends_the_training_episode_and_the_game_goes_on_scored_whole():
+    """breakout_noframeskip (CleanRL's setting): every lost life is a termination without a score,
+    the game goes on (lives count down, points carry over), and its end scores the whole game."""
+    env = environment("breakout_noframeskip").make()
+    rng = np.random.default_rng(1)
+    env.reset(seed=2)
+    lives, rewards, ends = [], [], 0
+    try:
+        while True:
+            _, reward, terminated, truncated, info = env.step(int(rng.integers(env.action_space.n)))
+            rewards.append(reward)
+            if terminated or truncated:
+                ends += 1
+                if "episode" in info:
+                    break
+                assert terminated and info["episode_continues"]
+                lives.append(env.unwrapped.ale.lives())
+                env.reset()
+        assert lives == [4, 3, 2, 1] and ends == 5  # one termination per life, the game's end scored once
+        assert info["episode"]["reward"] == sum(rewards) and info["episode"]["length"] == len(rewards)
+    finally:
+        env.close()
+
+
+def test_a_game_resumes_exactly_after_lost_lives(tmp_path):
+    """A checkpoint taken after two lost lives replays the game from its start, the lives' resets
+    included: the copy goes on exactly as the original, to the same whole-game score."""
+    env = environment("breakout_noframeskip").make()
+    rng = np.random.default_rng(0)
+    play_until_lives_lost(env, 2, rng)
+    save_checkpoint(tmp_path / "state.pt", {"format": FORMAT, "model": {}, "config": {}, "update": 0, "steps": 0,
+                                             "run_id": "x", "normalization": {},
+                                             "environments": _tensors([env.get_state()])})
+    copy = environment("breakout_noframeskip").make()
+    copy.set_state(arrays(load_checkpoint(tmp_path / "state.pt")["environments"])[0])
+    assert copy.unwrapped.ale.lives() == env.unwrapped.ale.lives() == 3
+    try:
+        scored = 0
+        while scored < 2:
+            action = int(rng.integers(env.action_space.n))
+            a, b = env.step(action), copy.step(action)
+            np.testing.assert_array_equal(a[0], b[0])
+            assert a[1:4] == b[1:4] and a[4].get("episode") == b[4].get("episode")
+            if a[2] or a[3]:
+                scored += "episode" in a[4]
                 np.testing.assert_array_equal(env.reset()[0], copy.reset()[0])
     finally:
         env.close()

@@ -159,3 +159,36 @@ def test_evaluation_episodes_are_the_same_at_every_evaluation(tmp_path):
     t.close()
     assert first == second
     assert np.mean([e["length"] for e in first]) > 0
+
+
+def test_evaluation_scores_whole_games_when_a_lost_life_ends_a_training_episode():
+    """Under episodic_life a termination may come without a score: each environment's quota counts
+    whole games, matched to the environment they ended in."""
+    from evaluation import evaluation_envs
+    raw = yaml.safe_load((ROOT / "configs/breakout_noframeskip.yaml").read_text())
+    config = config_from_dict({**raw, "n_workers": 4})
+
+    class Random:
+        def __init__(self):
+            self.config, self.rng = config, np.random.default_rng(0)
+
+        def act(self, obs, state, start, deterministic, mask, actions, rewards):
+            from agent import AgentStep
+            n = obs.shape[0]
+            return AgentStep(self.rng.integers(4, size=n), torch.zeros(n, 1), np.zeros(n), np.zeros(n))
+
+    envs = evaluation_envs(config, 4, 0)
+    lost = []
+    step = envs.step
+
+    def counting(actions):
+        out = step(actions)
+        lost.append(int(out.terminated.sum()) - len(out.episodes))
+        return out
+    envs.step = counting
+    try:
+        games = evaluate(Random(), 4, envs=envs)
+    finally:
+        envs.close()
+    assert len(games) == 4 and sum(lost) >= 4 * 4  # every game lost its first four lives unscored
+    assert all(game["length"] > 100 for game in games)  # whole games (a life lasts some 30 steps)

@@ -183,3 +183,21 @@ def test_image_observations_are_never_normalised_even_when_switched_on():
     n = Normalizers(config, layout(gym.spaces.Box(0, 255, (8, 8, 3), np.uint8)))
     obs = np.full((2, 8, 8, 3), 200, np.uint8)
     assert n.observations is None and n.observation(obs, update=True) is obs
+
+
+def test_the_reward_clip_bounds_training_rewards_after_the_scale_and_only_them():
+    """environment.reward_clip (Atari's sign clip under CleanRL's setting): training rewards are
+    scaled, then clipped to [-clip, clip]; the episode statistics never see it (EpisodeStats
+    sums the environment's own rewards, before Normalizers)."""
+    raw = {"environment": {"type": "PocMemoryEnv", "reward_scale": 2.0, "reward_clip": 1.0}}
+    config = config_from_dict(raw)
+    normalizers = Normalizers(config, layout(gym.spaces.Box(-1, 1, (3,))))
+    rewards = np.array([0.0, 0.2, 0.7, -4.0, 7.0], dtype=np.float32)
+    before = rewards.copy()
+    out = normalizers.reward(rewards, np.zeros(5, dtype=bool))
+    np.testing.assert_array_equal(out, np.array([0.0, 0.4, 1.0, -1.0, 1.0], dtype=np.float32))
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(rewards, before)  # the caller's rewards untouched
+    unclipped = Normalizers(config_from_dict({"environment": {"type": "PocMemoryEnv", "reward_scale": 2.0}}),
+                            layout(gym.spaces.Box(-1, 1, (3,))))
+    np.testing.assert_array_equal(unclipped.reward(rewards, np.zeros(5, dtype=bool)), rewards * 2)

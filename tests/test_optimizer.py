@@ -53,3 +53,26 @@ def test_parameter_groups_match_torch():
     for p, q in zip(ours_params, torch_params):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
     assert [g["lr"] for g in ours.param_groups] == [1e-2, 3e-3]
+
+
+def test_the_config_sets_epsilon_and_weight_decay_and_wins_over_a_resumed_checkpoint(tmp_path):
+    """optimizer.eps and optimizer.weight_decay reach AdamW; a resume takes them from its config
+    (which may change them, e.g. to test the epsilon), not from the saved state."""
+    from checkpoint import capture, restore
+    from config import config_from_dict
+    from trainer import Trainer
+    raw = {"n_workers": 4, "worker_steps": 32, "n_mini_batch": 2, "updates": 1,
+           "optimizer": {"eps": 1e-5, "weight_decay": 0.0}}
+    trainer = Trainer(config_from_dict(raw), summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
+    trainer.one_update()
+    assert all(g["eps"] == 1e-5 and g["weight_decay"] == 0.0 for g in trainer.optimizer.param_groups)
+    saved = capture(trainer)
+    trainer.close()
+    changed = Trainer(config_from_dict({**raw, "updates": 2, "optimizer": {"eps": 1e-3, "weight_decay": 0.1}}),
+                      summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
+    try:
+        restore(changed, saved)
+        assert all(g["eps"] == 1e-3 and g["weight_decay"] == 0.1 for g in changed.optimizer.param_groups)
+        assert changed.optimizer.steps == trainer.optimizer.steps  # the moments and step count are the saved ones
+    finally:
+        changed.close()

@@ -16,7 +16,8 @@ CONFIGS = sorted(Path(__file__).resolve().parent.parent.glob("configs/*.yaml"))
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
 def test_config_trains_two_updates(path, tmp_path):
-    config = load_config(path, ["updates=2", "n_workers=4", "worker_steps=32", "n_mini_batch=2"])
+    config = load_config(path, ["updates=2", "n_workers=4", "worker_steps=32", "n_mini_batch=2",
+                                "evaluation.episodes=2"])  # a config that evaluates does so after update 2
     trainer = Trainer(config, run_id=path.stem, summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
     history = trainer.run()
     assert len(history) == 2

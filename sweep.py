@@ -538,6 +538,11 @@ def start_ray(address: str | None, sweep: Sweep) -> None:
     # gracefully and then Ray by its handle. Without it a SIGTERM ended Ray's processes under the
     # running trials and the sweep exited 1 after a minute. Its cost: ray.shutdown() takes ~4 s
     # longer, waiting 1 s on each process before it kills it (5.1 s against 1.4 s here).
+    # Out of memory is the kernel's call here, not Ray's monitor's: when another process filled the
+    # machine's memory (a 19 GB job beside a MiniGrid sweep), the monitor killed the sweep's trials,
+    # and Tune ended the whole sweep on that error instead of restarting them; the kernel's OOM killer
+    # takes the largest process, and a trial it kills is restarted from its checkpoint (--max-failures).
+    os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
     # address "local": never join a cluster that `ray start` left running on this machine
     with stopping.blocked():
         ray.init(address="local", num_cpus=cpus, include_dashboard=False, **common)

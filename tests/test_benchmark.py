@@ -218,7 +218,7 @@ def test_busy_loads_run_through_each_measurement_and_are_killed_after(repo, tmp_
     while any(alive(pid) for pid in started) and time.time() < deadline:
         time.sleep(0.05)
     assert not any(alive(pid) for pid in started)
-    assert "| old, busy 2 |" in (tmp_path / "out.md").read_text()
+    assert "| old, busy 2" in (tmp_path / "out.md").read_text()
 
 
 def alive(pid: int) -> bool:
@@ -275,3 +275,44 @@ def test_real_short_run_against_head(tmp_path):
     assert entry["ratio"]["steps_per_second_new_over_old"] > 0
     assert "| configs/poc_memory_env.yaml | 0 |" in (tmp_path / "against.md").read_text()
     assert worktrees(ROOT) == before
+
+
+def foreign_busy_process() -> int:
+    """A busy loop that is not this process's descendant (its parent, a shell, exits at once): what
+    another user's job looks like to the benchmark. Returns its pid."""
+    out = subprocess.run(["sh", "-c", f"{sys.executable} -c 'while True: pass' >/dev/null 2>&1 & echo $!"],
+                         capture_output=True, text=True, check=True).stdout
+    return int(out.strip())
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_other_processes_cpu_is_counted_and_the_benchmarks_own_runs_are_not():
+    foreign = foreign_busy_process()
+    own = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        before = benchmark._processes()
+        start = {pid: cpu_seconds(pid) for pid in (foreign, own.pid)}
+        while min(cpu_seconds(pid) - start[pid] for pid in (foreign, own.pid)) < 0.3:
+            time.sleep(0.05)  # until both have used CPU time (an event, whatever the machine's speed)
+        others = benchmark.other_cpu(before, benchmark._processes())
+        assert others[foreign] >= 0.3 and own.pid not in others
+        with pytest.raises(benchmark.UsageError, match="--require-idle: the machine is busy"):
+            benchmark.require_idle(seconds=1.0)
+    finally:
+        os.kill(foreign, 9)
+        own.kill()
+        own.wait()
+
+
+def test_the_report_says_when_runs_were_measured_beside_other_work():
+    def run(cores):
+        return {"load": {"other_cores": cores, "busy": cores > benchmark.BUSY_CORES}}
+    quiet = {"configs": {"a.yaml": {"runs": {"old": [run(0.01)], "new": [run(0.02)]}}}}
+    noisy = {"configs": {"a.yaml": {"runs": {"old": [run(0.01)], "new": [run(0.9)]}}}}
+    assert benchmark.load_line(quiet).startswith("idle")
+    assert benchmark.load_line(noisy).startswith("BUSY: 1 of 2 measured runs") and "0.90 cores" in benchmark.load_line(noisy)
+    assert benchmark.load_line({"configs": {"a.yaml": [run(0.5)]}}).startswith("BUSY")  # plain mode's runs

@@ -47,6 +47,13 @@ tree's train.py, many updates) going during each measured run: started before
 it, killed after it, each in its own process group and working directory, so a
 row shows how the trainer fares on a busy machine. Such rows say "busy N".
 
+Every measured run also records how busy the machine was beside it: the CPU time
+that processes outside the benchmark's own tree used meanwhile (from /proc) and
+the 1-minute load average. A run beside more than BUSY_CORES cores of other work
+is marked in the report ("Load:" line, and per row), so a figure taken beside
+other work is never read as one taken alone. --require-idle refuses to start when
+the machine is busy (exit code 2) and fails when a measured run was (exit code 1).
+
 Errors a user can cause (unknown ref, no git or no repository, a config that does
 not exist, too few repeats) end in one line on stderr and exit code 2, before
 anything is created; a failing train.py ends with exit code 1 and its stderr's end.
@@ -100,6 +107,71 @@ def machine() -> dict:
     import torch
     return {"cpu": model, "cores": os.cpu_count(), "torch": torch.__version__,
             "torch_threads_update": torch.get_num_threads(), "device": "cpu", "python": platform.python_version()}
+
+
+BUSY_CORES = 0.1  # other processes using more than this many cores on average make a measurement "busy"
+
+
+def _processes() -> dict[int, tuple[int, float]]:
+    """{pid: (parent pid, CPU seconds so far)} of every live process, from /proc/<pid>/stat."""
+    tick = os.sysconf("SC_CLK_TCK")
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            found[int(entry.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)  # ppid, utime+stime
+    return found
+
+
+def _descendants(processes: dict[int, tuple[int, float]], root: int) -> set[int]:
+    tree, grew = {root}, True
+    while grew:
+        more = {pid for pid, (parent, _) in processes.items() if parent in tree} - tree
+        tree |= more
+        grew = bool(more)
+    return tree
+
+
+def other_cpu(before: dict[int, tuple[int, float]], after: dict[int, tuple[int, float]]) -> dict[int, float]:
+    """{pid: CPU seconds between the two process tables} of every process outside this one's tree."""
+    ours = _descendants(after, os.getpid()) | _descendants(before, os.getpid())
+    return {pid: cpu - (before[pid][1] if pid in before else 0.0) for pid, (_, cpu) in after.items()
+            if pid not in ours}
+
+
+def load_snapshot(before: dict | None = None) -> dict:
+    """How busy the machine is, without this process and its descendants (the measured runs).
+
+    Without `before`: a starting point (every process's CPU seconds, the 1-minute load average).
+    With it: what other processes did since, as {seconds, other_cpu_seconds, other_cores (their
+    average over the interval), load_average_start, load_average_end, busy (other_cores above
+    BUSY_CORES), summary}. A process that started and ended between the two snapshots is not seen,
+    so the figure is a lower bound; a stopped one (SIGSTOP) counts nothing."""
+    now, processes, load = time.perf_counter(), _processes(), os.getloadavg()[0]
+    if before is None:
+        return {"time": now, "processes": processes, "load_average": load}
+    other = sum(other_cpu(before["processes"], processes).values())
+    seconds = now - before["time"]
+    cores = max(0.0, other) / max(seconds, 1e-9)
+    busy = cores > BUSY_CORES
+    summary = (f"{'busy' if busy else 'idle'}: other processes used {cores:.2f} cores on average over {seconds:.0f} s "
+               f"(load average {before['load_average']:.2f} -> {load:.2f})")
+    return {"seconds": seconds, "other_cpu_seconds": max(0.0, other), "other_cores": cores,
+            "load_average_start": before["load_average"], "load_average_end": load, "busy": busy,
+            "summary": summary}
+
+
+def require_idle(seconds: float = 3.0) -> None:
+    """Refuses (UsageError) when other processes keep the machine busy over a short sample."""
+    sample = load_snapshot()
+    time.sleep(seconds)  # the interval measured, not a wait for an event
+    load = load_snapshot(sample)
+    if load["busy"]:
+        raise UsageError(f"--require-idle: the machine is {load['summary']}; stop that work or measure without "
+                         "--require-idle (the figures are then marked busy)")
 
 
 def tree_rss_mb(root: int) -> float:
@@ -248,10 +320,18 @@ def compile_tree(tree: Path) -> None:
                 compileall.compile_file(os.path.join(folder, name), quiet=2)
 
 
-def measure(tree: Path, config: Path, overrides: list[str], busy: int, load_tree: Path, label: str = "") -> dict:
-    """One measured run of `tree`'s train.py, with `busy` loads of `load_tree`'s train.py around it."""
+def measure(tree: Path, config: Path, overrides: list[str], busy: int, load_tree: Path, label: str = "",
+            idle: bool = False) -> dict:
+    """One measured run of `tree`'s train.py, with `busy` loads of `load_tree`'s train.py around it, and
+    what other processes did meanwhile ("load"); with idle, a run beside other work is a RunError."""
     with busy_load(busy, load_tree, config, overrides):
-        return {**run_train(tree, config, overrides, label), "busy": busy}
+        before = load_snapshot()
+        run = run_train(tree, config, overrides, label)
+        load = load_snapshot(before)
+    if idle and load["busy"]:
+        raise RunError(f"--require-idle: a run of {config.name} was measured beside other work ({load['summary']}); "
+                       "stop that work and measure again")
+    return {**run, "busy": busy, "load": {k: v for k, v in load.items() if k != "summary"}}
 
 
 # ---------------------------------------------------------------- plain-mode extras
@@ -360,7 +440,10 @@ def summarize(runs: list[dict]) -> dict:
         return statistics.median(r[key] for r in runs)
     walls = [r["wall_seconds"] for r in runs]
     rates = [r["steps_per_second"] for r in runs]
+    others = [r["load"]["other_cores"] for r in runs if "load" in r]
     return {"runs": len(runs), "busy": runs[0].get("busy", 0), "env_steps": runs[0]["env_steps"],
+            "other_cores_max": max(others, default=None),
+            "runs_beside_other_work": sum(r["load"]["busy"] for r in runs if "load" in r),
             "wall_seconds_median": statistics.median(walls), "wall_seconds_min": min(walls),
             "wall_seconds_max": max(walls),
             "steps_per_second_median": statistics.median(rates), "steps_per_second_min": min(rates),
@@ -386,7 +469,7 @@ def against_markdown(report: dict) -> list[str]:
     lines = [f"# Speed against {old['ref']}", "", f"Command: `{report['command']}`  ", f"Date: {report['date']}  ",
              f"Machine: {m['cpu']}, {m['cores']} cores, torch {m['torch']} on the CPU, Python {m['python']}; "
              f"load average {report['load_average_start']:.2f} at the start, {report['load_average_end']:.2f} "
-             "at the end  ",
+             "at the end  ", f"Load: {load_line(report)}  ",
              f"Old: `{old['ref']}` = {old['commit']}  ", f"New: the working tree, {new['commit']}"
              + (" + uncommitted changes" if new["uncommitted_changes"] else ""), "",
              f"Runs alternated old, new, old, new, ... ({report['repeats']} each per config{busy}). "
@@ -400,6 +483,8 @@ def against_markdown(report: dict) -> list[str]:
             s, commit = entry[side], report[side]["commit"][:7]
             commit += "+" if side == "new" and new["uncommitted_changes"] else ""
             mark = f", busy {s['busy']}" if s["busy"] else ""
+            if s.get("runs_beside_other_work"):
+                mark += f", {s['runs_beside_other_work']} run(s) beside other work (up to {s['other_cores_max']:.2f} cores)"
             lines.append(f"| {config if side == 'old' else ''} | {side}{mark} | {commit} | "
                          f"{s['wall_seconds_median']:.2f} ({s['wall_seconds_min']:.2f}-{s['wall_seconds_max']:.2f}) | "
                          f"{s['steps_per_second_median']:.0f} ({s['steps_per_second_min']:.0f}-"
@@ -423,10 +508,28 @@ def against_markdown(report: dict) -> list[str]:
     return lines
 
 
+def load_line(report: dict) -> str:
+    """How busy the machine was during the measured runs: idle, or which runs had other work beside them."""
+    runs = [r for entry in report["configs"].values()
+            for r in (entry["runs"]["old"] + entry["runs"]["new"] if isinstance(entry, dict) and "runs" in entry
+                      else entry)]
+    loads = [r["load"] for r in runs if "load" in r]
+    if not loads:
+        return "not recorded"
+    busy = [load for load in loads if load["busy"]]
+    worst = max(load["other_cores"] for load in loads)
+    if not busy:
+        return (f"idle: during every measured run other processes used at most {worst:.2f} cores on average "
+                f"(below {BUSY_CORES}; CPU time of the processes outside the benchmark's own, from /proc)")
+    return (f"BUSY: {len(busy)} of {len(loads)} measured runs had other work beside them, up to {worst:.2f} cores "
+            "on average: these figures are not taken alone")
+
+
 def plain_markdown(report: dict) -> list[str]:
     m = report["machine"]
     lines = ["# Benchmark", "", f"Command: `{report['command']}`  ",
-             f"Machine: {m['cpu']}, {m['cores']} cores, torch {m['torch']} on the CPU, Python {m['python']}", "",
+             f"Machine: {m['cpu']}, {m['cores']} cores, torch {m['torch']} on the CPU, Python {m['python']}  ",
+             f"Load: {load_line(report)}", "",
              "| config | env steps | wall s (median, min-max) | steps/s (end to end) | env | inference | buffer "
              "| update | peak RSS MB, trainer | peak RSS MB, all processes |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -478,7 +581,7 @@ def plain(args, root: Path, configs: dict[str, Path], prefix: Path, command: str
     for name, config in configs.items():
         runs = []
         for _ in range(args.repeats):
-            runs.append(measure(root, config, args.set, args.busy, root))
+            runs.append(measure(root, config, args.set, args.busy, root, idle=args.require_idle))
             print(name, json.dumps(runs[-1]), flush=True)
             if args.sb3 and config.stem == "cartpole_masked":
                 report["sb3"].append(run_sb3(runs[-1]["env_steps"]))
@@ -516,7 +619,7 @@ def against(args, root: Path, configs: dict[str, Path], prefix: Path, command: s
             runs = {side: [] for side in SIDES}
             for side in alternate(args.repeats):
                 own = trees[side] / config.relative_to(root.resolve()) if args.own_configs else config
-                run = measure(trees[side], own, args.set, args.busy, root, labels[side])
+                run = measure(trees[side], own, args.set, args.busy, root, labels[side], idle=args.require_idle)
                 runs[side].append(run)
                 print(f"{name} {side} {len(runs[side])}/{args.repeats}: wall {run['wall_seconds']:.2f} s, "
                       f"{run['steps_per_second']:.0f} steps/s" + (f", busy {args.busy}" if args.busy else ""),
@@ -549,6 +652,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--out", metavar="PREFIX", help="write PREFIX.json and PREFIX.md (default "
                         "results/benchmark, with --against results/benchmark_against; a folder: FOLDER/<name>)")
     parser.add_argument("--name", help="output name in results/ (results/<name>.json, .md)")
+    parser.add_argument("--require-idle", action="store_true",
+                        help=f"refuse to start when other processes use more than {BUSY_CORES} cores, and fail "
+                             "when a measured run had such work beside it")
     parser.add_argument("--ceiling", action="store_true", help="also measure the env-only ceiling (random actions)")
     parser.add_argument("--sb3", action="store_true",
                         help="alternate each masked-CartPole run with sb3-contrib's RecurrentPPO (bench extra)")
@@ -597,6 +703,8 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     previous = signal.signal(signal.SIGTERM, on_sigterm)
     try:
         configs, prefix = check(args, root)
+        if args.require_idle:
+            require_idle()
         if args.against is not None:
             if args.repeats < MIN_REPEATS:
                 print(f"warning: {args.repeats} run(s) per side: a quick check, not a speed claim "

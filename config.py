@@ -14,6 +14,7 @@ import os
 import re
 import reprlib
 import sys
+import time
 import typing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -158,32 +159,45 @@ class Config:
     # (CPUs with AVX-512 BF16 or AMX, GPUs that support it), else float32
     precision: str = "float32"
     worker_processes: int = 0  # processes stepping the environments; 0: step them in the trainer's process
-    torch_threads: int = 0  # torch intra-op threads; 0: the cores other processes leave idle at the start, at least 1
+    torch_threads: int = 0  # torch intra-op threads; 0: the cores other processes leave idle at the start, at least 1 (IdleCores)
     checkpoint_interval: int = 25  # save models/<run-id>.pt every K updates (and at the end); 0: only at the end
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
-    def threads(self) -> int:
-        """The run's torch threads: torch_threads, or with 0 idle_cores()."""
-        return self.torch_threads or idle_cores()
 
 
-def idle_cores(sample_seconds: float = 0.2) -> int:
-    """The cores this process may use less those other processes kept busy over a short sample
-    (rounded), at least 1: what torch_threads 0 means.
+class IdleCores:
+    """What torch_threads 0 means: the cores this process may use less those other processes kept busy
+    (rounded), at least 1, sampled while the run starts.
 
     Why not one thread per core: on this project's 2-core machine (results/speed/threads.md),
     alone, 2 threads ran masked CartPole 1.19x and MiniGrid 1.55x as fast as 1 thread; beside one
     other training run, 2 threads ran both at 0.14x of 1 thread's speed, because threads that
     outnumber the free cores wait on each other at every parallel step. So a run takes every core
     only when nothing else is running as it starts.
+
+    The sample spans the run's own start-up (making the environment and the model, from the
+    constructor to count()) instead of a pause of its own, and this process's CPU time over it is
+    taken off what the cores did: a 0.2 s pause had been a tenth of a whole PoC run's start-up. It
+    lasts at least `minimum` seconds (the pause's length) when the start-up is quicker.
     """
-    import psutil
-    cores = sorted(os.sched_getaffinity(0))
-    percent = psutil.cpu_percent(interval=sample_seconds, percpu=True)  # this process sleeps meanwhile
-    busy = sum(percent[i] for i in cores if i < len(percent)) / 100
-    return max(1, len(cores) - round(busy))
+
+    def __init__(self):
+        import psutil
+        psutil.cpu_percent(percpu=True)  # the sample starts: psutil measures from its previous call
+        self._start, self._cpu = time.perf_counter(), time.process_time()
+
+    def count(self, minimum: float = 0.2) -> int:
+        import psutil
+        elapsed = time.perf_counter() - self._start
+        if elapsed < minimum:
+            time.sleep(minimum - elapsed)  # the rest of the sample's length: measures, waits for no event
+        percent = psutil.cpu_percent(percpu=True)
+        own = (time.process_time() - self._cpu) / (time.perf_counter() - self._start)  # cores this process used
+        cores = sorted(os.sched_getaffinity(0))
+        busy = sum(percent[i] for i in cores if i < len(percent)) / 100 - own
+        return max(1, len(cores) - round(max(0.0, busy)))
 
 
 def rollout_threads(threads: int, images: bool) -> int:

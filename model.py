@@ -20,6 +20,7 @@ current parameters (recurrence.refresh_states).
 """
 from __future__ import annotations
 
+import contextlib
 from typing import NamedTuple
 
 import gymnasium as gym
@@ -170,13 +171,18 @@ def bfloat16_is_fast(device: torch.device) -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
-def _no_gradient(device: torch.device):
-    """The grad mode of act() and value(): inference_mode, except inside an autocast region.
+def no_gradient(device: torch.device):
+    """The grad mode for acting: inference_mode, except inside an autocast region.
 
     inference_mode skips autograd's bookkeeping (a masked-CartPole step: 123 us against 142 us under
     no_grad), but under it autocast does not keep the weights' bfloat16 copies between calls and
     casts them again at every step (a MiniGrid step under bfloat16: 4.6 ms against 3.6 ms under
-    no_grad); results/speed/grad_mode.md."""
+    no_grad); results/speed/grad_mode.md. act() and value() enter it themselves unless their caller
+    already turned gradients off: the trainer's rollout enters it once for all its steps, which
+    saved 33-70 us of a 16-environment step on the fast configs (alternated in one process, best of
+    12; the end-to-end effect: results/speed/fast_against_5176396.md)."""
+    if not torch.is_grad_enabled():
+        return contextlib.nullcontext()
     return torch.no_grad() if torch.is_autocast_enabled(device.type) else torch.inference_mode()
 
 
@@ -425,7 +431,7 @@ class ActorCritic(nn.Module):
     def act(self, obs: torch.Tensor, state: torch.Tensor, deterministic: bool = False,
             action_mask: torch.Tensor | None = None, previous: torch.Tensor | None = None) -> ActOutput:
         """obs (B, *obs_shape), state (B, S), action_mask (B, A) bool or None, previous (B, P) (needed when P > 0)."""
-        with _no_gradient(obs.device):
+        with no_gradient(obs.device):
             y, state = self._step(obs, state, previous)
             params, values = self._heads(y)
             actions, log_probs = self.distribution.sample(params, action_mask, deterministic)
@@ -433,7 +439,7 @@ class ActorCritic(nn.Module):
 
     def value(self, obs: torch.Tensor, state: torch.Tensor, previous: torch.Tensor | None = None) -> torch.Tensor:
         """V(obs) for B environments given the state and the previous input (B, P) before obs: (B,)."""
-        with _no_gradient(obs.device):
+        with no_gradient(obs.device):
             y, _ = self._step(obs, state, previous)
             return self._heads(y)[1]
 

@@ -18,11 +18,11 @@ import torch
 
 import checkpoint
 from buffer import RolloutBuffer
-from config import Config, rollout_threads, schedule_value
+from config import Config, IdleCores, rollout_threads, schedule_value
 from environments import spaces_of
 from evaluation import Evaluator
 from losses import StepStats, mean_metrics, ppo_loss, require_finite
-from model import autocast, build_model, check_precision
+from model import autocast, build_model, check_precision, no_gradient
 from normalization import Normalizers
 from optimizer import AdamW
 from summaries import PhaseTimes, Summaries, UpdateLog
@@ -35,7 +35,7 @@ class Trainer:
                  verbose: bool = True, summaries_path: str | Path | None = None):
         self.config, self.run_id, self.device = config, run_id, torch.device(device)
         check_precision(config.precision, self.device)
-        self.threads = config.threads()  # torch's intra-op threads for the update
+        idle = IdleCores() if config.torch_threads == 0 else None  # sampled while the environment and model are made
         torch.set_num_threads(1)  # the orthogonal init's QR rounds by thread count: a seed's weights at any count
         torch.manual_seed(config.seed)
         np.random.seed(config.seed)
@@ -44,8 +44,9 @@ class Trainer:
         seeds = environment_seeds(config.seed, W)
         probe = config.environment.make()  # one environment for the spaces, before any worker starts
         self.spaces = spaces_of(probe, seeds[0])
-        self.rollout_threads = rollout_threads(self.threads, self.spaces.observation.images)
         self.model = build_model(config, self.spaces).to(self.device)
+        self.threads = config.torch_threads or idle.count()  # torch's intra-op threads for the update
+        self.rollout_threads = rollout_threads(self.threads, self.spaces.observation.images)
         torch.set_num_threads(self.threads)
         self.optimizer = AdamW(self.model.parameters(), lr=config.learning_rate_schedule.initial,
                                eps=config.optimizer.eps, weight_decay=config.optimizer.weight_decay)
@@ -132,8 +133,9 @@ class Trainer:
         episodes = []
         start = time.perf_counter()
         torch.set_num_threads(self.rollout_threads)
-        # one autocast region for the whole rollout: the weights' bfloat16 copies are made once, not every step
-        with self.autocast():
+        # one autocast region for the whole rollout: the weights' bfloat16 copies are made once, not every
+        # step; and one grad mode (model.no_gradient): act() then enters none of its own at every step
+        with self.autocast(), no_gradient(self.device):
             for t in range(self.config.worker_steps):
                 obs = norm.observation(self.obs, update=True)  # what the model and the buffer see
                 mask = self.envs.action_mask  # (W, A) allowed actions, or None; stored: the update uses the same

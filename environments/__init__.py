@@ -21,7 +21,7 @@ class SetupError(ValueError):
     """An environment that cannot be made as asked; the message is one line."""
 
 
-# Episode seeds are drawn from two disjoint halves of [0, 2**32 - 1): below HELD_OUT for every
+# Episode seeds are drawn from two disjoint halves of [0, 2**32): below HELD_OUT for every
 # environment seeded below it (training's, worker.environment_seeds), from HELD_OUT up for one
 # seeded at or above it (evaluation's, evaluation.evaluation_seeds). So no held-out episode ever
 # replays a training episode, however many each plays.
@@ -73,7 +73,8 @@ class EpisodeStats(gym.Wrapper):
         if seed is not None:
             self._seeds = np.random.default_rng(seed)
             self._half = HELD_OUT if seed >= HELD_OUT else 0
-        self._episode_seed = self._half + int(self._seeds.integers(2 ** 31 - 1))
+        # 31 random bits (a raw draw: 0.4 us against integers()' 1.9 us at every episode's start)
+        self._episode_seed = self._half + (int(self._seeds.bit_generator.random_raw()) >> 33)
         return self._reset(options)
 
     def _reset(self, options):
@@ -81,7 +82,7 @@ class EpisodeStats(gym.Wrapper):
         return self.env.reset(seed=self._episode_seed, options=options)
 
     def step(self, action):
-        self._actions.append(action.copy() if isinstance(action, np.ndarray) else action)
+        self._actions.append(action.copy() if type(action) is np.ndarray else action)
         obs, reward, terminated, truncated, info = self.env.step(action)
         self._return += float(reward)
         self._length += 1

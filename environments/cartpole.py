@@ -8,8 +8,10 @@ constants, Euler integration, thresholds, reward and start distribution of
 Gymnasium's CartPole-v1, written on Python floats: Gymnasium's version spends
 most of its step in numpy scalar calls and an action-space check, which made
 the environment the largest cost of training. tests/test_environments.py
-checks that both produce the same trajectories for the same seed and actions
-(to 1e-6: math.cos and np.cos may differ in the last bit).
+checks that both produce the same trajectories from the same state and actions
+(to 1e-6: math.cos and np.cos may differ in the last bit). The start state is
+drawn as Gymnasium draws it (each entry uniform in [-0.05, 0.05)), but from the
+seed by SplitMix64 (environments/seeding.py), not by Gymnasium's generator.
 """
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ import math
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+
+from environments.seeding import SplitMix64
 
 GRAVITY = 9.8
 MASS_CART = 1.0
@@ -48,13 +52,15 @@ class CartPole(gym.Env):
         self._max_steps = max_steps
         self._state = (0.0, 0.0, 0.0, 0.0)
         self._t = 0
+        self._rng = SplitMix64()
 
     def _obs(self) -> np.ndarray:
         return np.array(self._state, dtype=np.float32) * self._keep
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        super().reset(seed=seed)
-        self._state = tuple(float(v) for v in self.np_random.uniform(-0.05, 0.05, size=(4,)))
+        if seed is not None:  # drawn from the seed itself: environments/seeding.py says why
+            self._rng.seed(seed)
+        self._state = tuple(-0.05 + 0.1 * self._rng.random() for _ in range(4))  # uniform in [-0.05, 0.05)
         self._t = 0
         return self._obs(), {}
 

@@ -13,6 +13,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from environments.seeding import SplitMix64
+
 STEP = 0.2
 ENDS = 5  # the track ends sit at +-ENDS cells of STEP
 STARTS = np.array([-2, -1, 0, 1, 2])  # start cells: positions -0.4 .. 0.4
@@ -31,6 +33,7 @@ class PocMemoryEnv(gym.Env):
         self._cell = 0
         self._goals = np.zeros(2, dtype=np.float32)
         self._t = 0
+        self._rng = SplitMix64()
 
     def _obs(self) -> np.ndarray:
         shown = self._t <= SHOW_STEPS
@@ -38,9 +41,10 @@ class PocMemoryEnv(gym.Env):
         return np.array([left, self._cell * STEP, right], dtype=np.float32)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        super().reset(seed=seed)
-        self._cell = int(STARTS[self.np_random.integers(len(STARTS))])
-        plus_right = self.np_random.random() < 0.5
+        if seed is not None:  # drawn from the seed itself: environments/seeding.py says why
+            self._rng.seed(seed)
+        self._cell = int(STARTS[self._rng.integers(len(STARTS))])
+        plus_right = self._rng.random() < 0.5
         self._goals = np.array([-1.0, 1.0] if plus_right else [1.0, -1.0], dtype=np.float32)
         self._t = 0
         return self._obs(), {}

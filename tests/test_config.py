@@ -180,8 +180,23 @@ def test_torch_threads_0_takes_the_cores_other_processes_leave_idle(monkeypatch,
     import psutil
 
     import config
-    monkeypatch.setattr(psutil, "cpu_percent", lambda interval, percpu: percent)
+    monkeypatch.setattr(psutil, "cpu_percent", lambda interval=None, percpu=False: percent)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: affinity)
-    assert config.idle_cores() == expected
-    assert config_from_dict({"torch_threads": 0}).threads() == expected
-    assert config_from_dict({"torch_threads": 1}).threads() == 1
+    monkeypatch.setattr(config.time, "process_time", lambda: 0.0)  # this process used no CPU meanwhile
+    assert config.IdleCores().count(minimum=0.0) == expected
+
+
+def test_the_idle_cores_sample_leaves_out_this_processs_own_start_up(monkeypatch):
+    """The sample spans the run's own start-up: one core kept busy by this process is not another's."""
+    import os
+
+    import psutil
+
+    import config
+    clock = iter([10.0, 11.0, 11.0])  # start, elapsed check, end: a 1 s sample
+    cpu = iter([5.0, 6.0])  # this process used 1 CPU second in it
+    monkeypatch.setattr(config.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(config.time, "process_time", lambda: next(cpu))
+    monkeypatch.setattr(psutil, "cpu_percent", lambda interval=None, percpu=False: [100.0, 0.0])
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    assert config.IdleCores().count() == 2

@@ -67,14 +67,17 @@ def balancing_action(obs):
 
 
 def test_cartpole_matches_gymnasium_cartpole_v1():
+    """From the same state, the same actions give the same trajectories (our start state is drawn from
+    the seed by environments/seeding.py, so it is put to Gymnasium's here)."""
     reference = gym.make("CartPole-v1", max_episode_steps=200)
     ours = CartPole(masked=False)
     rng = np.random.default_rng(0)
     truncations = 0
     for episode in range(30):
         a, _ = reference.reset(seed=episode)
-        b, _ = ours.reset(seed=episode)
-        np.testing.assert_array_equal(a, b)
+        ours.reset(seed=episode)
+        ours._state = tuple(float(v) for v in reference.unwrapped.state)
+        np.testing.assert_array_equal(a, ours._obs())
         while True:
             action = balancing_action(a) if episode % 2 else int(rng.integers(2))
             a, ra, ta, tra, _ = reference.step(action)
@@ -87,6 +90,24 @@ def test_cartpole_matches_gymnasium_cartpole_v1():
                 truncations += bool(trb)
                 break
     assert truncations > 0  # the 200-step limit was reached and reported as truncation
+
+
+def test_the_start_states_are_gymnasiums_distribution_drawn_from_the_seed():
+    """Each entry uniform in [-0.05, 0.05), independent, the same for the same seed; PoC's goal side and
+    start cell each near equally likely."""
+    env = CartPole(masked=False)
+    starts = np.array([env.reset(seed=seed)[0] for seed in range(4000)])
+    assert starts.min() >= -0.05 and starts.max() < 0.05
+    np.testing.assert_allclose(starts.mean(axis=0), 0.0, atol=0.003)  # 4000 draws: std of a mean 0.0005
+    np.testing.assert_allclose(starts.std(axis=0), 0.1 / np.sqrt(12), rtol=0.05)
+    assert abs(np.corrcoef(starts.T)[0, 1:]).max() < 0.06
+    np.testing.assert_array_equal(env.reset(seed=7)[0], CartPole(masked=False).reset(seed=7)[0])
+    assert not np.array_equal(env.reset(seed=7)[0], env.reset(seed=8)[0])
+    poc = PocMemoryEnv()
+    firsts = np.array([poc.reset(seed=seed)[0] for seed in range(4000)])  # (left goal, position, right goal)
+    for column, kinds in ((0, 2), (1, 5)):  # the goal side; the 5 start cells
+        values, counts = np.unique(firsts[:, column], return_counts=True)
+        assert len(values) == kinds and np.all(abs(counts - 4000 / kinds) < 150), (column, values, counts)
 
 
 def test_masked_cartpole_hides_velocities_and_reports_raw_return():

@@ -76,3 +76,37 @@ def test_the_config_sets_epsilon_and_weight_decay_and_wins_over_a_resumed_checkp
         assert changed.optimizer.steps == trainer.optimizer.steps  # the moments and step count are the saved ones
     finally:
         changed.close()
+
+
+def test_the_flat_update_is_the_per_parameter_update_to_the_bit_and_keeps_the_parameters_shared():
+    """A small group is updated as one flat tensor: the parameters become views of it (the model still
+    holds and trains them), and every step equals one parameter at a time exactly; a step where a
+    parameter has no gradient falls back to one parameter at a time."""
+    torch.manual_seed(2)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.ReLU(), torch.nn.Linear(5, 2))
+    twin = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.ReLU(), torch.nn.Linear(5, 2))
+    twin.load_state_dict(model.state_dict())
+    flat, loop = AdamW(model.parameters(), lr=1e-2), AdamW(twin.parameters(), lr=1e-2, flat=False)
+    assert flat._flat[0] is not None and loop._flat[0] is None
+    x = torch.randn(8, 6)
+    for step in range(20):
+        for net, optimizer in ((model, flat), (twin, loop)):
+            optimizer.zero_grad()
+            net(x).square().sum().backward()
+            if step == 10:
+                net[2].bias.grad = None  # no gradient this step
+            optimizer.step()
+        for a, b in zip(model.parameters(), twin.parameters()):
+            assert torch.equal(a, b)
+    shared = flat._flat[0][0]
+    assert all(p.untyped_storage().data_ptr() == shared.untyped_storage().data_ptr() for p in model.parameters())
+    state = flat.state_dict()
+    again = AdamW(torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.ReLU(), torch.nn.Linear(5, 2)).parameters())
+    again.load_state_dict(state)
+    assert all(torch.equal(a, b) for a, b in zip(again.exp_avg_sq, flat.exp_avg_sq))
+
+
+def test_a_large_group_is_updated_one_parameter_at_a_time():
+    from optimizer import FLAT_MAX_VALUES
+    big = [torch.zeros(FLAT_MAX_VALUES + 1, requires_grad=True)]
+    assert AdamW(big)._flat == [None]

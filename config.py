@@ -180,7 +180,8 @@ class IdleCores:
     The sample spans the run's own start-up (making the environment and the model, from the
     constructor to count()) instead of a pause of its own, and this process's CPU time over it is
     taken off what the cores did: a 0.2 s pause had been a tenth of a whole PoC run's start-up. It
-    lasts at least `minimum` seconds (the pause's length) when the start-up is quicker.
+    lasts at least `minimum` seconds when the start-up is quicker (a PoC run's takes 30 ms): 0.1 s,
+    ten of the kernel's 10 ms ticks per core, enough to tell a busy core from an idle one.
     """
 
     def __init__(self):
@@ -188,7 +189,7 @@ class IdleCores:
         psutil.cpu_percent(percpu=True)  # the sample starts: psutil measures from its previous call
         self._start, self._cpu = time.perf_counter(), time.process_time()
 
-    def count(self, minimum: float = 0.2) -> int:
+    def count(self, minimum: float = 0.1) -> int:
         import psutil
         elapsed = time.perf_counter() - self._start
         if elapsed < minimum:

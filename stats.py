@@ -157,7 +157,7 @@ def read_scalars(folder: Path, tags: dict[str, str]) -> dict[int, dict[str, floa
 
 # ------------------------------------------------------------------ runs and grid points
 TAGS = {TAG: "reward", "time/env_steps": "steps", "episode/success_mean": "success",
-        "time/steps_per_second": "speed"}
+        "time/steps_per_second": "speed", "eval/reward_mean": "eval"}
 
 
 class InputError(ValueError):
@@ -174,6 +174,16 @@ class Run:
     reward: np.ndarray  # (updates,) episode/reward_mean_last100; NaN before the first episode ends
     success: np.ndarray | None  # (updates,) episode/success_mean, NaN where absent; None: never reported
     speed: float = float("nan")  # the median over updates of time/steps_per_second (NaN: never reported)
+    # eval/reward_mean at the updates where the run evaluated (config `evaluation`): (evaluations,) each
+    evaluation_update: np.ndarray | None = None
+    evaluation: np.ndarray | None = None
+
+    @property
+    def final_evaluation(self) -> float | None:
+        """The held-out score after the run's last update (the trainer evaluates there); None: no evaluation."""
+        if self.evaluation is None or self.evaluation_update[-1] != self.update[-1]:
+            return None
+        return float(self.evaluation[-1])
 
     @property
     def seed(self) -> Any:
@@ -209,8 +219,11 @@ def load_run(folder: Path) -> Run | None:
     reward = _carry_forward(np.array([r.get("reward", np.nan) for r in rows]))
     success = np.array([r.get("success", np.nan) for r in rows]) if any("success" in r for r in rows) else None
     speeds = [r["speed"] for r in rows if "speed" in r]
+    evaluated = [(u, by_update[u]["eval"]) for u in updates if "eval" in by_update[u]]
     return Run(folder, config, np.array(updates), np.array([r["steps"] for r in rows]), reward, success,
-               float(np.median(speeds)) if speeds else float("nan"))
+               float(np.median(speeds)) if speeds else float("nan"),
+               np.array([u for u, _ in evaluated]) if evaluated else None,
+               np.array([e for _, e in evaluated]) if evaluated else None)
 
 
 def load_runs(paths: list[str | Path]) -> list[Run]:
@@ -241,6 +254,11 @@ class GridPoint:
     def scores(self, last: int = 1) -> np.ndarray:
         """Final scores of the scored runs: (seeds,)."""
         return np.array([run.final_score(last) for run in self.runs])
+
+    def evaluation_scores(self) -> np.ndarray | None:
+        """Final held-out evaluations of the scored runs (seeds,), or None unless every one has one."""
+        finals = [run.final_evaluation for run in self.runs]
+        return None if any(f is None for f in finals) else np.array(finals)
 
     def curves(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(updates (U,), env steps (U,), rewards (seeds, U)) at the U updates every scored run has."""
@@ -350,10 +368,16 @@ def summarise(point: GridPoint, taus: np.ndarray, threshold: float | None, last:
     scores = point.scores(last)  # (seeds,)
     updates, steps, curves = point.curves()  # (updates,), (updates,), (seeds, updates)
     at_least = fraction_at_least([scores], threshold, **bootstrap) if threshold is not None else None
+    evaluations = point.evaluation_scores()  # (seeds,) or None
     return {
         "label": point.label, "config": point.config, "seeds": len(scores),
-        "runs": [{"seed": r.seed, "folder": str(r.folder), "updates": r.updates, "final_score": float(score)}
+        "runs": [{"seed": r.seed, "folder": str(r.folder), "updates": r.updates, "final_score": float(score),
+                  "final_evaluation": r.final_evaluation,
+                  "evaluations": None if r.evaluation is None else {"update": r.evaluation_update.tolist(),
+                                                                    "reward_mean": r.evaluation.tolist()}}
                  for r, score in zip(point.runs, scores)],
+        "final_evaluation": None if evaluations is None else
+        {name: _as_json(i) for name, i in aggregates([evaluations], **bootstrap).items()},
         "stopped_early": [{"seed": r.seed, "folder": str(r.folder), "updates": r.updates} for r in point.stopped],
         "final_score": {name: _as_json(i) for name, i in aggregates([scores], **bootstrap).items()},
         "fraction_at_least_threshold": _as_json(at_least) if at_least is not None else None,
@@ -386,6 +410,16 @@ def table(summaries: list[dict], settings: dict) -> str:
         cells = [s["label"], str(s["seeds"]), _cell(score["mean"]), _cell(score["median"]), _cell(score["iqm"]),
                  *fraction, f"{s['steps_per_second']:.0f}", str(len(s["stopped_early"]))]
         lines.append("| " + " | ".join(cells) + " |")
+    evaluated = [s for s in summaries if s.get("final_evaluation")]
+    if evaluated:
+        lines += ["", "Final held-out evaluation: eval/reward_mean after each run's last update (config `evaluation`: "
+                  "held-out episodes, scored as enjoy.py scores).", "",
+                  "| grid point | seeds | mean | median | IQM | per seed |", "|---|---:|---|---|---|---|"]
+        for s in evaluated:
+            score = s["final_evaluation"]
+            per_seed = ", ".join(f"{r['final_evaluation']:.3f}" for r in s["runs"])
+            lines.append(f"| {s['label']} | {s['seeds']} | {_cell(score['mean'])} | {_cell(score['median'])} | "
+                         f"{_cell(score['iqm'])} | {per_seed} |")
     return "\n".join(lines) + "\n"
 
 

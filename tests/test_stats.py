@@ -125,7 +125,7 @@ CONFIG = {"seed": 0, "updates": 5, "learning_rate_schedule": {"initial": 3e-4, "
           "environment": {"type": "PocMemoryEnv", "name": "", "kwargs": {}}}
 
 
-def write_run(folder, seed, rewards, steps_per_update=2048, **changes):
+def write_run(folder, seed, rewards, steps_per_update=2048, evaluations=None, **changes):
     """A run folder as train.py leaves it: config.json and TensorBoard scalars for updates 1, 2, ..."""
     from torch.utils.tensorboard import SummaryWriter
     config = json.loads(json.dumps(CONFIG))
@@ -144,6 +144,8 @@ def write_run(folder, seed, rewards, steps_per_update=2048, **changes):
             writer.add_scalar("episode/reward_mean_last100", reward, update)
         writer.add_scalar("time/env_steps", update * steps_per_update, update)
         writer.add_scalar("time/steps_per_second", 1000 + 100 * seed + update, update)  # run median 1002 + 100 seed
+    for update, score in (evaluations or {}).items():  # {update: eval/reward_mean}
+        writer.add_scalar("eval/reward_mean", score, update)
     writer.close()
     return folder
 
@@ -223,6 +225,25 @@ def test_report_writes_the_table_json_and_figure(tmp_path):
     assert len(point["profile"]["tau"]) == len(point["profile"]["value"]) == 101
     assert result["reference"].endswith("poc_memory_env.csv") and result["n_resamples"] == 500
     assert (tmp_path / "out" / "poc.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_final_held_out_evaluation_is_reported_over_seeds(tmp_path):
+    """Runs that evaluated (config `evaluation`): each run's evaluation after its last update, and their
+    IQM with its interval, beside the training score; a run whose last update had no evaluation has none."""
+    finals = {0: 0.96, 1: 0.5, 2: 0.97, 3: 0.95}
+    for seed, final in finals.items():
+        write_run(tmp_path / "runs" / f"s{seed}", seed, [0.5, 0.9, 0.96], evaluations={2: 0.8, 3: final})
+    markdown = stats.report([tmp_path / "runs"], tmp_path / "out" / "e", n_resamples=500)
+    assert "Final held-out evaluation" in markdown
+    row = markdown.splitlines()[-1]
+    assert row.startswith("| PocMemoryEnv | 4 |") and row.endswith("| 0.960, 0.500, 0.970, 0.950 |")
+    (point,) = json.loads((tmp_path / "out" / "e.json").read_text())["grid_points"]
+    assert point["final_evaluation"]["iqm"]["value"] == pytest.approx(0.955)  # the middle two: 0.95, 0.96
+    assert point["runs"][0]["evaluations"] == {"update": [2, 3], "reward_mean": [pytest.approx(0.8),
+                                                                                pytest.approx(0.96)]}
+    write_run(tmp_path / "late" / "s0", 0, [0.5, 0.9, 0.96], evaluations={2: 0.8})
+    assert stats.load_runs([tmp_path / "late"])[0].final_evaluation is None
+    assert "held-out" not in stats.report([tmp_path / "late"], tmp_path / "out" / "late", n_resamples=100)
 
 
 def test_reference_for_picks_the_environments_curve():

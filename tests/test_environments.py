@@ -201,10 +201,8 @@ def test_a_stop_signal_while_worker_processes_start_still_reaches_the_trainer():
             assert signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, set())  # what the workers inherit
             assert signal.SIGTERM in signal.pthread_sigmask(signal.SIG_BLOCK, set())
             os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(0.05)
-        for _ in range(100):
-            if received:
-                break
+        deadline = time.time() + 60  # the handler runs at the main thread's next bytecode: the bound is a hang's
+        while not received and time.time() < deadline:
             time.sleep(0.01)
         assert received == [signal.SIGINT]
         assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())  # the mask is back

@@ -1,0 +1,113 @@
+"""`make test` on fresh clones, idle and beside a CPU-heavy job: does the suite ever fail by chance?
+
+    python tools/test_tally.py --clones 5 --load idle
+    python tools/test_tally.py --clones 5 --load busy --append
+
+Each clone is `git clone` of this repository's HEAD into a new temporary folder, where `make test`
+runs exactly as CI runs it (.ci/run: the virtual environment created and the pinned requirements
+installed first, then the whole suite spread over the cores). With --load busy, a CPU-heavy job
+keeps every core busy at normal priority during the whole clone's run (one `while True: pass`
+process per core, killed after it). Recorded per clone: the commit, the load asked for, what the
+machine really did beside it (other processes' CPU, from /proc, as tools/benchmark.py measures it),
+passed, failed, skipped, errors, the failures' names, and the wall time (install included). Writes
+results/test_tally.{md,json}; --append adds to the rows already there (the idle and busy rounds of
+one tally). Exits 1 if any clone's suite failed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent  # the repository root
+sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
+
+from tools.benchmark import load_snapshot, machine  # noqa: E402
+
+OUT = ROOT / "results" / "test_tally"
+
+
+def busy_job() -> list[subprocess.Popen]:
+    """One busy loop per core this process may use, at normal priority."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in os.sched_getaffinity(0)]
+
+
+def counts(output: str) -> dict:
+    """pytest's closing line: passed, failed, skipped, errors; and the names of the failed tests."""
+    tail = output.strip().splitlines()[-1] if output.strip() else ""
+    found = {kind: int(n) for n, kind in re.findall(r"(\d+) (passed|failed|skipped|errors?)", tail)}
+    found["errors"] = found.pop("error", 0) + found.pop("errors", 0)
+    return {kind: found.get(kind, 0) for kind in ("passed", "failed", "skipped", "errors")} | {
+        "failures": re.findall(r"^(?:FAILED|ERROR) (\S+)", output, re.MULTILINE), "closing_line": tail}
+
+
+def one_clone(commit: str, load: str) -> dict:
+    with tempfile.TemporaryDirectory(prefix="tally-") as tmp:
+        clone = Path(tmp) / "clone"
+        subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+        subprocess.run(["git", "-C", str(clone), "checkout", "-q", commit], check=True)
+        job = busy_job() if load == "busy" else []
+        before = load_snapshot()
+        start = time.perf_counter()
+        try:
+            result = subprocess.run(["bash", ".ci/run"], cwd=clone, capture_output=True, text=True)
+        finally:
+            for process in job:
+                process.kill()
+                process.wait()
+        wall = time.perf_counter() - start
+        seen = load_snapshot(before)
+    return {"commit": commit[:7], "load": load, "exit_code": result.returncode, "wall_seconds": wall,
+            "other_cores": seen["other_cores"], "load_average_start": seen["load_average_start"],
+            "load_average_end": seen["load_average_end"], **counts(result.stdout + result.stderr),
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+
+def markdown(rows: list[dict], report: dict) -> list[str]:
+    m = report["machine"]
+    lines = ["# make test on fresh clones, idle and beside a CPU-heavy job", "",
+             f"Commands: `python tools/test_tally.py --clones 5 --load idle`, then `... --load busy --append`. "
+             f"Machine: {m['cpu']}, {m['cores']} cores. Each clone ran `.ci/run` (install, then `make test`). "
+             "busy: one `while True: pass` process per core, at normal priority, during the whole run; other "
+             "cores: what processes outside the tally used meanwhile (the busy job counts there).", "",
+             "| clone | commit | load | other cores (average) | passed | failed | skipped | errors | wall | failures |",
+             "|---:|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    for i, r in enumerate(rows, 1):
+        lines.append(f"| {i} | {r['commit']} | {r['load']} | {r['other_cores']:.2f} | {r['passed']} | {r['failed']} | "
+                     f"{r['skipped']} | {r['errors']} | {r['wall_seconds'] / 60:.1f} min | "
+                     f"{', '.join(r['failures']) or '-'} |")
+    failed = sum(r["failed"] + r["errors"] > 0 or r["exit_code"] != 0 for r in rows)
+    lines += ["", f"{len(rows)} clones, {failed} with a failure."]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clones", type=int, default=5)
+    parser.add_argument("--load", choices=("idle", "busy"), default="idle")
+    parser.add_argument("--append", action="store_true", help="add to results/test_tally.json's rows")
+    args = parser.parse_args(argv)
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    rows = json.loads(OUT.with_suffix(".json").read_text())["rows"] if args.append else []
+    for i in range(args.clones):
+        rows.append(one_clone(commit, args.load))
+        r = rows[-1]
+        print(f"clone {len(rows)} ({args.load}): {r['closing_line']} ({r['wall_seconds'] / 60:.1f} min, other cores "
+              f"{r['other_cores']:.2f})", flush=True)
+    report = {"machine": machine(), "rows": rows}
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
+    OUT.with_suffix(".md").write_text("\n".join(markdown(rows, report)) + "\n")
+    return 1 if any(r["failed"] or r["errors"] or r["exit_code"] for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -16,6 +16,8 @@ $PY tools/benchmark.py --against 5176396 --own-configs --config configs/minigrid
 # beside one busy process: each side's own default thread choice
 $PY tools/benchmark.py --against 5176396 --own-configs --config configs/minigrid.yaml --set updates=2 \
     --busy 1 --repeats 3 --out results/speed/minigrid_against_5176396_busy
+# the fast configs: 7 runs a side, refused on (and failing beside) other work
 $PY tools/benchmark.py --against 5176396 --own-configs --config configs/cartpole_masked.yaml \
-    --config configs/poc_memory_env.yaml --set torch_threads=2 --repeats 3 \
+    --config configs/poc_memory_env.yaml --set torch_threads=2 --repeats 7 --require-idle \
     --out results/speed/fast_against_5176396
+$PY tools/speed/optimizer_flat.py

@@ -11,9 +11,10 @@ Options:
                      the policy's sampled actions: the same command gives the same scores [default: 0].
   --deterministic    Take the most probable action instead of sampling.
   --video=<path>     Record the episodes to a .gif (Pillow) or .mp4 (needs the video extra:
-                     pip install -r requirements-video.txt).
-  --render           Show the episodes in a window; without a display, record them to
-                     <model name>.gif instead.
+                     pip install -r requirements-video.txt). An existing file is refused.
+  --overwrite        Let --video replace an existing file.
+  --render           Show the episodes in a window (needs a display; without one, record
+                     them with --video instead).
 
 Without --video or --render the episodes run in parallel across the config's
 number of environments. Every episode prints one line (a progress bar on a terminal);
@@ -21,6 +22,7 @@ a summary follows. Exit codes: 0 done, 2 refused (bad flag or file), 130 stopped
 """
 from __future__ import annotations
 
+import errno
 import importlib.util
 import os
 import sys
@@ -80,12 +82,25 @@ def _stamp(frame: np.ndarray, t: int) -> np.ndarray:
     return frame
 
 
-def write_video(path: Path, frames: list[np.ndarray], fps: int = 8) -> None:
-    """Writes to a temporary name beside `path` and renames it: a failed write leaves no half file."""
+def write_video(path: Path, frames: list[np.ndarray], fps: int = 8, overwrite: bool = False) -> None:
+    """Writes to a temporary name beside `path` and renames it: a failed write leaves no half file.
+    Without overwrite, a file at `path` is never replaced, even one that appeared while the episodes
+    ran: the temporary file is hard-linked to `path`, which fails if anything is there."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp{path.suffix}")
     try:
         _write_frames(tmp, frames, fps)
-        os.replace(tmp, path)
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise FileExistsError(errno.EEXIST, "a file appeared there meanwhile; pass --overwrite to "
+                                      "replace it", str(path)) from None
+            except OSError as error:  # a file system without hard links: the check before the episodes stands
+                if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP) or os.path.lexists(path):
+                    raise
+                os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -126,24 +141,30 @@ def show(frames: list[np.ndarray], fps: int = 8) -> None:
 
 
 def _options(args: dict) -> tuple[int, int, Path | None, bool]:
-    """(episodes, seed, video path or None, show a window), every flag checked before anything runs."""
+    """(episodes, seed, video path or None, show a window), every flag checked before anything runs.
+    Nothing is written where the user did not ask: --render without a display is refused, not
+    turned into a file of an invented name."""
     episodes, seed = args["--episodes"], args["--seed"]
     if not episodes.isdigit() or int(episodes) < 1:
         raise ConfigError(f"--episodes must be a positive integer, got {episodes!r}")
     if not seed.isdigit() or int(seed) >= 2 ** 32:
         raise ConfigError(f"--seed must be an integer in [0, 2**32), got {seed!r}")
     video = Path(args["--video"]) if args["--video"] else None
+    if args["--overwrite"] and video is None:
+        raise ConfigError("--overwrite is for --video FILE: nothing else is written")
     window = False
     if args["--render"]:
         window = bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
         if not window and video is None:
-            video = Path(Path(args["--model"]).stem + ".gif")
-            print(f"no display: recording to {video} instead", flush=True)
+            raise ConfigError("--render needs a display and there is none here (no DISPLAY or WAYLAND_DISPLAY): "
+                              "record the episodes with --video FILE.gif instead")
     if video is not None:
         if video.suffix.lower() not in (".gif", ".mp4"):
             raise ConfigError(f"--video {video}: use a .gif or .mp4 file name")
         if video.is_dir() or not (video.parent.is_dir() and os.access(video.parent, os.W_OK)):
             raise ConfigError(f"--video {video}: {video.parent}/ is not a writable folder (or the path is a folder)")
+        if os.path.lexists(video) and not args["--overwrite"]:
+            raise ConfigError(f"--video {video} exists: choose another name, or pass --overwrite to replace it")
         if video.suffix.lower() == ".mp4" and importlib.util.find_spec("imageio_ffmpeg") is None:
             raise ConfigError("writing .mp4 needs the video extra: pip install -r requirements-video.txt "
                               "(or use a .gif)")
@@ -165,7 +186,7 @@ def main(argv=None) -> int:
                 results = evaluate(agent, episodes, seed, args["--deterministic"], on_episode=progress.episode)
         if video:
             try:
-                write_video(video, frames)
+                write_video(video, frames, overwrite=args["--overwrite"])
             except OSError as error:  # e.g. a full disk: the episodes' scores are still printed below
                 print(f"error: could not write {video} ({error.strerror or error})", file=sys.stderr)
                 print(summary(results))

@@ -1617,8 +1617,9 @@ def build_probes() -> list[Probe]:
                                                                                    "--episodes", "2"],
               setup=with_fixture("small", "small.pt"), code=(0,), stdout_has=("2 episodes",)))
     add(Probe("enjoy-render-without-display", "9", "--render without a display",
-              "enjoy.py --render, no DISPLAY: records r.gif instead (says so)",
-              [*enjoy, "--render", "--episodes", "1"], setup=R, code=(0,), exists=("repo/r.gif",)))
+              "enjoy.py --render, no DISPLAY: refused in one line pointing to --video FILE; no r.gif (nothing "
+              "written where the user did not ask)",
+              [*enjoy, "--render", "--episodes", "1"], setup=R, words=("--video",), absent=("repo/r.gif",)))
     export = ["checkpoint.py", "--inference-only"]
     add(Probe("export-missing-source", "9", "checkpoint.py: missing source",
               "checkpoint.py --inference-only models/none.pt small.pt: refused, 'not found'",

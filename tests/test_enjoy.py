@@ -100,9 +100,33 @@ def test_enjoy_cli_prints_episodes_and_summary_headless(tmp_path):
     lines = result.stdout.splitlines()
     assert sum(l.startswith("episode") for l in lines) == 5
     assert lines[-1].startswith("5 episodes: return") and "success rate" in lines[-1]
-    result = run_enjoy(tmp_path, "--model", str(model), "--episodes", "2", "--render")  # no display here
+
+
+
+@pytest.mark.slow
+def test_video_never_replaces_a_file_unasked_and_render_without_a_display_writes_nothing(tmp_path):
+    model = trained(tmp_path, updates=1)
+    (tmp_path / "mine.gif").write_bytes(b"a user's file")
+    result = run_enjoy(tmp_path, "--model", str(model), "--episodes", "1", "--video", "mine.gif")
+    assert result.returncode == 2 and "--overwrite" in result.stderr and result.stderr.count("\n") == 1
+    assert "episode" not in result.stdout and (tmp_path / "mine.gif").read_bytes() == b"a user's file"
+    result = run_enjoy(tmp_path, "--model", str(model), "--episodes", "1", "--video", "mine.gif", "--overwrite")
     assert result.returncode == 0, result.stderr
-    assert "no display: recording to poc.gif" in result.stdout and (tmp_path / "poc.gif").exists()
+    assert (tmp_path / "mine.gif").read_bytes().startswith(b"GIF")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = run_enjoy(tmp_path, "--model", str(model), "--episodes", "1", "--render")  # no display here
+    assert result.returncode == 2 and "--video" in result.stderr and result.stderr.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no <model name>.gif invented
+
+
+def test_a_video_that_appears_while_the_episodes_run_is_not_replaced(tmp_path):
+    frames = [np.zeros((4, 4, 3), dtype=np.uint8)] * 2
+    (tmp_path / "late.gif").write_bytes(b"written meanwhile")
+    with pytest.raises(FileExistsError):
+        write_video(tmp_path / "late.gif", frames)
+    assert (tmp_path / "late.gif").read_bytes() == b"written meanwhile" and len(list(tmp_path.iterdir())) == 1
+    write_video(tmp_path / "late.gif", frames, overwrite=True)
+    assert (tmp_path / "late.gif").read_bytes().startswith(b"GIF")
 
 
 @pytest.mark.slow

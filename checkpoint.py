@@ -37,9 +37,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from config import ConfigError, require_small
 from losses import NonFiniteError
 
 FORMAT = 2  # 1: pickled Python objects, no digest (before weights-only loading)
+# The most values (dict entries, list items; a tensor is one) a checkpoint may hold, counting shared
+# parts as often as they are referenced: a full checkpoint of 64 environments holds a few thousand,
+# and walking a million (the digest does) takes well under a second.
+MAX_CHECKPOINT_VALUES = 10 ** 6
 INFERENCE = ("format", "model", "config", "update", "steps", "run_id", "normalization")  # what acting needs
 # and what only a resumed run needs besides (capture() writes both, in this order)
 RESUME = ("summaries_path", "summaries", "optimizer", "rng", "environments", "obs", "state")
@@ -221,6 +226,10 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
                               "or not written by train.py)") from None
     if not isinstance(payload, dict):
         raise CheckpointError(f"corrupt checkpoint: {path} is not a checkpoint of this project")
+    try:  # before anything walks it: pickle's memo can repeat a part by reference, as yaml aliases do
+        require_small(payload, f"corrupt checkpoint: {path}", limit=MAX_CHECKPOINT_VALUES)
+    except ConfigError as error:
+        raise CheckpointError(str(error)) from None
     stored = payload.pop("digest", None)
     if stored is not None and stored != digest(payload):
         raise CheckpointError(f"corrupt checkpoint: {path} (its contents do not match its digest)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import itertools
 import math
 import os
 import re
@@ -219,26 +220,93 @@ def load_config(path: str | Path, overrides: list[str] = ()) -> Config:
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
     try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader) or {}
+        raw = read_yaml(path.read_text(encoding="utf-8")) or {}
     except UnicodeDecodeError:
         raise ConfigError(f"{path} is not a text file in UTF-8") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{path} is not valid yaml: {' '.join(str(error).split())}") from None
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from None
     return config_from_dict(raw, overrides)
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """yaml's safe loader, except that a key given twice in one mapping is an error
-    (plain yaml keeps the last one silently)."""
+# The most values (every mapping, list, key and scalar, counted as often as yaml aliases and merge
+# keys repeat them) a config may expand to: the shipped configs hold fewer than 200, and a long
+# list (an observation mask over a large vector) fits many times over; the whole config is walked
+# and written several times at start (checks, config.json, the checkpoint's digest), which takes
+# well under a second at this size, while a yaml "billion laughs" (9 levels of 10 aliases) would
+# expand to 10**9 and never start.
+MAX_CONFIG_VALUES = 100_000
+MAX_CONFIG_DEPTH = 64  # nesting: a config nests 3 levels; PyYAML and copy recurse once per level
 
-    def construct_mapping(self, node, deep=False):
+
+def read_yaml(text: str):
+    """A yaml document as PyYAML's safe loader reads it (merge keys `<<: *base` included, an explicit
+    key overriding a merged one), except that a key given twice in one mapping is an error, and a
+    document that expands past MAX_CONFIG_VALUES values or nests past MAX_CONFIG_DEPTH is refused
+    (ConfigError, before anything walks it)."""
+    try:
+        tree = yaml.load(text, Loader=_ConfigLoader)
+    except RecursionError:
+        raise ConfigError(f"the yaml nests deeper than {MAX_CONFIG_DEPTH} levels") from None
+    require_small(tree, "the yaml")
+    return tree
+
+
+def require_small(tree, what: str, limit: int = MAX_CONFIG_VALUES, depth: int = MAX_CONFIG_DEPTH) -> None:
+    """Refuses (ConfigError) a tree of dicts, lists and tuples that expands to more than `limit` values,
+    nests deeper than `depth` or holds itself. Shared parts (yaml aliases, pickle's memo) are counted
+    as often as they appear, each walked once: a document of a few bytes that expands to 10**9 values
+    is refused at once."""
+    sizes: dict[int, int] = {}
+
+    def size(node, level: int) -> int:
+        if not isinstance(node, (dict, list, tuple)):
+            return 1
+        key = id(node)
+        if key in sizes:
+            if sizes[key] < 0:
+                raise ConfigError(f"{what} holds itself (as a yaml alias inside its own anchor does)")
+            return sizes[key]
+        if level > depth:
+            raise ConfigError(f"{what} nests deeper than {depth} levels")
+        sizes[key] = -1  # being walked
+        items = itertools.chain.from_iterable(node.items()) if isinstance(node, dict) else node
+        total = 1
+        for item in items:
+            total += size(item, level + 1)
+            if total > limit:
+                raise ConfigError(f"{what} expands to more than {limit:,} values (parts repeated by reference, "
+                                  "as yaml aliases and merge keys do: a 'billion laughs')")
+        sizes[key] = total
+        return total
+    size(tree, 0)
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """yaml's safe loader (merge keys included), except that a key written twice in one mapping is
+    an error (plain yaml keeps the last one silently), and merge keys may not multiply a mapping's
+    entries past MAX_CONFIG_VALUES."""
+
+    def compose_mapping_node(self, anchor):
+        # Checked as written, before merge keys are applied: a merged key that the mapping gives
+        # again is an override (yaml's rule), a key written twice is a mistake.
+        node = super().compose_mapping_node(anchor)
         seen = set()
         for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise ConfigError(f"config key '{key}' is given twice (line {key_node.start_mark.line + 1})")
-            seen.add(key)
-        return super().construct_mapping(node, deep)
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                key = (key_node.tag, key_node.value)
+                if key in seen:
+                    raise ConfigError(f"config key '{key_node.value}' is given twice "
+                                      f"(line {key_node.start_mark.line + 1})")
+                seen.add(key)
+        return node
+
+    def flatten_mapping(self, node):
+        super().flatten_mapping(node)  # merges (recursively, through this method) what `<<` names
+        if len(node.value) > MAX_CONFIG_VALUES:
+            raise ConfigError(f"the yaml's merge keys expand a mapping to more than {MAX_CONFIG_VALUES:,} "
+                              "entries (a 'billion laughs')")
 
 
 def command_line(doc: str, argv: list[str] | None = None) -> dict:
@@ -262,9 +330,11 @@ def command_line(doc: str, argv: list[str] | None = None) -> dict:
 def config_from_dict(raw: dict, overrides: list[str] = ()) -> Config:
     if not isinstance(raw, dict):
         raise ConfigError(f"a config is a mapping of keys (key: value lines), got {reprlib.repr(raw)}")
+    require_small(raw, "the config")  # one read from a checkpoint, too
     raw = copy.deepcopy(raw)
     for item in overrides:
         apply_override(raw, item)
+    require_small(raw, "the config with its --set values")
     config = _build(Config, raw, prefix="")
     validate(config)
     return config
@@ -276,9 +346,11 @@ def apply_override(raw: dict, item: str) -> None:
     if not sep or not key:
         raise ConfigError(f"--set expects key=value (e.g. recurrence.layer_type=gru), got {item!r}")
     try:
-        value = yaml.safe_load(text)
+        value = read_yaml(text)
     except yaml.YAMLError:
-        raise ConfigError(f"--set {key}: cannot read the value {text!r}") from None
+        raise ConfigError(f"--set {key}: cannot read the value {reprlib.repr(text)}") from None
+    except ConfigError as error:
+        raise ConfigError(f"--set {key}: {error}") from None
     node = raw
     parts = key.split(".")
     for i, part in enumerate(parts[:-1]):

@@ -56,6 +56,7 @@ import json  # noqa: E402
 import math  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
+import reprlib  # noqa: E402
 import resource  # noqa: E402
 import shlex  # noqa: E402
 import shutil  # noqa: E402
@@ -69,7 +70,8 @@ from pathlib import Path  # noqa: E402
 
 import yaml  # noqa: E402
 
-from config import ConfigError, apply_override, command_line, config_from_dict, load_config, validate  # noqa: E402
+from config import (ConfigError, apply_override, command_line, config_from_dict, load_config, read_yaml,  # noqa: E402
+                    validate)
 
 ROOT = Path(__file__).resolve().parent
 SWEEP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
@@ -113,9 +115,11 @@ class Sweep:
 
 def _yaml(text: str, what: str):
     try:
-        return yaml.safe_load(text)
+        return read_yaml(text)
     except yaml.YAMLError:
-        raise ConfigError(f"{what}: cannot read {text!r} as yaml") from None
+        raise ConfigError(f"{what}: cannot read {reprlib.repr(text)} as yaml") from None
+    except ConfigError as error:
+        raise ConfigError(f"{what}: {error}") from None
 
 
 def _key_values(item: str, flag: str) -> tuple[str, str]:
@@ -224,7 +228,7 @@ def check_values(raw: dict, grid: dict[str, list], search: dict[str, list]) -> l
 def read_sweep(args: dict) -> Sweep:
     """The sweep the command line describes, every input checked; starts nothing, writes nothing."""
     config = load_config(args["--config"], args["--set"])  # the environment's settings are checked here too
-    raw = yaml.safe_load(Path(args["--config"]).read_text(encoding="utf-8")) or {}
+    raw = read_yaml(Path(args["--config"]).read_text(encoding="utf-8")) or {}  # as load_config read it
     for item in args["--set"]:
         apply_override(raw, item)
     grid, search = read_grid(args["--grid"]), read_search(args["--search"])

@@ -388,6 +388,9 @@ def _coerce(hint, value, key: str):
             return value
     elif hint is int:
         if isinstance(value, int) and not isinstance(value, bool):
+            if not -2 ** 63 <= value < 2 ** 63:  # what numpy and torch can hold; each key has its own range too
+                raise ConfigError(f"config key '{key}' = {reprlib.repr(value)} is not allowed: "
+                                  "beyond a 64-bit integer")
             return value
     elif hint is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -409,6 +412,14 @@ def _coerce(hint, value, key: str):
 
 # ------------------------------------------------------------- validation
 
+# Upper bounds where a larger value would fail deep inside (numpy, torch) or hang start-up; each is
+# far above what any run here uses, and the reason is in validate()'s message. Sizes whose memory
+# can be estimated are checked against the memory available instead (buffer.require_memory,
+# model.build_model).
+MAX_WORKERS = 2 ** 16
+MAX_LAYERS = 100
+MAX_EPISODES = 10 ** 6  # per evaluation: every episode's stats are kept, one held-out seed drawn for each
+
 def validate(config: Config) -> None:
     """Impossible values and combinations, each reported as one line naming the key."""
     def need(ok: bool, key: str, value, allowed: str):
@@ -417,6 +428,8 @@ def validate(config: Config) -> None:
 
     for key in ("updates", "epochs", "n_workers", "worker_steps", "n_mini_batch", "hidden_layer_size"):
         need(getattr(config, key) > 0, key, getattr(config, key), "must be > 0")
+    need(config.n_workers <= MAX_WORKERS, "n_workers", config.n_workers, f"at most {MAX_WORKERS:,} (environments "
+         "are Python objects, each made and stepped on its own: 10**6 filled 13 GB before the first step here)")
     need(config.vector_encoder_size >= 0, "vector_encoder_size", config.vector_encoder_size, "must be >= 0 (0: none)")
     need(0.0 <= config.gamma <= 1.0, "gamma", config.gamma, "must be in [0, 1]")
     need(0.0 <= config.lamda <= 1.0, "lamda", config.lamda, "must be in [0, 1]")
@@ -438,7 +451,8 @@ def validate(config: Config) -> None:
          "one of float32, bfloat16, auto")
 
     rec = config.recurrence
-    need(rec.num_layers > 0, "recurrence.num_layers", rec.num_layers, "must be > 0")
+    need(0 < rec.num_layers <= MAX_LAYERS, "recurrence.num_layers", rec.num_layers,
+         f"from 1 to {MAX_LAYERS} (torch builds and steps stacked layers one by one: 1,000 took 12 s to build here)")
     need(rec.layer_type in ("gru", "lstm"), "recurrence.layer_type", rec.layer_type, "one of gru, lstm")
     need(rec.hidden_state_size > 0, "recurrence.hidden_state_size", rec.hidden_state_size, "must be > 0")
     need(rec.sequence_length <= config.worker_steps, "recurrence.sequence_length", rec.sequence_length,
@@ -491,7 +505,8 @@ def validate(config: Config) -> None:
     need(config.optimizer.weight_decay >= 0, "optimizer.weight_decay", config.optimizer.weight_decay, "must be >= 0")
     e = config.evaluation
     need(e.interval >= 0, "evaluation.interval", e.interval, "must be >= 0 (0: no evaluation)")
-    need(e.episodes >= 1, "evaluation.episodes", e.episodes, "must be >= 1")
+    need(1 <= e.episodes <= MAX_EPISODES, "evaluation.episodes", e.episodes,
+         f"from 1 to {MAX_EPISODES:,} (as enjoy.py --episodes)")
     need(0 <= e.seed < 2 ** 32, "evaluation.seed", e.seed, "an integer in [0, 2**32)")
 
     scale = config.environment.reward_scale

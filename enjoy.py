@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from checkpoint import CheckpointError
-from config import ConfigError, command_line
+from config import MAX_EPISODES, ConfigError, command_line
 
 def record(agent, episodes: int, seed: int = 0, deterministic: bool = False, on_episode=None):
     """Runs episodes one after another in one environment; returns (stats, frames).
@@ -145,8 +145,8 @@ def _options(args: dict) -> tuple[int, int, Path | None, bool]:
     Nothing is written where the user did not ask: --render without a display is refused, not
     turned into a file of an invented name."""
     episodes, seed = args["--episodes"], args["--seed"]
-    if not episodes.isdigit() or int(episodes) < 1:
-        raise ConfigError(f"--episodes must be a positive integer, got {episodes!r}")
+    if not episodes.isdigit() or not 1 <= int(episodes) <= MAX_EPISODES:
+        raise ConfigError(f"--episodes must be an integer from 1 to {MAX_EPISODES:,}, got {episodes!r}")
     if not seed.isdigit() or int(seed) >= 2 ** 32:
         raise ConfigError(f"--seed must be an integer in [0, 2**32), got {seed!r}")
     video = Path(args["--video"]) if args["--video"] else None

@@ -78,6 +78,13 @@ SWEEP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 METRICS = ("episode/reward_mean_last100", "episode/reward_mean", "episode/success_mean", "episode/length_mean",
            "eval/reward_mean", "eval/success_mean", "eval/length_mean")  # eval/*: config `evaluation`
 DISTRIBUTIONS = ("loguniform", "uniform", "int", "choice")
+# The most trials one sweep runs (seeds x grid points, or a search's samples): Tune keeps every trial
+# in the driver and rewrites the state of all of them as the sweep goes, and sweep.py builds and checks
+# each trial's config before Ray starts; the largest sweep here ran 10 seeds x 12 grid points, while
+# --seeds 10**12 ended in a MemoryError. Its bound on --max-concurrent, too.
+MAX_TRIALS = 10_000
+# The most CPUs or GPUs one trial may reserve: a trial runs on one node, and no node has more.
+MAX_PER_TRIAL = 2 ** 16
 OWN_FLAGS = ("--resume", "--address", "--threshold")  # what --resume can be combined with
 
 
@@ -174,32 +181,36 @@ def read_seeds(args: dict, config_seed: int, searching: bool) -> list[int]:
     if args["--seeds"] and args["--seed-list"]:
         raise ConfigError("--seeds and --seed-list cannot be combined")
     if args["--seeds"]:
-        if not re.fullmatch(r"\d+", args["--seeds"]) or int(args["--seeds"]) < 1:
-            raise ConfigError(f"--seeds must be a positive integer, got {args['--seeds']!r}")
+        if not re.fullmatch(r"\d+", args["--seeds"]) or not 1 <= int(args["--seeds"]) <= MAX_TRIALS:
+            raise ConfigError(f"--seeds must be an integer from 1 to {MAX_TRIALS:,} (the most trials a sweep runs), "
+                              f"got {reprlib.repr(args['--seeds'])}")
         seeds = list(range(int(args["--seeds"])))
     elif args["--seed-list"]:
         if not re.fullmatch(r"\d+(,\d+)*", args["--seed-list"]):
             raise ConfigError(f"--seed-list must be integers separated by commas, e.g. 3,4,5; "
-                              f"got {args['--seed-list']!r}")
+                              f"got {reprlib.repr(args['--seed-list'])}")
         seeds = [int(s) for s in args["--seed-list"].split(",")]
     else:
         seeds = [config_seed]
     if len(set(seeds)) < len(seeds) or max(seeds) >= 2 ** 32:
-        raise ConfigError(f"seeds must be distinct integers in [0, 2**32), got {seeds}")
+        raise ConfigError(f"seeds must be distinct integers in [0, 2**32), got {reprlib.repr(seeds)}")
     if searching and len(seeds) > 1:
         raise ConfigError("a search runs each sample with one seed: give --seed-list S (or none: the config's seed); "
                           "then run the best sample's config with --seeds N")
     return seeds
 
 
-def _number(args: dict, flag: str, kind=float, low: float = 0.0):
+def _number(args: dict, flag: str, kind=float, low: float = 0.0, high: float = math.inf):
     text = args[flag]
     try:
         value = kind(text)
     except (TypeError, ValueError):
         value = None
-    if value is None or not math.isfinite(value) or value < low:
-        raise ConfigError(f"{flag} must be a {'number' if kind is float else 'whole number'} >= {low:g}, got {text!r}")
+    # compared, never converted: math.isfinite(10**400) raises OverflowError
+    if value is None or not low <= value <= high or (kind is float and not math.isfinite(value)):
+        what = 'number' if kind is float else 'whole number'
+        within = f">= {low:g}" if high == math.inf else f"from {low:g} to {high:,g}"
+        raise ConfigError(f"{flag} must be a {what} {within}, got {reprlib.repr(text)}")
     return value
 
 
@@ -239,8 +250,14 @@ def read_sweep(args: dict) -> Sweep:
         raise ConfigError("--samples is the number of runs of a search: give --search KEY=DIST with it")
     if set(grid) & set(search):
         raise ConfigError(f"{', '.join(set(grid) & set(search))} is given to --grid and --search")
-    configs = check_values(raw, grid, search)
     seeds = read_seeds(args, config.seed, bool(search))
+    samples = (_number(args, "--samples", int, 1, MAX_TRIALS) if args["--samples"] is not None
+               else (10 if search else 0))
+    trials = samples if search else len(seeds) * math.prod(len(values) for values in grid.values())
+    if trials > MAX_TRIALS:  # before any config is built for them
+        raise ConfigError(f"the sweep would run {trials:,} trials (seeds x grid points), more than {MAX_TRIALS:,}: "
+                          "split it into several sweeps")
+    configs = check_values(raw, grid, search)
     if args["--scheduler"] not in ("none", "asha"):
         raise ConfigError(f"--scheduler must be none or asha, got {args['--scheduler']!r}")
     if args["--metric"] not in METRICS:
@@ -256,15 +273,18 @@ def read_sweep(args: dict) -> Sweep:
     local = Path(storage if "://" not in storage else Path("sweeps").resolve()) / sweep_id
     sweep = Sweep(
         sweep_id, args["--config"], args["--set"], raw, seeds, grid, search,
-        samples=_number(args, "--samples", int, 1) if args["--samples"] is not None else (10 if search else 0),
-        scheduler=args["--scheduler"], metric=args["--metric"],
-        cpus=_number(args, "--cpus-per-trial", float, 0.01), gpus=_number(args, "--gpus-per-trial"),
-        max_concurrent=_number(args, "--max-concurrent", int, 1) if args["--max-concurrent"] else None,
+        samples=samples, scheduler=args["--scheduler"], metric=args["--metric"],
+        cpus=_number(args, "--cpus-per-trial", float, 0.01, MAX_PER_TRIAL),
+        gpus=_number(args, "--gpus-per-trial", float, 0, MAX_PER_TRIAL),
+        max_concurrent=_number(args, "--max-concurrent", int, 1, MAX_TRIALS) if args["--max-concurrent"] else None,
         max_failures=_number(args, "--max-failures", int, 0), storage=storage,
         summaries=str(Path("summaries").resolve() / sweep_id), local=str(local),
         threshold=_number(args, "--threshold", float, -math.inf) if args["--threshold"] else None)
     if sweep.gpus > 1 and sweep.gpus != int(sweep.gpus):
         raise ConfigError(f"--gpus-per-trial above 1 must be whole GPUs, got {sweep.gpus:g}")
+    cpus = len(os.sched_getaffinity(0))
+    if args["--address"] is None and sweep.cpus > cpus:  # a cluster's nodes are known once Ray joins it
+        raise ConfigError(f"--cpus-per-trial {sweep.cpus:g}: this machine has {cpus} CPUs")
     trial_names(sweep)  # names must be distinct
     sweep.updates = max(c.updates for c in configs)
     return sweep
@@ -534,9 +554,7 @@ def start_ray(address: str | None, sweep: Sweep) -> None:
         except (ConnectionError, RuntimeError, ValueError) as error:
             raise ConfigError(f"--address {address}: {' '.join(str(error).split())[:300]}") from None
         return
-    cpus = len(os.sched_getaffinity(0))
-    if sweep.cpus > cpus:
-        raise ConfigError(f"--cpus-per-trial {sweep.cpus:g}: this machine has {cpus} CPUs")
+    cpus = len(os.sched_getaffinity(0))  # read_sweep refused a trial larger than this machine
     # Ray's processes begin with SIGINT and SIGTERM blocked (Ray blocks SIGINT itself): a stop signal
     # sent to the process group (Ctrl-C, Slurm's scancel) reaches this driver alone, which stops Tune
     # gracefully and then Ray by its handle. Without it a SIGTERM ended Ray's processes under the

@@ -111,6 +111,11 @@ def test_shipped_configs_load(name):
     ({"recurrence": {"previous_reward": True, "previous_reward_clip": -1.0}}, ["previous_reward_clip", "> 0"]),
     ({"recurrence": {"previous_action": 1}}, ["recurrence.previous_action", "bool"]),
     ({"recurrence": {"refresh_states": "yes"}}, ["recurrence.refresh_states", "bool"]),
+    # bounds where a huge value failed deep inside numpy or torch (a traceback) or hung start-up
+    ({"n_workers": 2 ** 16 + 1}, ["n_workers", "at most 65,536"]),
+    ({"hidden_layer_size": 10 ** 30}, ["hidden_layer_size", "64-bit"]),
+    ({"recurrence": {"num_layers": 101}}, ["recurrence.num_layers", "from 1 to 100"]),
+    ({"evaluation": {"episodes": 10 ** 6 + 1}}, ["evaluation.episodes", "1,000,000"]),
 ])
 def test_bad_configs_name_the_key(raw, words):
     with pytest.raises(ConfigError) as error:
@@ -267,3 +272,16 @@ def test_a_checkpoint_whose_parts_repeat_by_reference_is_refused_before_its_dige
         with pytest.raises(CheckpointError, match="corrupt checkpoint"):
             load_checkpoint(tmp_path / f"{name}.pt")
         assert time.monotonic() - start < 10
+
+
+def test_model_sizes_whose_bytes_cannot_even_be_counted_are_a_config_error():
+    """hidden_layer_size 2**62 fits a 64-bit integer but its weights' byte count does not: torch's
+    'Storage size calculation overflowed' was a traceback, as 'cannot allocate' was not."""
+    from environments import spaces_of
+    from model import build_model
+    for key, size in (("hidden_layer_size", 2 ** 62), ("vector_encoder_size", 2 ** 62)):
+        config = config_from_dict({key: size})
+        env = config.environment.make()
+        with pytest.raises(ConfigError, match="do not fit in memory"):
+            build_model(config, spaces_of(env))
+        env.close()

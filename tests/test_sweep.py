@@ -257,6 +257,13 @@ def free_port() -> int:
     (["--address", "127.0.0.1:PORT"], "nothing answers at 127.0.0.1"),
     (["--sweep-id", "taken"], "sweeps/taken exists: continue that sweep with --resume"),
     (["--config", "bad.yaml"], "config key 'recurrence.layer_type' = 'transformer' is not allowed"),
+    # huge counts, refused before anything is allocated for them (--seeds 10**12 was a MemoryError)
+    (["--seeds", str(10 ** 12)], "--seeds must be an integer from 1 to 10,000"),
+    (["--search", "gamma=uniform:0.9:0.99", "--samples", str(10 ** 30)], "--samples must be a whole number from 1"),
+    (["--seeds", "100", "--grid", "gamma=" + ",".join(f"0.{i:03d}" for i in range(1, 201))], "20,000 trials"),
+    (["--max-concurrent", "9" * 400], "--max-concurrent must be a whole number from 1"),
+    (["--cpus-per-trial", str(len(os.sched_getaffinity(0)) + 1)], "CPUs"),  # checked before Ray starts
+    (["--gpus-per-trial", "1e300"], "--gpus-per-trial must be a number from 0"),
 ])
 def test_bad_input_is_one_line_exit_2_and_starts_nothing(tmp_path, args, says):
     (tmp_path / "sweeps/taken").mkdir(parents=True)

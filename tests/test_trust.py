@@ -242,6 +242,7 @@ def test_enjoy_and_checkpoint_refuse_bad_input_before_the_first_episode(tmp_path
         (("enjoy.py", "--model", "mismatched.pt"), "do not fit"),
         (("enjoy.py", "--model", "models/first.pt", "--video", "no/such/folder/x.gif"), "not a writable folder"),
         (("enjoy.py", "--model", "models/first.pt", "--episodes", "0"), "--episodes"),
+        (("enjoy.py", "--model", "models/first.pt", "--episodes", str(10 ** 12), "--video", "x.gif"), "--episodes"),
         (("enjoy.py", "--model", "models/first.pt", "--seed=-3"), "--seed"),
         (("checkpoint.py", "--inference-only", "missing.pt", "out.pt"), "not found"),
         (("checkpoint.py", "--inference-only", "models/first.pt", "models"), "is a folder"),

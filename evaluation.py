@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from config import Config
+from config import Config, ConfigError
 from environments import HELD_OUT
 
 
@@ -96,9 +96,21 @@ def summary(results: list[dict]) -> str:
 class Evaluator:
     """Evaluation during training: config `evaluation`, see the module docstring."""
 
-    def __init__(self, config: Config, action_space, device: torch.device):
-        self.config, self.action_space, self.device = config, action_space, torch.device(device)
-        self.envs = None  # made at the first evaluation, kept until close()
+    def __init__(self, config: Config, spaces, device: torch.device):
+        """spaces: the training environments' (environments.spaces_of). The evaluation's environments
+        are made here, at start and before any worker process: settings that only evaluation uses
+        (environment.evaluation_kwargs, evaluation_reset_params) are refused now, in one line, not
+        with a traceback at the first evaluation, an hour into the run."""
+        self.config, self.action_space, self.device = config, spaces.action_space, torch.device(device)
+        e = config.evaluation
+        self.envs = evaluation_envs(config, e.episodes, e.seed)  # kept until close()
+        made = self.envs.spaces
+        if made.observation != spaces.observation or made.action_space != spaces.action_space:
+            self.close()
+            raise ConfigError("environment.evaluation_kwargs / evaluation_reset_params change the environment's "
+                              f"spaces (observations {made.observation_space}, actions {made.action_space}; "
+                              f"training's: {spaces.observation_space}, {spaces.action_space}): the model could "
+                              "not act on them")
 
     def due(self, update: int) -> bool:
         """Every `interval` updates, and after the last."""
@@ -109,8 +121,6 @@ class Evaluator:
         """The episodes' stats for the model as it is now (it is left in training mode)."""
         from agent import Agent
         e = self.config.evaluation
-        if self.envs is None:
-            self.envs = evaluation_envs(self.config, e.episodes, e.seed)
         agent = Agent(model, self.config, self.action_space, self.device, normalizers)
         devices = [self.device.index or 0] if self.device.type == "cuda" else []
         try:

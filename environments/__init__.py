@@ -8,6 +8,7 @@ environment section into make_env's arguments (EnvironmentConfig.make).
 """
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass
 from typing import Callable
 
@@ -202,7 +203,11 @@ def check_settings(family: str, name: str = "", kwargs: dict | None = None,
 def make_env(family: str, name: str = "", kwargs: dict | None = None, reset_params: dict | None = None,
              observation_mask: list[int] | None = None, render_mode: str | None = None) -> gym.Env:
     """The family's environment, its observation mask applied, any observation but a
-    single Box packed into one vector (spaces.py), and EpisodeStats outermost."""
+    single Box packed into one vector (spaces.py), and EpisodeStats outermost.
+
+    Whatever the environment's constructor raises (a Gymnasium environment's own KeyError or
+    AssertionError for a value it does not take, ...) is a SetupError naming the settings and the
+    error."""
     from environments.wrappers import HideEntries, PackObservation
     spec = check_settings(family, name, kwargs, reset_params)
     try:
@@ -211,11 +216,17 @@ def make_env(family: str, name: str = "", kwargs: dict | None = None, reset_para
         if error.name is None:  # gym.make of "package:Id" re-raises with a message of its own
             raise SetupError(f"environment.name {name!r} cannot be made: {_one_line(error)}") from None
         raise SetupError(f"environment.type '{family}' needs the {error.name} module: {spec.install}") from None
-    except (gym.error.Error, TypeError, ValueError) as error:
-        if isinstance(error, SetupError):
-            raise
+    except SetupError:
+        raise
+    except Exception as error:  # the environment's own code: any type, for a bad value
         what = f"environment.name {name!r}" if name else f"environment.type {family!r}"
-        raise SetupError(f"{what} cannot be made: {_one_line(error)}") from None
+        settings = "".join(f" with {key} {reprlib.repr(value)}" for key, value in (("environment.kwargs", kwargs),
+                                                                                  ("environment.reset_params",
+                                                                                   reset_params)) if value)
+        message = _one_line(error)
+        if not isinstance(error, (gym.error.Error, TypeError, ValueError)) or not message:
+            message = f"{type(error).__name__}: {message}" if message else type(error).__name__
+        raise SetupError(f"{what}{settings} cannot be made: {message[:300]}") from None
     if observation_mask is not None:
         env = HideEntries(env, observation_mask)
     if not isinstance(env.observation_space, gym.spaces.Box):

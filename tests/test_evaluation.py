@@ -192,3 +192,19 @@ def test_evaluation_scores_whole_games_when_a_lost_life_ends_a_training_episode(
         envs.close()
     assert len(games) == 4 and sum(lost) >= 4 * 4  # every game lost its first four lives unscored
     assert all(game["length"] > 100 for game in games)  # whole games (a life lasts some 30 steps)
+
+
+def test_an_evaluation_environment_that_cannot_be_made_or_acted_on_is_refused_at_start(tmp_path, monkeypatch):
+    """evaluation_kwargs apply to evaluation only: a bad value was a traceback at the first evaluation,
+    after `interval` updates of training; now the Trainer refuses it before any worker process starts."""
+    import trainer as trainer_module
+    started = []  # the training's environments (and worker processes) would start here
+    monkeypatch.setattr(trainer_module, "VecEnv", lambda *a, **k: started.append(a))
+    lake = {"type": "gym", "name": "FrozenLake-v1", "kwargs": {"map_name": "4x4"}}
+    for evaluation_kwargs, words in (({"map_name": "bogus"}, "cannot be made: KeyError: 'bogus'"),
+                                     ({"map_name": "8x8"}, "change the environment's spaces")):
+        raw = poc(updates=1, evaluation={"interval": 1, "episodes": 2},
+                  environment={**lake, "evaluation_kwargs": evaluation_kwargs})
+        with pytest.raises(ConfigError, match=words):
+            trainer(tmp_path, "e", raw)
+    assert not started

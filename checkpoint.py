@@ -321,18 +321,19 @@ Usage:
 
 
 def main(argv=None) -> int:
-    from config import ConfigError, command_line
+    from config import command_line, start_up_warnings
     try:
-        try:
-            args = command_line(USAGE, argv)
-        except ConfigError as error:
-            raise CheckpointError(str(error)) from None
-        source, target = args["<source>"], args["<target>"]
-        if Path(target).is_dir():
-            raise CheckpointError(f"{target} is a folder: give the new checkpoint's file name")
-        if Path(target).exists():
-            raise CheckpointError(f"{target} exists: choose another name (a checkpoint is never replaced)")
-        save_checkpoint(target, inference_only(load_checkpoint(source)))
+        with start_up_warnings():  # a refusal is its one line alone (torch's warnings on a bad file with it)
+            try:
+                args = command_line(USAGE, argv)
+            except ConfigError as error:
+                raise CheckpointError(str(error)) from None
+            source, target = args["<source>"], args["<target>"]
+            if Path(target).is_dir():
+                raise CheckpointError(f"{target} is a folder: give the new checkpoint's file name")
+            if Path(target).exists():
+                raise CheckpointError(f"{target} exists: choose another name (a checkpoint is never replaced)")
+            save_checkpoint(target, inference_only(load_checkpoint(source)))
     except CheckpointError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

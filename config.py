@@ -6,6 +6,7 @@ worker processes, torch threads) has a default here.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import difflib
@@ -17,6 +18,7 @@ import reprlib
 import sys
 import time
 import typing
+import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -307,6 +309,20 @@ class _ConfigLoader(yaml.SafeLoader):
         if len(node.value) > MAX_CONFIG_VALUES:
             raise ConfigError(f"the yaml's merge keys expand a mapping to more than {MAX_CONFIG_VALUES:,} "
                               "entries (a 'billion laughs')")
+
+
+@contextlib.contextmanager
+def start_up_warnings():
+    """Holds the warnings raised while a script starts (a deprecated Gymnasium id, an environment
+    checker's or torch's complaint). A refusal, an exception out of the block, is then one line
+    alone: the warnings of an input that is refused are dropped with it. A start that succeeds
+    shows them, through the warning filters as they stand."""
+    with warnings.catch_warnings(record=True) as held:
+        warnings.simplefilter("always")  # record each; the filters apply when they are shown
+        yield
+    registry: dict = {}  # the "default" filter's one warning per place, over the held ones
+    for w in held:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, registry=registry, source=w.source)
 
 
 def command_line(doc: str, argv: list[str] | None = None) -> dict:

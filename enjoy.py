@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from checkpoint import CheckpointError
-from config import MAX_EPISODES, ConfigError, command_line
+from config import MAX_EPISODES, ConfigError, command_line, start_up_warnings
 
 def record(agent, episodes: int, seed: int = 0, deterministic: bool = False, on_episode=None):
     """Runs episodes one after another in one environment; returns (stats, frames).
@@ -176,9 +176,10 @@ def main(argv=None) -> int:
     from evaluation import evaluate, summary
     from spaces import SpaceError
     try:
-        args = command_line(__doc__, argv)
-        episodes, seed, video, window = _options(args)
-        agent = Agent.load(args["--model"])
+        with start_up_warnings():  # a refusal is its one line alone; a start that succeeds shows them
+            args = command_line(__doc__, argv)
+            episodes, seed, video, window = _options(args)
+            agent = Agent.load(args["--model"])
         with Progress(episodes) as progress:
             if video or window:
                 results, frames = record(agent, episodes, seed, args["--deterministic"], progress.episode)

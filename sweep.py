@@ -71,7 +71,7 @@ from pathlib import Path  # noqa: E402
 import yaml  # noqa: E402
 
 from config import (ConfigError, apply_override, command_line, config_from_dict, load_config, read_yaml,  # noqa: E402
-                    validate)
+                    start_up_warnings, validate)
 
 ROOT = Path(__file__).resolve().parent
 SWEEP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
@@ -711,18 +711,19 @@ def main(argv: list[str] | None = None) -> int:
     raw_argv = sys.argv[1:] if argv is None else argv
     start = time.perf_counter()
     try:
-        args = command_line(__doc__, argv)
-        if args["--resume"]:
-            given = [a.split("=")[0] for a in raw_argv if a.startswith("--") and a.split("=")[0] not in OWN_FLAGS]
-            if given:
-                raise ConfigError(f"{', '.join(given)} cannot be combined with --resume (the sweep keeps them)")
-            sweep = read_sweep_file(args["--resume"])
-            if args["--threshold"]:
-                sweep.threshold = _number(args, "--threshold", float, -math.inf)
-        else:
-            sweep = read_sweep(args)
-            check_new(sweep)
-        check_address(args["--address"])
+        with start_up_warnings():  # a refusal is its one line alone; a sweep that starts shows them
+            args = command_line(__doc__, argv)
+            if args["--resume"]:
+                given = [a.split("=")[0] for a in raw_argv if a.startswith("--") and a.split("=")[0] not in OWN_FLAGS]
+                if given:
+                    raise ConfigError(f"{', '.join(given)} cannot be combined with --resume (the sweep keeps them)")
+                sweep = read_sweep_file(args["--resume"])
+                if args["--threshold"]:
+                    sweep.threshold = _number(args, "--threshold", float, -math.inf)
+            else:
+                sweep = read_sweep(args)
+                check_new(sweep)
+            check_address(args["--address"])
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -211,7 +211,7 @@ def test_a_stop_signal_while_worker_processes_start_still_reaches_the_trainer():
 
 
 @pytest.mark.parametrize("environment,words", [
-    ({"type": "gym", "name": "FrozenLake-v1", "kwargs": {"map_name": "bogus"}}, "KeyError: 'bogus'"),  # its own KeyError
+    ({"type": "gym", "name": "FrozenLake-v1", "kwargs": {"map_name": "bogus"}}, "KeyError: 'bogus'"),
     ({"type": "Minigrid", "name": "MiniGrid-Empty-5x5-v0", "kwargs": {"size": 2}}, "AssertionError"),
 ])
 def test_whatever_an_environment_raises_when_made_is_one_line_naming_its_settings(environment, words):

@@ -430,6 +430,37 @@ def test_bad_flags_are_one_line_and_exit_2(tmp_path):
         assert result.returncode == 2 and "see --help" in one_line(result), args
 
 
+def test_a_refusal_is_one_line_even_where_a_library_warns_first(tmp_path):
+    """Gymnasium warns about a deprecated id, or a render mode its environment does not list, before
+    our line: the warnings of a refused start are dropped with it; a start that goes on shows them."""
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", **TINY)
+    gym = ["--set", "environment.type=gym"]
+    for args in ([*gym, "--set", "environment.name=FrozenLake-v0"],
+                 [*gym, "--set", "environment.name=CartPole-v1", "--set", "environment.kwargs.render_mode=bogus",
+                  "--set", "hidden_layer_size=100000000000000"]):
+        result = script(tmp_path, "train.py", "--config", config, "--run-id", "w", *args)
+        assert result.returncode == 2 and one_line(result).startswith("error: "), args
+    result = script(tmp_path, "train.py", "--config", config, "--run-id", "w", *gym,
+                    "--set", "environment.name=CartPole-v1", "--set", "environment.kwargs.render_mode=bogus")
+    assert result.returncode == 0 and "render_mode='bogus'" in result.stderr
+
+
+def test_start_up_warnings_are_dropped_with_a_refusal_and_shown_once_after_a_start():
+    import warnings
+
+    from config import ConfigError, start_up_warnings
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("default")
+        with pytest.raises(ConfigError):
+            with start_up_warnings():
+                warnings.warn("before a refusal")
+                raise ConfigError("refused")
+        with start_up_warnings():
+            for _ in range(3):
+                warnings.warn("before a start")
+    assert [str(w.message) for w in shown] == ["before a start"]
+
+
 # ------------------------------------------------------------- the best evaluation's checkpoint
 
 def test_the_best_evaluation_checkpoint_is_never_another_runs(tmp_path):

@@ -58,14 +58,14 @@ class EnvironmentConfig:
         from environments import FAMILIES
         return FAMILIES[self.type].reward_scale if self.reward_scale is None else self.reward_scale
 
-    def make(self, render_mode: str | None = None):
+    def make(self, render_mode: str | None = None, max_steps: int | None = None):
         """One environment of this section (environments.make_env, which takes plain values);
-        what cannot be made is a ConfigError."""
+        what cannot be made is a ConfigError. max_steps: evaluation's step cap (make_env)."""
         from environments import SetupError, make_env
         from spaces import SpaceError
         try:
             return make_env(self.type, self.name, self.kwargs, self.reset_params, self.observation_mask,
-                            render_mode)
+                            render_mode, max_steps)
         except (SetupError, SpaceError) as error:
             raise ConfigError(str(error)) from None
 
@@ -126,6 +126,9 @@ class EvaluationConfig:
     episodes: int = 32  # episodes per evaluation (as enjoy.py --episodes), over min(episodes, n_workers) environments
     deterministic: bool = True  # the most probable action (as enjoy.py --deterministic); false: sampled
     seed: int = 0  # the evaluation seed (as enjoy.py --seed): the same held-out episodes at every evaluation
+    # cut an episode at this many steps, scored as it stood and counted as capped (as enjoy.py --max-steps);
+    # 0: the environment's own time limit, else 100,000 (an evaluation never hangs on a policy that loops)
+    max_steps: int = 0
 
 
 @dataclass
@@ -523,6 +526,8 @@ def validate(config: Config) -> None:
     need(e.interval >= 0, "evaluation.interval", e.interval, "must be >= 0 (0: no evaluation)")
     need(1 <= e.episodes <= MAX_EPISODES, "evaluation.episodes", e.episodes,
          f"from 1 to {MAX_EPISODES:,} (as enjoy.py --episodes)")
+    need(0 <= e.max_steps < 2 ** 31, "evaluation.max_steps", e.max_steps,
+         "from 0 (the environment's own time limit, else 100,000) to 2**31 - 1")
     need(0 <= e.seed < 2 ** 32, "evaluation.seed", e.seed, "an integer in [0, 2**32)")
 
     scale = config.environment.reward_scale

@@ -6,10 +6,13 @@ Usage:
 
 Options:
   --model=<path>     A checkpoint written by train.py (models/<run-id>.pt).
-  --episodes=<n>     Episodes to run [default: 10].
+  --episodes=<n>     Episodes to run, at most 1,000,000 [default: 10].
   --seed=<s>         Evaluation seed of the environments (disjoint from any training seed) and of
                      the policy's sampled actions: the same command gives the same scores [default: 0].
   --deterministic    Take the most probable action instead of sampling.
+  --max-steps=<n>    Cut an episode at n steps, scored as it stood (a line says so). Default: the
+                     config's evaluation.max_steps, whose 0 is the environment's own time limit,
+                     else 100,000: a policy that loops in an environment without one still ends.
   --video=<path>     Record the episodes to a .gif (Pillow) or .mp4 (needs the video extra:
                      pip install -r requirements-video.txt). An existing file is refused.
   --overwrite        Let --video replace an existing file.
@@ -34,16 +37,17 @@ import torch
 from checkpoint import CheckpointError
 from config import MAX_EPISODES, ConfigError, command_line, start_up_warnings
 
-def record(agent, episodes: int, seed: int = 0, deterministic: bool = False, on_episode=None):
+def record(agent, episodes: int, seed: int = 0, deterministic: bool = False, on_episode=None,
+           max_steps: int | None = None):
     """Runs episodes one after another in one environment; returns (stats, frames).
 
     Frames: the first observation of each episode and one after every step, so an
-    episode of length n gives n + 1 frames.
+    episode of length n gives n + 1 frames. Episodes are cut at the step cap, as evaluate() cuts them.
     """
-    from evaluation import evaluation_seeds
+    from evaluation import evaluation_environment, evaluation_seeds
     from spaces import MASK_KEY, env_actions
     torch.manual_seed(seed)  # the policy's sampled actions: the same command gives the same scores
-    env = agent.config.environment.for_evaluation().make(render_mode="rgb_array")
+    env = evaluation_environment(agent.config, max_steps).make(render_mode="rgb_array")
     results, frames = [], []
     try:
         for episode, env_seed in enumerate(evaluation_seeds(seed, episodes)):
@@ -140,8 +144,9 @@ def show(frames: list[np.ndarray], fps: int = 8) -> None:
     pygame.quit()
 
 
-def _options(args: dict) -> tuple[int, int, Path | None, bool]:
-    """(episodes, seed, video path or None, show a window), every flag checked before anything runs.
+def _options(args: dict) -> tuple[int, int, Path | None, bool, int | None]:
+    """(episodes, seed, video path or None, show a window, step cap or None: the config's), every flag
+    checked before anything runs.
     Nothing is written where the user did not ask: --render without a display is refused, not
     turned into a file of an invented name."""
     episodes, seed = args["--episodes"], args["--seed"]
@@ -149,6 +154,9 @@ def _options(args: dict) -> tuple[int, int, Path | None, bool]:
         raise ConfigError(f"--episodes must be an integer from 1 to {MAX_EPISODES:,}, got {episodes!r}")
     if not seed.isdigit() or int(seed) >= 2 ** 32:
         raise ConfigError(f"--seed must be an integer in [0, 2**32), got {seed!r}")
+    max_steps = args["--max-steps"]
+    if max_steps is not None and (not max_steps.isdigit() or not 1 <= int(max_steps) < 2 ** 31):
+        raise ConfigError(f"--max-steps must be an integer from 1 to 2**31 - 1, got {max_steps!r}")
     video = Path(args["--video"]) if args["--video"] else None
     if args["--overwrite"] and video is None:
         raise ConfigError("--overwrite is for --video FILE: nothing else is written")
@@ -168,7 +176,7 @@ def _options(args: dict) -> tuple[int, int, Path | None, bool]:
         if video.suffix.lower() == ".mp4" and importlib.util.find_spec("imageio_ffmpeg") is None:
             raise ConfigError("writing .mp4 needs the video extra: pip install -r requirements-video.txt "
                               "(or use a .gif)")
-    return int(episodes), int(seed), video, window
+    return int(episodes), int(seed), video, window, None if max_steps is None else int(max_steps)
 
 
 def main(argv=None) -> int:
@@ -178,13 +186,14 @@ def main(argv=None) -> int:
     try:
         with start_up_warnings():  # a refusal is its one line alone; a start that succeeds shows them
             args = command_line(__doc__, argv)
-            episodes, seed, video, window = _options(args)
+            episodes, seed, video, window, max_steps = _options(args)
             agent = Agent.load(args["--model"])
         with Progress(episodes) as progress:
             if video or window:
-                results, frames = record(agent, episodes, seed, args["--deterministic"], progress.episode)
+                results, frames = record(agent, episodes, seed, args["--deterministic"], progress.episode, max_steps)
             else:
-                results = evaluate(agent, episodes, seed, args["--deterministic"], on_episode=progress.episode)
+                results = evaluate(agent, episodes, seed, args["--deterministic"], on_episode=progress.episode,
+                                   max_steps=max_steps)
         if video:
             try:
                 write_video(video, frames, overwrite=args["--overwrite"])
@@ -217,8 +226,13 @@ class Progress:
     def episode(self, i: int, stats: dict) -> None:
         success = f"  success {int(stats['success'])}" if "success" in stats else ""
         line = f"episode {i:4d}  return {stats['reward']:9.3f}  length {stats['length']:5d}{success}"
+        if stats.get("capped"):
+            line += "  cut at the step cap (--max-steps): scored as it stood"
         if self.bar is None:
             print(line, flush=True)
+        elif stats.get("capped"):
+            self.bar.write(line)
+            self.bar.update(1)
         else:
             self.bar.set_postfix_str(line.split("  ", 1)[1], refresh=False)
             self.bar.update(1)

@@ -19,10 +19,12 @@ with evaluations resumes exactly.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
-from config import Config, ConfigError
+from config import Config, ConfigError, EnvironmentConfig
 from environments import HELD_OUT
 
 
@@ -32,23 +34,44 @@ def evaluation_seeds(seed: int, count: int) -> list[int]:
     return [HELD_OUT + s for s in environment_seeds(seed, count)]
 
 
-def evaluation_envs(config: Config, episodes: int, seed: int, workers: int | None = None):
+@dataclass
+class CappedEnvironment(EnvironmentConfig):
+    """An environment section whose every environment cuts its episodes at max_steps (make_env's
+    step cap: 0, the environment's own time limit, else environments.DEFAULT_MAX_STEPS), whoever
+    makes them (VecEnv calls make())."""
+    max_steps: int = 0
+
+    def make(self, render_mode: str | None = None, max_steps: int | None = None):
+        return super().make(render_mode, self.max_steps if max_steps is None else max_steps)
+
+
+def evaluation_environment(config: Config, max_steps: int | None = None) -> CappedEnvironment:
+    """The environment section that scores: for_evaluation()'s, its episodes cut at max_steps (None:
+    the config's evaluation.max_steps), so no evaluation hangs on a policy that loops forever in an
+    environment without a time limit."""
+    cap = config.evaluation.max_steps if max_steps is None else max_steps
+    return CappedEnvironment(**vars(config.environment.for_evaluation()), max_steps=cap)
+
+
+def evaluation_envs(config: Config, episodes: int, seed: int, workers: int | None = None,
+                    max_steps: int | None = None):
     """The environments that score `episodes` episodes: min(workers or n_workers, episodes) of them,
-    stepped in this process."""
+    stepped in this process, their episodes cut at the step cap (evaluation_environment)."""
     from worker import VecEnv
     W = max(1, min(workers or config.n_workers, episodes))
-    return VecEnv(config.environment.for_evaluation(), evaluation_seeds(seed, W), processes=0)
+    return VecEnv(evaluation_environment(config, max_steps), evaluation_seeds(seed, W), processes=0)
 
 
 def evaluate(agent, episodes: int, seed: int = 0, deterministic: bool = False, workers: int | None = None,
-             on_episode=None, envs=None) -> list[dict]:
+             on_episode=None, envs=None, max_steps: int | None = None) -> list[dict]:
     """Runs `episodes` held-out episodes across parallel environments; their stats (reward, length
-    [, success]) in the order they ended. envs: environments from evaluation_envs() to reuse (they
-    are reset here and left open), else made and closed here."""
+    [, success], capped: True where the step cap cut the episode) in the order they ended. envs:
+    environments from evaluation_envs() to reuse (they are reset here and left open), else made
+    (with the step cap max_steps, see evaluation_environment) and closed here."""
     torch.manual_seed(seed)  # the policy's sampled actions: the same command gives the same scores
     own = envs is None
     if own:
-        envs = evaluation_envs(agent.config, episodes, seed, workers)
+        envs = evaluation_envs(agent.config, episodes, seed, workers, max_steps)
     W = envs.n
     quota = [episodes // W + (w < episodes % W) for w in range(W)]
     results, state, actions, rewards = [], None, None, None
@@ -72,14 +95,17 @@ def evaluate(agent, episodes: int, seed: int = 0, deterministic: bool = False, w
 
 
 def scores(results: list[dict]) -> dict[str, float]:
-    """The statistics of scored episodes: reward mean, std, min and max, length mean, and the success
-    rate where every episode reports success."""
+    """The statistics of scored episodes: reward mean, std, min and max, length mean, the success
+    rate where every episode reports success, and how many the step cap cut (only where it cut any)."""
     rewards = np.array([r["reward"] for r in results], dtype=np.float64)
     out = {"reward_mean": float(rewards.mean()), "reward_std": float(rewards.std()),
            "reward_min": float(rewards.min()), "reward_max": float(rewards.max()),
            "length_mean": float(np.mean([r["length"] for r in results]))}
     if all("success" in r for r in results):
         out["success_mean"] = float(np.mean([r["success"] for r in results]))
+    capped = sum(bool(r.get("capped")) for r in results)
+    if capped:
+        out["capped"] = float(capped)
     return out
 
 
@@ -90,6 +116,8 @@ def summary(results: list[dict]) -> str:
             f"(min {s['reward_min']:.3f}, max {s['reward_max']:.3f}), length {s['length_mean']:.1f}")
     if "success_mean" in s:
         line += f", success rate {s['success_mean']:.3f}"
+    if "capped" in s:
+        line += f"; {s['capped']:.0f} cut at the step cap (--max-steps), scored as they stood"
     return line
 
 

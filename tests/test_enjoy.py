@@ -195,3 +195,19 @@ def test_evaluation_and_recording_build_the_environment_with_evaluation_kwargs(t
     evaluate(agent, episodes=2, workers=2)
     record(agent, episodes=1)
     assert seen and all(kwargs == {"length": 7} for kwargs in seen)
+
+
+@pytest.mark.slow
+def test_enjoy_ends_on_an_environment_without_a_time_limit_and_says_where_it_cut(tmp_path):
+    """A deterministic policy on an environment that never ends an episode: enjoy.py ran forever and
+    printed nothing. Each episode is cut at the step cap, with a line, and scored as it stood."""
+    model = trained(tmp_path, updates=1, environment={"type": "gym", "name": "tests.faulty_envs:Endless-v0"},
+                    n_workers=2, worker_steps=16, n_mini_batch=1)
+    for extra in ([], ["--video", "endless.gif"]):
+        result = run_enjoy(tmp_path, "--model", str(model), "--episodes", "2", "--deterministic", "--max-steps", "50",
+                           *extra)
+        assert result.returncode == 0, result.stderr
+        cut = [line for line in result.stdout.splitlines() if "cut at the step cap" in line]
+        assert len(cut) == 3 and "length    50" in cut[0], result.stdout  # two episodes and the summary
+    result = run_enjoy(tmp_path, "--model", str(model), "--max-steps", "0")
+    assert result.returncode == 2 and "--max-steps" in result.stderr

@@ -193,16 +193,40 @@ def save_checkpoint(path: str | Path, payload: dict) -> Path:
     """
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    writer = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save({**payload, "digest": digest(payload)}, tmp)
+        with open(tmp, "xb") as file:
+            writer = _NotedWrites(file)
+            torch.save({**payload, "digest": digest(payload)}, writer)
         os.replace(tmp, path)
     except (OSError, RuntimeError) as error:  # torch.save reports a failed write as RuntimeError
         tmp.unlink(missing_ok=True)
+        error = getattr(writer, "error", None) or error  # the file's own error (ENOSPC, EFBIG), not torch's words
         reason = os.strerror(error.errno) if getattr(error, "errno", None) else " ".join(str(error).split())[:120]
-        kept = f"the previous {path} is intact" if path.exists() else "no earlier checkpoint exists"
-        raise CheckpointError(f"could not write {path} ({reason}); {kept}") from None
+        kept = f"the previous {path} is intact" if path.exists() else f"no earlier {path} exists"
+        failure = CheckpointError(f"could not write {path} ({reason}); {kept}")
+        failure.path = path  # which file: train.py names the run's last good checkpoint beside another's
+        raise failure from None
     return path
+
+
+class _NotedWrites:
+    """A file for torch.save that remembers the OSError a write met: torch reports a failed write as
+    "unexpected pos 704 vs 598" (RuntimeError); a user needs "No space left on device"."""
+
+    def __init__(self, file):
+        self.file, self.error = file, None
+
+    def write(self, data) -> int:
+        try:
+            return self.file.write(data)
+        except OSError as error:
+            self.error = error
+            raise
+
+    def flush(self) -> None:
+        self.file.flush()
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
@@ -254,15 +278,21 @@ def same_checkpoint(a: str | Path, b: str | Path) -> bool:
 
 
 def writable(folder: str | Path) -> str | None:
-    """None if files can be created in `folder` (made if missing), else why not, in a few words."""
+    """None if files can be created and written in `folder` (made if missing), else why not, in a
+    few words. A byte is written: an empty file needs no space, so a full disk passed the check."""
+    probe = Path(folder) / f".write-test-{os.getpid()}-{secrets.token_hex(4)}"
     try:
         Path(folder).mkdir(parents=True, exist_ok=True)
-        probe = Path(folder) / f".write-test-{os.getpid()}-{secrets.token_hex(4)}"
-        probe.write_bytes(b"")
-        probe.unlink()
+        with open(probe, "wb") as file:
+            file.write(b"\0")
         return None
     except OSError as error:
         return error.strerror or str(error)
+    finally:
+        try:
+            probe.unlink()
+        except OSError:
+            pass
 
 
 class RunLock:
@@ -300,8 +330,13 @@ class RunLock:
             except FileNotFoundError:
                 pass
             os.close(fd)
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
+        try:  # the holder's pid, for the next run's message
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
+        except OSError as error:  # a full disk: no lock file left behind, empty or not
+            self.path.unlink(missing_ok=True)
+            os.close(fd)
+            raise CheckpointError(f"cannot write the lock {self.path} ({error.strerror or error})") from None
         self._fd = fd
         return self
 

@@ -58,6 +58,7 @@ import os  # noqa: E402
 import re  # noqa: E402
 import reprlib  # noqa: E402
 import resource  # noqa: E402
+import secrets  # noqa: E402
 import shlex  # noqa: E402
 import shutil  # noqa: E402
 import socket  # noqa: E402
@@ -402,10 +403,20 @@ def check_address(address: str | None) -> None:
 
 
 def write_json(storage_folder: str, name: str, data: dict) -> None:
+    """<storage_folder>/<name>, written under a temporary name and moved there: a full disk leaves no half file."""
     fs, path = _filesystem(storage_folder)
     fs.create_dir(path, recursive=True)
-    with fs.open_output_stream(f"{path}/{name}") as out:
-        out.write((json.dumps(data, indent=1) + "\n").encode())
+    tmp = f"{path}/.{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    try:
+        with fs.open_output_stream(tmp) as out:
+            out.write((json.dumps(data, indent=1) + "\n").encode())
+        fs.move(tmp, f"{path}/{name}")
+    except BaseException:
+        try:
+            fs.delete_file(tmp)
+        except Exception:  # it was never made, or is gone already: nothing to clean
+            pass
+        raise
 
 
 def read_sweep_file(folder: str) -> Sweep:
@@ -637,28 +648,36 @@ def _search_name(trial) -> str:
     return trial_name(trial.config, trial.trial_id)
 
 
-def statistics(sweep: Sweep, finished: list[str]) -> None:
+def statistics(sweep: Sweep, finished: list[str]) -> bool:
     """The table over seeds of the trials that ran all their updates, written to
     <storage>/<sweep-id>/stats.{md,json,png}. Trials that ASHA stopped are left out: in a search each
-    sample is its own grid point, and its curve cut short would be scored as if it had ended there."""
+    sample is its own grid point, and its curve cut short would be scored as if it had ended there.
+    False when the files could not be written (a full disk): one line says so."""
+    import pyarrow
     import stats
     if not finished:
         print("no statistics: no trial ran all its updates", file=sys.stderr)
-        return
+        return True
     try:
         table = stats.report([Path(sweep.summaries) / name for name in finished], Path(sweep.local) / "stats",
                              sweep.threshold)
+        if "://" in sweep.storage:
+            import pyarrow.fs
+            target_fs, target = _filesystem(_join(sweep.storage, sweep.sweep_id))
+            for suffix in ("md", "json", "png"):
+                pyarrow.fs.copy_files(str(Path(sweep.local) / f"stats.{suffix}"), f"{target}/stats.{suffix}",
+                                      destination_filesystem=target_fs)
     except stats.InputError as error:
         print(f"no statistics: {error}", file=sys.stderr)
-        return
-    if "://" in sweep.storage:
-        import pyarrow.fs
-        target_fs, target = _filesystem(_join(sweep.storage, sweep.sweep_id))
-        for suffix in ("md", "json", "png"):
-            pyarrow.fs.copy_files(str(Path(sweep.local) / f"stats.{suffix}"), f"{target}/stats.{suffix}",
-                                  destination_filesystem=target_fs)
+        return True
+    except (OSError, pyarrow.ArrowException) as error:
+        print(f"error: could not write the statistics to {_join(sweep.storage, sweep.sweep_id)}/stats.* "
+              f"({getattr(error, 'strerror', None) or ' '.join(str(error).split())[:200]}); the trials' models "
+              f"are in {sweep.local}/models, their summaries in {sweep.summaries}", file=sys.stderr)
+        return False
     print(table, end="")
     print(f"statistics in {_join(sweep.storage, sweep.sweep_id)}/stats.md, .json, .png")
+    return True
 
 
 class Stopping:
@@ -729,6 +748,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     stopping = Stopping()
     folder = _join(sweep.storage, sweep.sweep_id)
+    import pyarrow
     import ray
     try:
         try:
@@ -749,7 +769,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"stopped by {signal.Signals(stopping.signal).name} during start-up", file=sys.stderr)
             return stopping.code
         if not args["--resume"]:
-            write_json(folder, "sweep.json", asdict(sweep))
+            try:
+                write_json(folder, "sweep.json", asdict(sweep))
+            except (OSError, pyarrow.ArrowException) as error:  # a full disk: before any trial starts
+                reason = getattr(error, "strerror", None) or " ".join(str(error).split())[:200]
+                print(f"error: could not write {folder}/sweep.json ({reason}); no trial was started", file=sys.stderr)
+                return 1
         tuner(sweep, bool(args["--resume"])).fit()
         return report(sweep, time.perf_counter() - start, stopping.code)
     except KeyboardInterrupt:  # a second signal
@@ -776,7 +801,7 @@ def report(sweep: Sweep, seconds: float, stopped: int = 130) -> int:
               f"{folder}", flush=True)
         return stopped
     finished = [t for t in ended if t.last_result.get("update") == t.last_result.get("updates")]
-    statistics(sweep, [str(t) for t in finished])
+    written = statistics(sweep, [str(t) for t in finished])
     stopped = f", {len(ended) - len(finished)} of them stopped early by ASHA" if len(ended) > len(finished) else ""
     print(f"sweep {sweep.sweep_id}: {len(ended)} of {sweep.trials} trials ended{stopped}, in {seconds:.0f} s wall "
           f"time; models in {sweep.local}/models, summaries in {sweep.summaries}", flush=True)
@@ -791,7 +816,7 @@ def report(sweep: Sweep, seconds: float, stopped: int = 130) -> int:
         print(f"error: {len(failed)} trial(s) failed more than {sweep.max_failures} times (see error.txt in their "
               f"folders under {folder}); retry them with: python sweep.py --resume {folder}", file=sys.stderr)
         return 1
-    return 0
+    return 0 if written else 1
 
 
 def _score(value) -> float:

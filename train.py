@@ -186,7 +186,10 @@ def train(trainer, checkpoint: dict | None) -> int:
     try:
         trainer.run()
     except CheckpointError as error:  # a save that failed: the line says what happened to the last one
-        print(f"error: {error}", file=sys.stderr)
+        other = getattr(error, "path", None) != trainer.checkpoint_path  # e.g. models/<run-id>-best.pt
+        last = (f"; the last good checkpoint is {trainer.checkpoint_path} (update {trainer.saved_update})"
+                if other and trainer.saved_update is not None else "")
+        print(f"error: {error}{last}", file=sys.stderr)
         return 1
     except (WorkerError, NonFiniteError, OSError) as error:
         if isinstance(error, OSError):  # e.g. summaries on a full disk

@@ -357,14 +357,83 @@ def _filesystem(storage: str):
         raise ConfigError(f"--storage {storage}: {' '.join(str(error).split())[:200]}") from None
 
 
+# An object store that does not answer within this many seconds is refused: pyarrow's own retries
+# went on for more than 5 minutes (gs:// with no network), deaf to Ctrl-C inside its C++ code.
+STORAGE_SECONDS = 30
+
+
+def _in_time(function, what: str):
+    """function(), run in a thread of its own: a ConfigError if it takes more than STORAGE_SECONDS
+    (the thread is left behind, a daemon, stuck in the object store's client)."""
+    outcome: dict = {}
+
+    def call():
+        try:
+            outcome["value"] = function()
+        except BaseException as error:  # handed to the caller below
+            outcome["error"] = error
+    thread = threading.Thread(target=call, daemon=True, name="storage-check")
+    thread.start()
+    thread.join(STORAGE_SECONDS)  # a stop signal still reaches this thread's handler meanwhile
+    if thread.is_alive():
+        raise ConfigError(f"{what}: no answer within {STORAGE_SECONDS} s (unreachable, or no credentials?)")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
 def _exists(storage: str) -> bool:
     import pyarrow
     import pyarrow.fs
-    fs, path = _filesystem(storage)
-    try:
+
+    def look() -> bool:
+        fs, path = _filesystem(storage)
         return fs.get_file_info(path).type != pyarrow.fs.FileType.NotFound
+    try:
+        return _in_time(look, storage)
     except (pyarrow.ArrowException, OSError) as error:
         raise ConfigError(f"{storage} cannot be read: {' '.join(str(error).split())[:200]}") from None
+
+
+def _uri_problem(uri: str) -> str | None:
+    """_folder_problem for a URI: a file in the folder's place, or an object that cannot be written
+    there (one is written and deleted)."""
+    import pyarrow
+    import pyarrow.fs
+    fs, path = _filesystem(uri)
+    if isinstance(fs, pyarrow.fs.LocalFileSystem):
+        return _folder_problem(path)
+    try:
+        if fs.get_file_info(path).type == pyarrow.fs.FileType.File:
+            return f"{uri} is a file, not a folder"
+        probe = f"{path.rstrip('/')}/.write-test-{os.getpid()}-{secrets.token_hex(4)}"
+        with fs.open_output_stream(probe) as out:
+            out.write(b"\0")
+        fs.delete_file(probe)
+    except (pyarrow.ArrowException, OSError) as error:
+        return f"cannot write there ({' '.join(str(error).split())[:200]})"
+    return None
+
+
+def _folder_problem(path: str) -> str | None:
+    """Why files cannot be made under the local folder `path` (made if missing), in a few words, or
+    None. Checked on its nearest existing folder, by writing a byte there (and removing it): a file
+    in its place, a folder without write permission, a full disk. Writes nothing that stays."""
+    existing = next(p for p in [Path(path), *Path(path).parents] if os.path.lexists(p))
+    if not existing.is_dir():
+        return f"{existing} is a file, not a folder"
+    probe = existing / f".write-test-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        with open(probe, "xb") as file:
+            file.write(b"\0")
+    except OSError as error:
+        return f"{existing} is not writable ({error.strerror or error})"
+    finally:
+        try:
+            probe.unlink()
+        except OSError:
+            pass
+    return None
 
 
 def _join(storage: str, *parts: str) -> str:
@@ -379,11 +448,10 @@ def check_new(sweep: Sweep) -> None:
             if _exists(path):
                 raise ConfigError(f"{path} exists: continue that sweep with --resume {folder}, "
                                   "or choose another --sweep-id")
-    for path in (sweep.storage, sweep.summaries, sweep.local):
-        if "://" not in path:
-            existing = next(p for p in [Path(path), *Path(path).parents] if p.exists())
-            if not os.access(existing, os.W_OK):
-                raise ConfigError(f"{existing} is not writable: the sweep could not save its work")
+    for flag, path in (("--storage", sweep.storage), ("summaries", sweep.summaries), ("--storage", sweep.local)):
+        problem = _in_time(lambda: _uri_problem(path), path) if "://" in path else _folder_problem(path)
+        if problem:
+            raise ConfigError(f"{flag} {path}: {problem}: the sweep could not save its work")
 
 
 def check_address(address: str | None) -> None:
@@ -421,10 +489,15 @@ def write_json(storage_folder: str, name: str, data: dict) -> None:
 
 def read_sweep_file(folder: str) -> Sweep:
     import pyarrow
-    fs, path = _filesystem(folder if "://" in folder else str(Path(folder).resolve()))
-    try:
+
+    def read() -> dict:
+        fs, path = _filesystem(folder if "://" in folder else str(Path(folder).resolve()))
         with fs.open_input_stream(f"{path}/sweep.json") as stream:
-            data = json.loads(stream.read())
+            return json.loads(stream.read())
+    try:
+        data = _in_time(read, f"--resume {folder}")
+    except ConfigError:
+        raise
     except (pyarrow.ArrowException, OSError, ValueError):
         raise ConfigError(f"{folder} is not a sweep folder (no readable sweep.json): give <storage>/<sweep-id>") \
             from None

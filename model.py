@@ -239,6 +239,7 @@ class ActorCritic(nn.Module):
         gains = init.config
         if isinstance(observation, gym.Space):
             observation = layout(observation)
+        self.observation_layout = observation  # what act() takes, for Agent's checks
         self.encoder = (_PartsEncoder(observation, vector_encoder_size, init) if observation.packed
                         else _encoder(observation.parts[0], vector_encoder_size, init))
         self.distribution = make_distribution(action_space)

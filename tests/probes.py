@@ -991,7 +991,8 @@ def twice_same(args: list[str], prefix: str = "episode"):
             ctx.notes.append(f"no '{prefix}' lines")
         elif a != b:
             diff = next(i for i, (x, y) in enumerate(zip(a + [""], b + [""])) if x != y)
-            ctx.notes.append(f"the two runs differ: {a[diff].strip()!r} vs {b[diff].strip()!r}")
+            x, y = (lines[diff].strip() if diff < len(lines) else "(no line)" for lines in (a, b))
+            ctx.notes.append(f"the two runs differ: {x!r} vs {y!r}")
         return two
     return action
 
@@ -1840,10 +1841,11 @@ def build_probes() -> list[Probe]:
               ["enjoy.py", "--model", "models/cartpole_masked.pt", "--episodes", "4", "--seed", "1"], code=(0,),
               action=twice_same(["enjoy.py", "--model", "models/cartpole_masked.pt", "--episodes", "4",
                                  "--seed", "1"]), expect="both runs print the same episode lines"))
+    # --overwrite: the second run replaces the first one's video (without it, enjoy.py refuses the file)
     add(Probe("enjoy-video-twice", "12", "sampled recording repeats",
-              "enjoy.py --video out.gif --episodes 3 --seed 2 twice: the same episodes",
-              [*enjoy, "--episodes", "3", "--seed", "2", "--video", "out.gif"], setup=R, code=(0,),
-              action=twice_same([*enjoy, "--episodes", "3", "--seed", "2", "--video", "out.gif"]),
+              "enjoy.py --video out.gif --overwrite --episodes 3 --seed 2 twice: the same episodes",
+              [*enjoy, "--episodes", "3", "--seed", "2", "--video", "out.gif", "--overwrite"], setup=R, code=(0,),
+              action=twice_same([*enjoy, "--episodes", "3", "--seed", "2", "--video", "out.gif", "--overwrite"]),
               expect="both runs print the same episode lines",
               may_write=("repo/out.gif",)))
     add(Probe("enjoy-deterministic-twice", "12", "deterministic evaluation repeats",
@@ -2247,7 +2249,7 @@ def select(args) -> list[Probe]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", help="issue points, comma-separated: 1 .. 12, extra")
+    parser.add_argument("--only", help="issue points, comma-separated: 1 .. 12, 23.2, extra")
     parser.add_argument("--fast", action="store_true", help="the subset tests/test_probes.py runs")
     parser.add_argument("--name", help="probes whose name holds this")
     parser.add_argument("--jobs", type=int, default=1, help="probes at once (serial ones always run alone)")

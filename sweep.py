@@ -632,6 +632,7 @@ def start_ray(address: str | None, sweep: Sweep) -> None:
     # Ray says at every start of a local cluster that it turned its token authentication on, its default
     logging.getLogger("ray._private.authentication.authentication_token_setup").addFilter(
         lambda record: "Token authentication is enabled" not in record.getMessage())
+    logging.getLogger("ray.tune.execution.experiment_state").addFilter(lambda record: not _lost_tune_temporary(record))
     if address is not None:
         try:
             ray.init(address=address, **common)
@@ -656,6 +657,17 @@ def start_ray(address: str | None, sweep: Sweep) -> None:
     if sweep.gpus > gpus:  # its trials would wait for it forever
         ray.shutdown()
         raise ConfigError(f"--gpus-per-trial {sweep.gpus:g}: this machine has {gpus:g} GPUs")
+
+
+def _lost_tune_temporary(record) -> bool:
+    """A failed upload of Tune's state that is no fault: Tune saves its state in its staging folder
+    under a temporary name (.<uuid>-tmp-<file>) and renames it, sometimes while its previous upload
+    of that folder is still copying it (seen at a Ctrl-C on a busy machine); that upload then fails
+    on the vanished file, and Tune logged its traceback, although the upload it starts next copies
+    the renamed file. Any other failed upload (a full disk, a storage that went away) still shows."""
+    error = record.exc_info[1] if record.exc_info else None
+    return (isinstance(error, FileNotFoundError) and "-tmp-" in str(error)
+            and "Saving experiment state" in record.getMessage())
 
 
 def tuner(sweep: Sweep, resume: bool):

@@ -77,6 +77,22 @@ def test_an_object_store_that_does_not_answer_is_refused_in_time(monkeypatch):
         sweep._in_time(lambda: {}["missing"], "x")
 
 
+def test_only_a_vanished_tune_temporary_is_left_out_of_the_failed_uploads_shown():
+    """Tune's upload of its state can fail on its own temporary file, renamed meanwhile: no fault (the
+    next upload copies it), so no traceback; any other failed upload is still shown."""
+    import logging
+
+    def record(error: Exception) -> logging.LogRecord:
+        return logging.LogRecord("ray.tune.execution.experiment_state", logging.ERROR, __file__, 1,
+                                 "Saving experiment state to storage at 's' failed with exception: ", None,
+                                 (type(error), error, None))
+    lost = FileNotFoundError(2, "Failed to open local file '/tmp/ray/session_1/artifacts/x/s/driver_artifacts/"
+                                ".34d5b919-tmp-basic-variant-state-2026-11-25_00-20-24.json'")
+    assert sweep._lost_tune_temporary(record(lost))
+    assert not sweep._lost_tune_temporary(record(OSError(28, "No space left on device")))
+    assert not sweep._lost_tune_temporary(record(FileNotFoundError(2, "Failed to open local file '/s/a.json'")))
+
+
 def test_seeds_cross_every_grid_point_with_readable_distinct_names():
     plan = read("--seeds", "2", "--grid", "learning_rate_schedule.initial=0.0003,1.0e-4",
                 "--grid", "recurrence.layer_type=gru,lstm")

@@ -20,6 +20,12 @@ act() returned last time and the raw rewards the environments gave for them (Non
 at the first step; the agent puts zeros where an episode starts, as training did);
 other models ignore them. Box actions come back unclipped: clip them to the
 bounds for the environment (spaces.env_actions), but pass them back as they came.
+
+act() checks its arguments where they enter, as sb3's predict() does: a wrong shape
+or type is one ValueError naming the argument, what it expects and what it got,
+never a torch error from deep inside or a silently wrong action. Observations,
+masks and the previous step's values may be anything numpy reads as an array of
+numbers (a list too); the state must be the torch.Tensor act() returned.
 """
 from __future__ import annotations
 
@@ -35,6 +41,9 @@ from config import Config, config_from_dict
 from environments import spaces_of
 from model import ActorCritic, build_model
 from normalization import Normalizers
+from spaces import action_format
+
+NUMBERS = "biuf"  # numpy dtype kinds act() takes for observations, masks and previous values
 
 
 class AgentStep(NamedTuple):
@@ -50,6 +59,13 @@ class Agent:
         self.model, self.config, self.action_space = model.eval(), config, action_space
         self.device = torch.device(device)
         self.normalizers = normalizers  # frozen: statistics from training, never updated here
+        # what act() checks its arguments against
+        self._obs_shape = tuple(model.observation_layout.shape)
+        self._mask_branches = ([int(action_space.n)] if isinstance(action_space, gym.spaces.Discrete) else
+                               [int(n) for n in np.ravel(action_space.nvec)]
+                               if isinstance(action_space, gym.spaces.MultiDiscrete) else [])
+        self._mask_width = action_format(action_space).mask_size if self._mask_branches else 0
+        self._state_size = model.state_size
 
     @classmethod
     def load(cls, path: str | Path, device: str = "cpu") -> "Agent":
@@ -76,31 +92,105 @@ class Agent:
     def act(self, obs: np.ndarray, state: torch.Tensor | None, episode_start: np.ndarray,
             deterministic: bool = False, action_mask: np.ndarray | None = None,
             previous_action: np.ndarray | None = None, previous_reward: np.ndarray | None = None) -> AgentStep:
-        """obs (n, *obs_shape) as the environment gives it (a Dict packed as make_env() does),
-        state (n, S) or None (a fresh start), episode_start (n,) bool, action_mask (n, A) bool or None,
+        """obs (n, *obs_shape) as the environment gives it (a Dict packed as make_env() does), n >= 1,
+        state (n, S) float32 tensor or None (a fresh start), episode_start (n,) bool (None only with
+        state None: all start), action_mask (n, A) bool or None (each row allowing some action),
         previous_action: the actions the last call returned, previous_reward (n,): the raw rewards the
-        environments gave for them (both None at the first step)."""
+        environments gave for them (both None at the first step). Anything else: a ValueError."""
+        obs = self._checked_obs(obs)
         n = obs.shape[0]
-        previous = self._previous(n, state is None, episode_start, previous_action, previous_reward)
+        starts = self._checked_starts(episode_start, n, state is None)
+        mask = self._checked_mask(action_mask, n)
+        previous = self._previous(n, state is None, starts, previous_action, previous_reward)
         if state is None:
             state = self.initial_state(n)
         else:
-            state = self.model.reset_state(state, np.asarray(episode_start, dtype=bool))
-        n = self.normalizers
-        if n is not None:
-            obs = n.observation(np.asarray(obs), update=False)
-        mask = None if action_mask is None else torch.as_tensor(np.asarray(action_mask, dtype=bool), device=self.device)
+            state = self.model.reset_state(self._checked_state(state, n), starts)
+        normalizers = self.normalizers
+        if normalizers is not None:
+            obs = normalizers.observation(obs, update=False)
+        mask = None if mask is None else torch.as_tensor(mask, device=self.device)
         out = self.model.act(torch.as_tensor(obs, device=self.device), state, deterministic, mask, previous)
         actions = out.actions.cpu().numpy()
         if isinstance(self.action_space, gym.spaces.Discrete):
             actions = actions[:, 0]  # (n, 1) -> (n,)
         values = out.values.cpu().numpy()
-        if n is not None:
-            values = n.value_units(values)
+        if normalizers is not None:
+            values = normalizers.value_units(values)
         return AgentStep(actions, out.state, out.log_probs.cpu().numpy(), values)
 
-    def _previous(self, n: int, fresh: bool, episode_start: np.ndarray, actions: np.ndarray | None,
-                  rewards: np.ndarray | None) -> torch.Tensor:
+    # ------------------------------------------------------ act()'s arguments, checked where they enter
+    # (every step of enjoy.py and of each evaluation: the usual case, numpy arrays of the right shape,
+    # costs a few attribute reads; messages are built only for a refusal)
+    @staticmethod
+    def _array(value, name: str, expected) -> np.ndarray:
+        """value as a numpy array of numbers (a list converts), else a ValueError; expected() words it."""
+        if isinstance(value, np.ndarray) and value.dtype.kind in NUMBERS:
+            return value
+        try:
+            array = np.asarray(value)
+        except (ValueError, TypeError) as error:  # a ragged list, ...
+            raise ValueError(f"{name}: expected {expected()}, got {type(value).__name__} that is no array "
+                             f"({' '.join(str(error).split())[:100]})") from None
+        if array.dtype.kind not in NUMBERS:
+            raise ValueError(f"{name}: expected {expected()}, got an array of {array.dtype} {array.shape}")
+        return array
+
+    def _checked_obs(self, obs) -> np.ndarray:
+        shape = self._obs_shape
+
+        def expected() -> str:
+            return f"an array of shape (n, {', '.join(map(str, shape))}) with n >= 1 environments"
+        obs = self._array(obs, "obs", expected)
+        if obs.shape[1:] != shape or not obs.shape[0]:
+            hint = " (add the batch axis: obs[None] for one environment)" if obs.shape == shape else ""
+            raise ValueError(f"obs: expected {expected()}, got shape {obs.shape}{hint}")
+        return obs
+
+    def _checked_starts(self, starts, n: int, fresh: bool) -> np.ndarray:
+        def expected() -> str:
+            return f"a bool array of shape ({n},)"
+        if starts is None:
+            if fresh:
+                return np.ones(n, dtype=bool)
+            raise ValueError(f"episode_start: expected {expected()} beside a state (True where an episode begins), "
+                             "got None")
+        array = self._array(starts, "episode_start", expected)
+        if array.shape != (n,) or array.dtype.kind == "f":
+            raise ValueError(f"episode_start: expected {expected()}, got {array.dtype} {array.shape}")
+        return array if array.dtype == bool else array != 0
+
+    def _checked_state(self, state, n: int) -> torch.Tensor:
+        S = self._state_size
+        if not isinstance(state, torch.Tensor) or state.dtype != torch.float32 or state.shape != (n, S):
+            got = (f"a {type(state).__name__}" if not isinstance(state, torch.Tensor) else
+                   f"a {state.dtype} tensor of shape {tuple(state.shape)}")
+            raise ValueError(f"state: expected the torch.float32 tensor of shape ({n}, {S}) that act() returned "
+                             f"(or None at the start), got {got}")
+        return state
+
+    def _checked_mask(self, mask, n: int) -> np.ndarray | None:
+        if mask is None:
+            return None
+        A = self._mask_width
+        if not A:
+            raise ValueError(f"action_mask: this agent's action space {self.action_space} takes no mask; pass None")
+        mask = self._array(mask, "action_mask", lambda: f"a bool array of shape ({n}, {A})")
+        if mask.shape != (n, A) or mask.dtype.kind == "f":
+            raise ValueError(f"action_mask: expected a bool array of shape ({n}, {A}), got {mask.dtype} {mask.shape}")
+        mask = mask if mask.dtype == bool else mask != 0
+        if len(self._mask_branches) == 1:
+            allowed = mask.any(axis=1)  # (n,)
+        else:  # MultiDiscrete: every branch must allow one of its actions
+            allowed = np.logical_or.reduceat(mask, np.cumsum([0, *self._mask_branches[:-1]]), axis=1).all(axis=1)
+        if not allowed.all():
+            row = int(np.flatnonzero(~allowed)[0])
+            where = " in one of its branches" if len(self._mask_branches) > 1 else ""
+            raise ValueError(f"action_mask: row {row} allows no action{where} (expected at least one True per row: "
+                             "an all-False row would act as if nothing were masked)")
+        return mask
+
+    def _previous(self, n: int, fresh: bool, episode_start: np.ndarray, actions, rewards) -> torch.Tensor:
         """The model's previous input (n, P) as training makes it: zeros where an episode starts."""
         P, recurrence = self.model.previous_size, self.config.recurrence
         if not P or fresh or np.all(episode_start):  # no step before: zeros, as in training
@@ -109,7 +199,20 @@ class Agent:
                                   ("previous_reward", rewards, recurrence.previous_reward)):
             if used and value is None:  # never zeros by accident
                 raise ValueError(f"this agent was trained with recurrence.{name}: pass {name} after the first step")
-        actions = torch.as_tensor(np.zeros((n, 1)) if actions is None else np.asarray(actions), device=self.device)
-        rewards = np.zeros(n, np.float32) if rewards is None else np.asarray(rewards, dtype=np.float32)
-        previous = self.model.previous_input(actions.reshape(n, -1), rewards)  # Discrete (n,) -> (n, 1)
-        return self.model.reset_previous(previous, np.asarray(episode_start, dtype=bool))
+        k = action_format(self.action_space).size
+        if actions is None:
+            actions = np.zeros((n, 1))
+        else:
+            actions = self._array(actions, "previous_action", lambda: f"the actions act() returned, ({n}, {k})")
+            if actions.size != n * k or actions.shape[0] != n:
+                raise ValueError(f"previous_action: expected the actions act() returned, ({n},) or ({n}, {k}), "
+                                 f"got {actions.shape}")
+        if rewards is None:
+            rewards = np.zeros(n, np.float32)
+        else:
+            rewards = self._array(rewards, "previous_reward", lambda: f"an array of shape ({n},)")
+            if rewards.shape != (n,):
+                raise ValueError(f"previous_reward: expected an array of shape ({n},), got {rewards.shape}")
+            rewards = rewards.astype(np.float32, copy=False)
+        previous = self.model.previous_input(torch.as_tensor(actions, device=self.device).reshape(n, -1), rewards)
+        return self.model.reset_previous(previous, episode_start)  # Discrete (n,) -> (n, 1) above

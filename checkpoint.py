@@ -37,9 +37,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from config import ConfigError, require_small
 from losses import NonFiniteError
 
 FORMAT = 2  # 1: pickled Python objects, no digest (before weights-only loading)
+# The most values (dict entries, list items; a tensor is one) a checkpoint may hold, counting shared
+# parts as often as they are referenced: a full checkpoint of 64 environments holds a few thousand,
+# and walking a million (the digest does) takes well under a second.
+MAX_CHECKPOINT_VALUES = 10 ** 6
 INFERENCE = ("format", "model", "config", "update", "steps", "run_id", "normalization")  # what acting needs
 # and what only a resumed run needs besides (capture() writes both, in this order)
 RESUME = ("summaries_path", "summaries", "optimizer", "rng", "environments", "obs", "state")
@@ -188,16 +193,40 @@ def save_checkpoint(path: str | Path, payload: dict) -> Path:
     """
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    writer = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save({**payload, "digest": digest(payload)}, tmp)
+        with open(tmp, "xb") as file:
+            writer = _NotedWrites(file)
+            torch.save({**payload, "digest": digest(payload)}, writer)
         os.replace(tmp, path)
     except (OSError, RuntimeError) as error:  # torch.save reports a failed write as RuntimeError
         tmp.unlink(missing_ok=True)
+        error = getattr(writer, "error", None) or error  # the file's own error (ENOSPC, EFBIG), not torch's words
         reason = os.strerror(error.errno) if getattr(error, "errno", None) else " ".join(str(error).split())[:120]
-        kept = f"the previous {path} is intact" if path.exists() else "no earlier checkpoint exists"
-        raise CheckpointError(f"could not write {path} ({reason}); {kept}") from None
+        kept = f"the previous {path} is intact" if path.exists() else f"no earlier {path} exists"
+        failure = CheckpointError(f"could not write {path} ({reason}); {kept}")
+        failure.path = path  # which file: train.py names the run's last good checkpoint beside another's
+        raise failure from None
     return path
+
+
+class _NotedWrites:
+    """A file for torch.save that remembers the OSError a write met: torch reports a failed write as
+    "unexpected pos 704 vs 598" (RuntimeError); a user needs "No space left on device"."""
+
+    def __init__(self, file):
+        self.file, self.error = file, None
+
+    def write(self, data) -> int:
+        try:
+            return self.file.write(data)
+        except OSError as error:
+            self.error = error
+            raise
+
+    def flush(self) -> None:
+        self.file.flush()
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
@@ -221,6 +250,10 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
                               "or not written by train.py)") from None
     if not isinstance(payload, dict):
         raise CheckpointError(f"corrupt checkpoint: {path} is not a checkpoint of this project")
+    try:  # before anything walks it: pickle's memo can repeat a part by reference, as yaml aliases do
+        require_small(payload, f"corrupt checkpoint: {path}", limit=MAX_CHECKPOINT_VALUES)
+    except ConfigError as error:
+        raise CheckpointError(str(error)) from None
     stored = payload.pop("digest", None)
     if stored is not None and stored != digest(payload):
         raise CheckpointError(f"corrupt checkpoint: {path} (its contents do not match its digest)")
@@ -245,15 +278,21 @@ def same_checkpoint(a: str | Path, b: str | Path) -> bool:
 
 
 def writable(folder: str | Path) -> str | None:
-    """None if files can be created in `folder` (made if missing), else why not, in a few words."""
+    """None if files can be created and written in `folder` (made if missing), else why not, in a
+    few words. A byte is written: an empty file needs no space, so a full disk passed the check."""
+    probe = Path(folder) / f".write-test-{os.getpid()}-{secrets.token_hex(4)}"
     try:
         Path(folder).mkdir(parents=True, exist_ok=True)
-        probe = Path(folder) / f".write-test-{os.getpid()}-{secrets.token_hex(4)}"
-        probe.write_bytes(b"")
-        probe.unlink()
+        with open(probe, "wb") as file:
+            file.write(b"\0")
         return None
     except OSError as error:
         return error.strerror or str(error)
+    finally:
+        try:
+            probe.unlink()
+        except OSError:
+            pass
 
 
 class RunLock:
@@ -291,8 +330,13 @@ class RunLock:
             except FileNotFoundError:
                 pass
             os.close(fd)
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
+        try:  # the holder's pid, for the next run's message
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
+        except OSError as error:  # a full disk: no lock file left behind, empty or not
+            self.path.unlink(missing_ok=True)
+            os.close(fd)
+            raise CheckpointError(f"cannot write the lock {self.path} ({error.strerror or error})") from None
         self._fd = fd
         return self
 
@@ -312,18 +356,19 @@ Usage:
 
 
 def main(argv=None) -> int:
-    from config import ConfigError, command_line
+    from config import command_line, start_up_warnings
     try:
-        try:
-            args = command_line(USAGE, argv)
-        except ConfigError as error:
-            raise CheckpointError(str(error)) from None
-        source, target = args["<source>"], args["<target>"]
-        if Path(target).is_dir():
-            raise CheckpointError(f"{target} is a folder: give the new checkpoint's file name")
-        if Path(target).exists():
-            raise CheckpointError(f"{target} exists: choose another name (a checkpoint is never replaced)")
-        save_checkpoint(target, inference_only(load_checkpoint(source)))
+        with start_up_warnings():  # a refusal is its one line alone (torch's warnings on a bad file with it)
+            try:
+                args = command_line(USAGE, argv)
+            except ConfigError as error:
+                raise CheckpointError(str(error)) from None
+            source, target = args["<source>"], args["<target>"]
+            if Path(target).is_dir():
+                raise CheckpointError(f"{target} is a folder: give the new checkpoint's file name")
+            if Path(target).exists():
+                raise CheckpointError(f"{target} exists: choose another name (a checkpoint is never replaced)")
+            save_checkpoint(target, inference_only(load_checkpoint(source)))
     except CheckpointError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

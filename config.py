@@ -6,9 +6,11 @@ worker processes, torch threads) has a default here.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import difflib
+import itertools
 import math
 import os
 import re
@@ -16,6 +18,7 @@ import reprlib
 import sys
 import time
 import typing
+import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -55,14 +58,14 @@ class EnvironmentConfig:
         from environments import FAMILIES
         return FAMILIES[self.type].reward_scale if self.reward_scale is None else self.reward_scale
 
-    def make(self, render_mode: str | None = None):
+    def make(self, render_mode: str | None = None, max_steps: int | None = None):
         """One environment of this section (environments.make_env, which takes plain values);
-        what cannot be made is a ConfigError."""
+        what cannot be made is a ConfigError. max_steps: evaluation's step cap (make_env)."""
         from environments import SetupError, make_env
         from spaces import SpaceError
         try:
             return make_env(self.type, self.name, self.kwargs, self.reset_params, self.observation_mask,
-                            render_mode)
+                            render_mode, max_steps)
         except (SetupError, SpaceError) as error:
             raise ConfigError(str(error)) from None
 
@@ -123,6 +126,9 @@ class EvaluationConfig:
     episodes: int = 32  # episodes per evaluation (as enjoy.py --episodes), over min(episodes, n_workers) environments
     deterministic: bool = True  # the most probable action (as enjoy.py --deterministic); false: sampled
     seed: int = 0  # the evaluation seed (as enjoy.py --seed): the same held-out episodes at every evaluation
+    # cut an episode at this many steps, scored as it stood and counted as capped (as enjoy.py --max-steps);
+    # 0: the environment's own time limit, else 100,000 (an evaluation never hangs on a policy that loops)
+    max_steps: int = 0
 
 
 @dataclass
@@ -219,26 +225,107 @@ def load_config(path: str | Path, overrides: list[str] = ()) -> Config:
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
     try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader) or {}
+        raw = read_yaml(path.read_text(encoding="utf-8")) or {}
     except UnicodeDecodeError:
         raise ConfigError(f"{path} is not a text file in UTF-8") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{path} is not valid yaml: {' '.join(str(error).split())}") from None
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from None
     return config_from_dict(raw, overrides)
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """yaml's safe loader, except that a key given twice in one mapping is an error
-    (plain yaml keeps the last one silently)."""
+# The most values (every mapping, list, key and scalar, counted as often as yaml aliases and merge
+# keys repeat them) a config may expand to: the shipped configs hold fewer than 200, and a long
+# list (an observation mask over a large vector) fits many times over; the whole config is walked
+# and written several times at start (checks, config.json, the checkpoint's digest), which takes
+# well under a second at this size, while a yaml "billion laughs" (9 levels of 10 aliases) would
+# expand to 10**9 and never start.
+MAX_CONFIG_VALUES = 100_000
+MAX_CONFIG_DEPTH = 64  # nesting: a config nests 3 levels; PyYAML and copy recurse once per level
 
-    def construct_mapping(self, node, deep=False):
+
+def read_yaml(text: str):
+    """A yaml document as PyYAML's safe loader reads it (merge keys `<<: *base` included, an explicit
+    key overriding a merged one), except that a key given twice in one mapping is an error, and a
+    document that expands past MAX_CONFIG_VALUES values or nests past MAX_CONFIG_DEPTH is refused
+    (ConfigError, before anything walks it)."""
+    try:
+        tree = yaml.load(text, Loader=_ConfigLoader)
+    except RecursionError:
+        raise ConfigError(f"the yaml nests deeper than {MAX_CONFIG_DEPTH} levels") from None
+    require_small(tree, "the yaml")
+    return tree
+
+
+def require_small(tree, what: str, limit: int = MAX_CONFIG_VALUES, depth: int = MAX_CONFIG_DEPTH) -> None:
+    """Refuses (ConfigError) a tree of dicts, lists and tuples that expands to more than `limit` values,
+    nests deeper than `depth` or holds itself. Shared parts (yaml aliases, pickle's memo) are counted
+    as often as they appear, each walked once: a document of a few bytes that expands to 10**9 values
+    is refused at once."""
+    sizes: dict[int, int] = {}
+
+    def size(node, level: int) -> int:
+        if not isinstance(node, (dict, list, tuple)):
+            return 1
+        key = id(node)
+        if key in sizes:
+            if sizes[key] < 0:
+                raise ConfigError(f"{what} holds itself (as a yaml alias inside its own anchor does)")
+            return sizes[key]
+        if level > depth:
+            raise ConfigError(f"{what} nests deeper than {depth} levels")
+        sizes[key] = -1  # being walked
+        items = itertools.chain.from_iterable(node.items()) if isinstance(node, dict) else node
+        total = 1
+        for item in items:
+            total += size(item, level + 1)
+            if total > limit:
+                raise ConfigError(f"{what} expands to more than {limit:,} values (parts repeated by reference, "
+                                  "as yaml aliases and merge keys do: a 'billion laughs')")
+        sizes[key] = total
+        return total
+    size(tree, 0)
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """yaml's safe loader (merge keys included), except that a key written twice in one mapping is
+    an error (plain yaml keeps the last one silently), and merge keys may not multiply a mapping's
+    entries past MAX_CONFIG_VALUES."""
+
+    def compose_mapping_node(self, anchor):
+        # Checked as written, before merge keys are applied: a merged key that the mapping gives
+        # again is an override (yaml's rule), a key written twice is a mistake.
+        node = super().compose_mapping_node(anchor)
         seen = set()
         for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise ConfigError(f"config key '{key}' is given twice (line {key_node.start_mark.line + 1})")
-            seen.add(key)
-        return super().construct_mapping(node, deep)
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                key = (key_node.tag, key_node.value)
+                if key in seen:
+                    raise ConfigError(f"config key '{key_node.value}' is given twice "
+                                      f"(line {key_node.start_mark.line + 1})")
+                seen.add(key)
+        return node
+
+    def flatten_mapping(self, node):
+        super().flatten_mapping(node)  # merges (recursively, through this method) what `<<` names
+        if len(node.value) > MAX_CONFIG_VALUES:
+            raise ConfigError(f"the yaml's merge keys expand a mapping to more than {MAX_CONFIG_VALUES:,} "
+                              "entries (a 'billion laughs')")
+
+
+@contextlib.contextmanager
+def start_up_warnings():
+    """Holds the warnings raised while a script starts (a deprecated Gymnasium id, an environment
+    checker's or torch's complaint). A refusal, an exception out of the block, is then one line
+    alone: the warnings of an input that is refused are dropped with it. A start that succeeds
+    shows them, through the warning filters as they stand."""
+    with warnings.catch_warnings(record=True) as held:
+        warnings.simplefilter("always")  # record each; the filters apply when they are shown
+        yield
+    registry: dict = {}  # the "default" filter's one warning per place, over the held ones
+    for w in held:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, registry=registry, source=w.source)
 
 
 def command_line(doc: str, argv: list[str] | None = None) -> dict:
@@ -262,9 +349,11 @@ def command_line(doc: str, argv: list[str] | None = None) -> dict:
 def config_from_dict(raw: dict, overrides: list[str] = ()) -> Config:
     if not isinstance(raw, dict):
         raise ConfigError(f"a config is a mapping of keys (key: value lines), got {reprlib.repr(raw)}")
+    require_small(raw, "the config")  # one read from a checkpoint, too
     raw = copy.deepcopy(raw)
     for item in overrides:
         apply_override(raw, item)
+    require_small(raw, "the config with its --set values")
     config = _build(Config, raw, prefix="")
     validate(config)
     return config
@@ -276,9 +365,11 @@ def apply_override(raw: dict, item: str) -> None:
     if not sep or not key:
         raise ConfigError(f"--set expects key=value (e.g. recurrence.layer_type=gru), got {item!r}")
     try:
-        value = yaml.safe_load(text)
+        value = read_yaml(text)
     except yaml.YAMLError:
-        raise ConfigError(f"--set {key}: cannot read the value {text!r}") from None
+        raise ConfigError(f"--set {key}: cannot read the value {reprlib.repr(text)}") from None
+    except ConfigError as error:
+        raise ConfigError(f"--set {key}: {error}") from None
     node = raw
     parts = key.split(".")
     for i, part in enumerate(parts[:-1]):
@@ -316,6 +407,9 @@ def _coerce(hint, value, key: str):
             return value
     elif hint is int:
         if isinstance(value, int) and not isinstance(value, bool):
+            if not -2 ** 63 <= value < 2 ** 63:  # what numpy and torch can hold; each key has its own range too
+                raise ConfigError(f"config key '{key}' = {reprlib.repr(value)} is not allowed: "
+                                  "beyond a 64-bit integer")
             return value
     elif hint is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -337,6 +431,14 @@ def _coerce(hint, value, key: str):
 
 # ------------------------------------------------------------- validation
 
+# Upper bounds where a larger value would fail deep inside (numpy, torch) or hang start-up; each is
+# far above what any run here uses, and the reason is in validate()'s message. Sizes whose memory
+# can be estimated are checked against the memory available instead (buffer.require_memory,
+# model.build_model).
+MAX_WORKERS = 2 ** 16
+MAX_LAYERS = 100
+MAX_EPISODES = 10 ** 6  # per evaluation: every episode's stats are kept, one held-out seed drawn for each
+
 def validate(config: Config) -> None:
     """Impossible values and combinations, each reported as one line naming the key."""
     def need(ok: bool, key: str, value, allowed: str):
@@ -345,6 +447,8 @@ def validate(config: Config) -> None:
 
     for key in ("updates", "epochs", "n_workers", "worker_steps", "n_mini_batch", "hidden_layer_size"):
         need(getattr(config, key) > 0, key, getattr(config, key), "must be > 0")
+    need(config.n_workers <= MAX_WORKERS, "n_workers", config.n_workers, f"at most {MAX_WORKERS:,} (environments "
+         "are Python objects, each made and stepped on its own: 10**6 filled 13 GB before the first step here)")
     need(config.vector_encoder_size >= 0, "vector_encoder_size", config.vector_encoder_size, "must be >= 0 (0: none)")
     need(0.0 <= config.gamma <= 1.0, "gamma", config.gamma, "must be in [0, 1]")
     need(0.0 <= config.lamda <= 1.0, "lamda", config.lamda, "must be in [0, 1]")
@@ -366,7 +470,8 @@ def validate(config: Config) -> None:
          "one of float32, bfloat16, auto")
 
     rec = config.recurrence
-    need(rec.num_layers > 0, "recurrence.num_layers", rec.num_layers, "must be > 0")
+    need(0 < rec.num_layers <= MAX_LAYERS, "recurrence.num_layers", rec.num_layers,
+         f"from 1 to {MAX_LAYERS} (torch builds and steps stacked layers one by one: 1,000 took 12 s to build here)")
     need(rec.layer_type in ("gru", "lstm"), "recurrence.layer_type", rec.layer_type, "one of gru, lstm")
     need(rec.hidden_state_size > 0, "recurrence.hidden_state_size", rec.hidden_state_size, "must be > 0")
     need(rec.sequence_length <= config.worker_steps, "recurrence.sequence_length", rec.sequence_length,
@@ -419,7 +524,10 @@ def validate(config: Config) -> None:
     need(config.optimizer.weight_decay >= 0, "optimizer.weight_decay", config.optimizer.weight_decay, "must be >= 0")
     e = config.evaluation
     need(e.interval >= 0, "evaluation.interval", e.interval, "must be >= 0 (0: no evaluation)")
-    need(e.episodes >= 1, "evaluation.episodes", e.episodes, "must be >= 1")
+    need(1 <= e.episodes <= MAX_EPISODES, "evaluation.episodes", e.episodes,
+         f"from 1 to {MAX_EPISODES:,} (as enjoy.py --episodes)")
+    need(0 <= e.max_steps < 2 ** 31, "evaluation.max_steps", e.max_steps,
+         "from 0 (the environment's own time limit, else 100,000) to 2**31 - 1")
     need(0 <= e.seed < 2 ** 32, "evaluation.seed", e.seed, "an integer in [0, 2**32)")
 
     scale = config.environment.reward_scale

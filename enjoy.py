@@ -6,14 +6,18 @@ Usage:
 
 Options:
   --model=<path>     A checkpoint written by train.py (models/<run-id>.pt).
-  --episodes=<n>     Episodes to run [default: 10].
+  --episodes=<n>     Episodes to run, at most 1,000,000 [default: 10].
   --seed=<s>         Evaluation seed of the environments (disjoint from any training seed) and of
                      the policy's sampled actions: the same command gives the same scores [default: 0].
   --deterministic    Take the most probable action instead of sampling.
+  --max-steps=<n>    Cut an episode at n steps, scored as it stood (a line says so). Default: the
+                     config's evaluation.max_steps, whose 0 is the environment's own time limit,
+                     else 100,000: a policy that loops in an environment without one still ends.
   --video=<path>     Record the episodes to a .gif (Pillow) or .mp4 (needs the video extra:
-                     pip install -r requirements-video.txt).
-  --render           Show the episodes in a window; without a display, record them to
-                     <model name>.gif instead.
+                     pip install -r requirements-video.txt). An existing file is refused.
+  --overwrite        Let --video replace an existing file.
+  --render           Show the episodes in a window (needs a display; without one, record
+                     them with --video instead).
 
 Without --video or --render the episodes run in parallel across the config's
 number of environments. Every episode prints one line (a progress bar on a terminal);
@@ -21,6 +25,7 @@ a summary follows. Exit codes: 0 done, 2 refused (bad flag or file), 130 stopped
 """
 from __future__ import annotations
 
+import errno
 import importlib.util
 import os
 import sys
@@ -30,18 +35,19 @@ import numpy as np
 import torch
 
 from checkpoint import CheckpointError
-from config import ConfigError, command_line
+from config import MAX_EPISODES, ConfigError, command_line, start_up_warnings
 
-def record(agent, episodes: int, seed: int = 0, deterministic: bool = False, on_episode=None):
+def record(agent, episodes: int, seed: int = 0, deterministic: bool = False, on_episode=None,
+           max_steps: int | None = None):
     """Runs episodes one after another in one environment; returns (stats, frames).
 
     Frames: the first observation of each episode and one after every step, so an
-    episode of length n gives n + 1 frames.
+    episode of length n gives n + 1 frames. Episodes are cut at the step cap, as evaluate() cuts them.
     """
-    from evaluation import evaluation_seeds
+    from evaluation import evaluation_environment, evaluation_seeds
     from spaces import MASK_KEY, env_actions
     torch.manual_seed(seed)  # the policy's sampled actions: the same command gives the same scores
-    env = agent.config.environment.for_evaluation().make(render_mode="rgb_array")
+    env = evaluation_environment(agent.config, max_steps).make(render_mode="rgb_array")
     results, frames = [], []
     try:
         for episode, env_seed in enumerate(evaluation_seeds(seed, episodes)):
@@ -80,12 +86,25 @@ def _stamp(frame: np.ndarray, t: int) -> np.ndarray:
     return frame
 
 
-def write_video(path: Path, frames: list[np.ndarray], fps: int = 8) -> None:
-    """Writes to a temporary name beside `path` and renames it: a failed write leaves no half file."""
+def write_video(path: Path, frames: list[np.ndarray], fps: int = 8, overwrite: bool = False) -> None:
+    """Writes to a temporary name beside `path` and renames it: a failed write leaves no half file.
+    Without overwrite, a file at `path` is never replaced, even one that appeared while the episodes
+    ran: the temporary file is hard-linked to `path`, which fails if anything is there."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp{path.suffix}")
     try:
         _write_frames(tmp, frames, fps)
-        os.replace(tmp, path)
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise FileExistsError(errno.EEXIST, "a file appeared there meanwhile; pass --overwrite to "
+                                      "replace it", str(path)) from None
+            except OSError as error:  # a file system without hard links: the check before the episodes stands
+                if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP) or os.path.lexists(path):
+                    raise
+                os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -125,29 +144,39 @@ def show(frames: list[np.ndarray], fps: int = 8) -> None:
     pygame.quit()
 
 
-def _options(args: dict) -> tuple[int, int, Path | None, bool]:
-    """(episodes, seed, video path or None, show a window), every flag checked before anything runs."""
+def _options(args: dict) -> tuple[int, int, Path | None, bool, int | None]:
+    """(episodes, seed, video path or None, show a window, step cap or None: the config's), every flag
+    checked before anything runs.
+    Nothing is written where the user did not ask: --render without a display is refused, not
+    turned into a file of an invented name."""
     episodes, seed = args["--episodes"], args["--seed"]
-    if not episodes.isdigit() or int(episodes) < 1:
-        raise ConfigError(f"--episodes must be a positive integer, got {episodes!r}")
+    if not episodes.isdigit() or not 1 <= int(episodes) <= MAX_EPISODES:
+        raise ConfigError(f"--episodes must be an integer from 1 to {MAX_EPISODES:,}, got {episodes!r}")
     if not seed.isdigit() or int(seed) >= 2 ** 32:
         raise ConfigError(f"--seed must be an integer in [0, 2**32), got {seed!r}")
+    max_steps = args["--max-steps"]
+    if max_steps is not None and (not max_steps.isdigit() or not 1 <= int(max_steps) < 2 ** 31):
+        raise ConfigError(f"--max-steps must be an integer from 1 to 2**31 - 1, got {max_steps!r}")
     video = Path(args["--video"]) if args["--video"] else None
+    if args["--overwrite"] and video is None:
+        raise ConfigError("--overwrite is for --video FILE: nothing else is written")
     window = False
     if args["--render"]:
         window = bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
         if not window and video is None:
-            video = Path(Path(args["--model"]).stem + ".gif")
-            print(f"no display: recording to {video} instead", flush=True)
+            raise ConfigError("--render needs a display and there is none here (no DISPLAY or WAYLAND_DISPLAY): "
+                              "record the episodes with --video FILE.gif instead")
     if video is not None:
         if video.suffix.lower() not in (".gif", ".mp4"):
             raise ConfigError(f"--video {video}: use a .gif or .mp4 file name")
         if video.is_dir() or not (video.parent.is_dir() and os.access(video.parent, os.W_OK)):
             raise ConfigError(f"--video {video}: {video.parent}/ is not a writable folder (or the path is a folder)")
+        if os.path.lexists(video) and not args["--overwrite"]:
+            raise ConfigError(f"--video {video} exists: choose another name, or pass --overwrite to replace it")
         if video.suffix.lower() == ".mp4" and importlib.util.find_spec("imageio_ffmpeg") is None:
             raise ConfigError("writing .mp4 needs the video extra: pip install -r requirements-video.txt "
                               "(or use a .gif)")
-    return int(episodes), int(seed), video, window
+    return int(episodes), int(seed), video, window, None if max_steps is None else int(max_steps)
 
 
 def main(argv=None) -> int:
@@ -155,17 +184,19 @@ def main(argv=None) -> int:
     from evaluation import evaluate, summary
     from spaces import SpaceError
     try:
-        args = command_line(__doc__, argv)
-        episodes, seed, video, window = _options(args)
-        agent = Agent.load(args["--model"])
+        with start_up_warnings():  # a refusal is its one line alone; a start that succeeds shows them
+            args = command_line(__doc__, argv)
+            episodes, seed, video, window, max_steps = _options(args)
+            agent = Agent.load(args["--model"])
         with Progress(episodes) as progress:
             if video or window:
-                results, frames = record(agent, episodes, seed, args["--deterministic"], progress.episode)
+                results, frames = record(agent, episodes, seed, args["--deterministic"], progress.episode, max_steps)
             else:
-                results = evaluate(agent, episodes, seed, args["--deterministic"], on_episode=progress.episode)
+                results = evaluate(agent, episodes, seed, args["--deterministic"], on_episode=progress.episode,
+                                   max_steps=max_steps)
         if video:
             try:
-                write_video(video, frames)
+                write_video(video, frames, overwrite=args["--overwrite"])
             except OSError as error:  # e.g. a full disk: the episodes' scores are still printed below
                 print(f"error: could not write {video} ({error.strerror or error})", file=sys.stderr)
                 print(summary(results))
@@ -195,8 +226,13 @@ class Progress:
     def episode(self, i: int, stats: dict) -> None:
         success = f"  success {int(stats['success'])}" if "success" in stats else ""
         line = f"episode {i:4d}  return {stats['reward']:9.3f}  length {stats['length']:5d}{success}"
+        if stats.get("capped"):
+            line += "  cut at the step cap (--max-steps): scored as it stood"
         if self.bar is None:
             print(line, flush=True)
+        elif stats.get("capped"):
+            self.bar.write(line)
+            self.bar.update(1)
         else:
             self.bar.set_postfix_str(line.split("  ", 1)[1], refresh=False)
             self.bar.update(1)

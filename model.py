@@ -239,6 +239,7 @@ class ActorCritic(nn.Module):
         gains = init.config
         if isinstance(observation, gym.Space):
             observation = layout(observation)
+        self.observation_layout = observation  # what act() takes, for Agent's checks
         self.encoder = (_PartsEncoder(observation, vector_encoder_size, init) if observation.packed
                         else _encoder(observation.parts[0], vector_encoder_size, init))
         self.distribution = make_distribution(action_space)
@@ -526,7 +527,9 @@ def build_model(config, spaces: EnvSpaces) -> ActorCritic:
         return ActorCritic(spaces.observation, spaces.action_space, config.hidden_layer_size, config.recurrence,
                            config.vector_encoder_size, config.initialization)
     except (MemoryError, RuntimeError) as error:
-        if not isinstance(error, MemoryError) and "alloc" not in str(error):
+        # torch words it "can't allocate memory", or "Storage size calculation overflowed" for sizes
+        # whose byte count passes 2**63
+        if not isinstance(error, MemoryError) and "alloc" not in str(error) and "overflow" not in str(error):
             raise
         raise ConfigError("the model's parameters do not fit in memory: lower hidden_layer_size, "
                           "recurrence.hidden_state_size or vector_encoder_size") from None

@@ -26,6 +26,8 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
+import secrets
 import sys
 from dataclasses import dataclass
 from functools import reduce
@@ -448,8 +450,21 @@ def figure(summaries: list[dict], reference: Path | None, threshold: float | Non
     for axes in (curves, profiles):
         axes.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        _write_atomically(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
+    finally:
+        plt.close(fig)
+
+
+def _write_atomically(path: Path, write: Callable[[Path], None]) -> None:
+    """write(tmp) to a unique temporary name beside path, then renamed over it: a full disk leaves
+    neither a half file nor the temporary one (the error is raised)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def report(folders: list[str | Path], out_prefix: str | Path, threshold: float | None = None,
@@ -466,8 +481,9 @@ def report(folders: list[str | Path], out_prefix: str | Path, threshold: float |
     markdown = table(summaries, settings)
     out = Path(out_prefix)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_name(out.name + ".md").write_text(markdown)
-    out.with_name(out.name + ".json").write_text(json.dumps({**settings, "grid_points": summaries}, indent=1) + "\n")
+    _write_atomically(out.with_name(out.name + ".md"), lambda tmp: tmp.write_text(markdown))
+    text = json.dumps({**settings, "grid_points": summaries}, indent=1) + "\n"
+    _write_atomically(out.with_name(out.name + ".json"), lambda tmp: tmp.write_text(text))
     figure(summaries, reference_path, threshold, out.with_name(out.name + ".png"))
     return markdown
 

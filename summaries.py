@@ -8,8 +8,11 @@ by stats.py without anything else.
 from __future__ import annotations
 
 import json
+import os
 import resource
+import secrets
 import sys
+import threading
 import time
 from collections import deque
 from contextlib import contextmanager
@@ -81,8 +84,9 @@ class Summaries:
 
     def open(self, first_update: int = 0) -> None:
         from torch.utils.tensorboard import SummaryWriter
+        _leave_writer_errors_to_the_writer()
         self._writer = SummaryWriter(str(self.path))
-        (self.path / "config.json").write_text(json.dumps(self.config.to_dict(), indent=1))
+        write_atomically(self.path / "config.json", json.dumps(self.config.to_dict(), indent=1))
         if self.verbose and sys.stdout.isatty():
             from tqdm import tqdm
             self._bar = tqdm(total=self.config.updates, initial=first_update, unit="update", dynamic_ncols=True)
@@ -167,10 +171,43 @@ class Summaries:
         self.recent_rewards.extend(state["recent_rewards"])
 
     def close(self) -> None:
+        """Closes the bar and the writer; a write the writer's thread could not make (a full disk)
+        is raised here (OSError) if no earlier call raised it."""
         if self._bar is not None:
             self._bar.close()
             self._bar = None
         if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+            writer, self._writer = self._writer, None
+            try:
+                writer.flush()  # raises what the writer's thread met, which close() alone would not
+            finally:
+                writer.close()
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Writes text to a unique temporary name beside path and renames it: a full disk leaves no half
+    file (and no temporary one)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _leave_writer_errors_to_the_writer() -> None:
+    """TensorBoard's SummaryWriter writes its events from a thread of its own. A write that fails
+    there (a full disk) ends that thread, whose exception the writer raises again in the caller at
+    its next call (add_scalar, flush), where train.py reports it in one line (exit 1); the thread's
+    own traceback, printed by threading.excepthook beside that line, is left out (only for
+    TensorBoard's threads and OSError: any other thread's exception is printed as before)."""
+    previous = threading.excepthook
+    if getattr(previous, "leaves_writer_errors", False):
+        return
+
+    def hook(args):
+        if not (type(args.thread).__module__.startswith("tensorboard.") and isinstance(args.exc_value, OSError)):
+            previous(args)
+    hook.leaves_writer_errors = True
+    threading.excepthook = hook
 

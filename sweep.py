@@ -56,7 +56,9 @@ import json  # noqa: E402
 import math  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
+import reprlib  # noqa: E402
 import resource  # noqa: E402
+import secrets  # noqa: E402
 import shlex  # noqa: E402
 import shutil  # noqa: E402
 import socket  # noqa: E402
@@ -69,13 +71,21 @@ from pathlib import Path  # noqa: E402
 
 import yaml  # noqa: E402
 
-from config import ConfigError, apply_override, command_line, config_from_dict, load_config, validate  # noqa: E402
+from config import (ConfigError, apply_override, command_line, config_from_dict, load_config, read_yaml,  # noqa: E402
+                    start_up_warnings, validate)
 
 ROOT = Path(__file__).resolve().parent
 SWEEP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 METRICS = ("episode/reward_mean_last100", "episode/reward_mean", "episode/success_mean", "episode/length_mean",
            "eval/reward_mean", "eval/success_mean", "eval/length_mean")  # eval/*: config `evaluation`
 DISTRIBUTIONS = ("loguniform", "uniform", "int", "choice")
+# The most trials one sweep runs (seeds x grid points, or a search's samples): Tune keeps every trial
+# in the driver and rewrites the state of all of them as the sweep goes, and sweep.py builds and checks
+# each trial's config before Ray starts; the largest sweep here ran 10 seeds x 12 grid points, while
+# --seeds 10**12 ended in a MemoryError. Its bound on --max-concurrent, too.
+MAX_TRIALS = 10_000
+# The most CPUs or GPUs one trial may reserve: a trial runs on one node, and no node has more.
+MAX_PER_TRIAL = 2 ** 16
 OWN_FLAGS = ("--resume", "--address", "--threshold")  # what --resume can be combined with
 
 
@@ -113,9 +123,11 @@ class Sweep:
 
 def _yaml(text: str, what: str):
     try:
-        return yaml.safe_load(text)
+        return read_yaml(text)
     except yaml.YAMLError:
-        raise ConfigError(f"{what}: cannot read {text!r} as yaml") from None
+        raise ConfigError(f"{what}: cannot read {reprlib.repr(text)} as yaml") from None
+    except ConfigError as error:
+        raise ConfigError(f"{what}: {error}") from None
 
 
 def _key_values(item: str, flag: str) -> tuple[str, str]:
@@ -170,32 +182,36 @@ def read_seeds(args: dict, config_seed: int, searching: bool) -> list[int]:
     if args["--seeds"] and args["--seed-list"]:
         raise ConfigError("--seeds and --seed-list cannot be combined")
     if args["--seeds"]:
-        if not re.fullmatch(r"\d+", args["--seeds"]) or int(args["--seeds"]) < 1:
-            raise ConfigError(f"--seeds must be a positive integer, got {args['--seeds']!r}")
+        if not re.fullmatch(r"\d+", args["--seeds"]) or not 1 <= int(args["--seeds"]) <= MAX_TRIALS:
+            raise ConfigError(f"--seeds must be an integer from 1 to {MAX_TRIALS:,} (the most trials a sweep runs), "
+                              f"got {reprlib.repr(args['--seeds'])}")
         seeds = list(range(int(args["--seeds"])))
     elif args["--seed-list"]:
         if not re.fullmatch(r"\d+(,\d+)*", args["--seed-list"]):
             raise ConfigError(f"--seed-list must be integers separated by commas, e.g. 3,4,5; "
-                              f"got {args['--seed-list']!r}")
+                              f"got {reprlib.repr(args['--seed-list'])}")
         seeds = [int(s) for s in args["--seed-list"].split(",")]
     else:
         seeds = [config_seed]
     if len(set(seeds)) < len(seeds) or max(seeds) >= 2 ** 32:
-        raise ConfigError(f"seeds must be distinct integers in [0, 2**32), got {seeds}")
+        raise ConfigError(f"seeds must be distinct integers in [0, 2**32), got {reprlib.repr(seeds)}")
     if searching and len(seeds) > 1:
         raise ConfigError("a search runs each sample with one seed: give --seed-list S (or none: the config's seed); "
                           "then run the best sample's config with --seeds N")
     return seeds
 
 
-def _number(args: dict, flag: str, kind=float, low: float = 0.0):
+def _number(args: dict, flag: str, kind=float, low: float = 0.0, high: float = math.inf):
     text = args[flag]
     try:
         value = kind(text)
     except (TypeError, ValueError):
         value = None
-    if value is None or not math.isfinite(value) or value < low:
-        raise ConfigError(f"{flag} must be a {'number' if kind is float else 'whole number'} >= {low:g}, got {text!r}")
+    # compared, never converted: math.isfinite(10**400) raises OverflowError
+    if value is None or not low <= value <= high or (kind is float and not math.isfinite(value)):
+        what = 'number' if kind is float else 'whole number'
+        within = f">= {low:g}" if high == math.inf else f"from {low:g} to {high:,g}"
+        raise ConfigError(f"{flag} must be a {what} {within}, got {reprlib.repr(text)}")
     return value
 
 
@@ -224,7 +240,7 @@ def check_values(raw: dict, grid: dict[str, list], search: dict[str, list]) -> l
 def read_sweep(args: dict) -> Sweep:
     """The sweep the command line describes, every input checked; starts nothing, writes nothing."""
     config = load_config(args["--config"], args["--set"])  # the environment's settings are checked here too
-    raw = yaml.safe_load(Path(args["--config"]).read_text(encoding="utf-8")) or {}
+    raw = read_yaml(Path(args["--config"]).read_text(encoding="utf-8")) or {}  # as load_config read it
     for item in args["--set"]:
         apply_override(raw, item)
     grid, search = read_grid(args["--grid"]), read_search(args["--search"])
@@ -235,8 +251,14 @@ def read_sweep(args: dict) -> Sweep:
         raise ConfigError("--samples is the number of runs of a search: give --search KEY=DIST with it")
     if set(grid) & set(search):
         raise ConfigError(f"{', '.join(set(grid) & set(search))} is given to --grid and --search")
-    configs = check_values(raw, grid, search)
     seeds = read_seeds(args, config.seed, bool(search))
+    samples = (_number(args, "--samples", int, 1, MAX_TRIALS) if args["--samples"] is not None
+               else (10 if search else 0))
+    trials = samples if search else len(seeds) * math.prod(len(values) for values in grid.values())
+    if trials > MAX_TRIALS:  # before any config is built for them
+        raise ConfigError(f"the sweep would run {trials:,} trials (seeds x grid points), more than {MAX_TRIALS:,}: "
+                          "split it into several sweeps")
+    configs = check_values(raw, grid, search)
     if args["--scheduler"] not in ("none", "asha"):
         raise ConfigError(f"--scheduler must be none or asha, got {args['--scheduler']!r}")
     if args["--metric"] not in METRICS:
@@ -252,15 +274,18 @@ def read_sweep(args: dict) -> Sweep:
     local = Path(storage if "://" not in storage else Path("sweeps").resolve()) / sweep_id
     sweep = Sweep(
         sweep_id, args["--config"], args["--set"], raw, seeds, grid, search,
-        samples=_number(args, "--samples", int, 1) if args["--samples"] is not None else (10 if search else 0),
-        scheduler=args["--scheduler"], metric=args["--metric"],
-        cpus=_number(args, "--cpus-per-trial", float, 0.01), gpus=_number(args, "--gpus-per-trial"),
-        max_concurrent=_number(args, "--max-concurrent", int, 1) if args["--max-concurrent"] else None,
+        samples=samples, scheduler=args["--scheduler"], metric=args["--metric"],
+        cpus=_number(args, "--cpus-per-trial", float, 0.01, MAX_PER_TRIAL),
+        gpus=_number(args, "--gpus-per-trial", float, 0, MAX_PER_TRIAL),
+        max_concurrent=_number(args, "--max-concurrent", int, 1, MAX_TRIALS) if args["--max-concurrent"] else None,
         max_failures=_number(args, "--max-failures", int, 0), storage=storage,
         summaries=str(Path("summaries").resolve() / sweep_id), local=str(local),
         threshold=_number(args, "--threshold", float, -math.inf) if args["--threshold"] else None)
     if sweep.gpus > 1 and sweep.gpus != int(sweep.gpus):
         raise ConfigError(f"--gpus-per-trial above 1 must be whole GPUs, got {sweep.gpus:g}")
+    cpus = len(os.sched_getaffinity(0))
+    if args["--address"] is None and sweep.cpus > cpus:  # a cluster's nodes are known once Ray joins it
+        raise ConfigError(f"--cpus-per-trial {sweep.cpus:g}: this machine has {cpus} CPUs")
     trial_names(sweep)  # names must be distinct
     sweep.updates = max(c.updates for c in configs)
     return sweep
@@ -332,14 +357,83 @@ def _filesystem(storage: str):
         raise ConfigError(f"--storage {storage}: {' '.join(str(error).split())[:200]}") from None
 
 
+# An object store that does not answer within this many seconds is refused: pyarrow's own retries
+# went on for more than 5 minutes (gs:// with no network), deaf to Ctrl-C inside its C++ code.
+STORAGE_SECONDS = 30
+
+
+def _in_time(function, what: str):
+    """function(), run in a thread of its own: a ConfigError if it takes more than STORAGE_SECONDS
+    (the thread is left behind, a daemon, stuck in the object store's client)."""
+    outcome: dict = {}
+
+    def call():
+        try:
+            outcome["value"] = function()
+        except BaseException as error:  # handed to the caller below
+            outcome["error"] = error
+    thread = threading.Thread(target=call, daemon=True, name="storage-check")
+    thread.start()
+    thread.join(STORAGE_SECONDS)  # a stop signal still reaches this thread's handler meanwhile
+    if thread.is_alive():
+        raise ConfigError(f"{what}: no answer within {STORAGE_SECONDS} s (unreachable, or no credentials?)")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
 def _exists(storage: str) -> bool:
     import pyarrow
     import pyarrow.fs
-    fs, path = _filesystem(storage)
-    try:
+
+    def look() -> bool:
+        fs, path = _filesystem(storage)
         return fs.get_file_info(path).type != pyarrow.fs.FileType.NotFound
+    try:
+        return _in_time(look, storage)
     except (pyarrow.ArrowException, OSError) as error:
         raise ConfigError(f"{storage} cannot be read: {' '.join(str(error).split())[:200]}") from None
+
+
+def _uri_problem(uri: str) -> str | None:
+    """_folder_problem for a URI: a file in the folder's place, or an object that cannot be written
+    there (one is written and deleted)."""
+    import pyarrow
+    import pyarrow.fs
+    fs, path = _filesystem(uri)
+    if isinstance(fs, pyarrow.fs.LocalFileSystem):
+        return _folder_problem(path)
+    try:
+        if fs.get_file_info(path).type == pyarrow.fs.FileType.File:
+            return f"{uri} is a file, not a folder"
+        probe = f"{path.rstrip('/')}/.write-test-{os.getpid()}-{secrets.token_hex(4)}"
+        with fs.open_output_stream(probe) as out:
+            out.write(b"\0")
+        fs.delete_file(probe)
+    except (pyarrow.ArrowException, OSError) as error:
+        return f"cannot write there ({' '.join(str(error).split())[:200]})"
+    return None
+
+
+def _folder_problem(path: str) -> str | None:
+    """Why files cannot be made under the local folder `path` (made if missing), in a few words, or
+    None. Checked on its nearest existing folder, by writing a byte there (and removing it): a file
+    in its place, a folder without write permission, a full disk. Writes nothing that stays."""
+    existing = next(p for p in [Path(path), *Path(path).parents] if os.path.lexists(p))
+    if not existing.is_dir():
+        return f"{existing} is a file, not a folder"
+    probe = existing / f".write-test-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        with open(probe, "xb") as file:
+            file.write(b"\0")
+    except OSError as error:
+        return f"{existing} is not writable ({error.strerror or error})"
+    finally:
+        try:
+            probe.unlink()
+        except OSError:
+            pass
+    return None
 
 
 def _join(storage: str, *parts: str) -> str:
@@ -354,11 +448,10 @@ def check_new(sweep: Sweep) -> None:
             if _exists(path):
                 raise ConfigError(f"{path} exists: continue that sweep with --resume {folder}, "
                                   "or choose another --sweep-id")
-    for path in (sweep.storage, sweep.summaries, sweep.local):
-        if "://" not in path:
-            existing = next(p for p in [Path(path), *Path(path).parents] if p.exists())
-            if not os.access(existing, os.W_OK):
-                raise ConfigError(f"{existing} is not writable: the sweep could not save its work")
+    for flag, path in (("--storage", sweep.storage), ("summaries", sweep.summaries), ("--storage", sweep.local)):
+        problem = _in_time(lambda: _uri_problem(path), path) if "://" in path else _folder_problem(path)
+        if problem:
+            raise ConfigError(f"{flag} {path}: {problem}: the sweep could not save its work")
 
 
 def check_address(address: str | None) -> None:
@@ -378,18 +471,33 @@ def check_address(address: str | None) -> None:
 
 
 def write_json(storage_folder: str, name: str, data: dict) -> None:
+    """<storage_folder>/<name>, written under a temporary name and moved there: a full disk leaves no half file."""
     fs, path = _filesystem(storage_folder)
     fs.create_dir(path, recursive=True)
-    with fs.open_output_stream(f"{path}/{name}") as out:
-        out.write((json.dumps(data, indent=1) + "\n").encode())
+    tmp = f"{path}/.{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    try:
+        with fs.open_output_stream(tmp) as out:
+            out.write((json.dumps(data, indent=1) + "\n").encode())
+        fs.move(tmp, f"{path}/{name}")
+    except BaseException:
+        try:
+            fs.delete_file(tmp)
+        except Exception:  # it was never made, or is gone already: nothing to clean
+            pass
+        raise
 
 
 def read_sweep_file(folder: str) -> Sweep:
     import pyarrow
-    fs, path = _filesystem(folder if "://" in folder else str(Path(folder).resolve()))
-    try:
+
+    def read() -> dict:
+        fs, path = _filesystem(folder if "://" in folder else str(Path(folder).resolve()))
         with fs.open_input_stream(f"{path}/sweep.json") as stream:
-            data = json.loads(stream.read())
+            return json.loads(stream.read())
+    try:
+        data = _in_time(read, f"--resume {folder}")
+    except ConfigError:
+        raise
     except (pyarrow.ArrowException, OSError, ValueError):
         raise ConfigError(f"{folder} is not a sweep folder (no readable sweep.json): give <storage>/<sweep-id>") \
             from None
@@ -524,15 +632,14 @@ def start_ray(address: str | None, sweep: Sweep) -> None:
     # Ray says at every start of a local cluster that it turned its token authentication on, its default
     logging.getLogger("ray._private.authentication.authentication_token_setup").addFilter(
         lambda record: "Token authentication is enabled" not in record.getMessage())
+    logging.getLogger("ray.tune.execution.experiment_state").addFilter(lambda record: not _lost_tune_temporary(record))
     if address is not None:
         try:
             ray.init(address=address, **common)
         except (ConnectionError, RuntimeError, ValueError) as error:
             raise ConfigError(f"--address {address}: {' '.join(str(error).split())[:300]}") from None
         return
-    cpus = len(os.sched_getaffinity(0))
-    if sweep.cpus > cpus:
-        raise ConfigError(f"--cpus-per-trial {sweep.cpus:g}: this machine has {cpus} CPUs")
+    cpus = len(os.sched_getaffinity(0))  # read_sweep refused a trial larger than this machine
     # Ray's processes begin with SIGINT and SIGTERM blocked (Ray blocks SIGINT itself): a stop signal
     # sent to the process group (Ctrl-C, Slurm's scancel) reaches this driver alone, which stops Tune
     # gracefully and then Ray by its handle. Without it a SIGTERM ended Ray's processes under the
@@ -550,6 +657,17 @@ def start_ray(address: str | None, sweep: Sweep) -> None:
     if sweep.gpus > gpus:  # its trials would wait for it forever
         ray.shutdown()
         raise ConfigError(f"--gpus-per-trial {sweep.gpus:g}: this machine has {gpus:g} GPUs")
+
+
+def _lost_tune_temporary(record) -> bool:
+    """A failed upload of Tune's state that is no fault: Tune saves its state in its staging folder
+    under a temporary name (.<uuid>-tmp-<file>) and renames it, sometimes while its previous upload
+    of that folder is still copying it (seen at a Ctrl-C on a busy machine); that upload then fails
+    on the vanished file, and Tune logged its traceback, although the upload it starts next copies
+    the renamed file. Any other failed upload (a full disk, a storage that went away) still shows."""
+    error = record.exc_info[1] if record.exc_info else None
+    return (isinstance(error, FileNotFoundError) and "-tmp-" in str(error)
+            and "Saving experiment state" in record.getMessage())
 
 
 def tuner(sweep: Sweep, resume: bool):
@@ -615,28 +733,36 @@ def _search_name(trial) -> str:
     return trial_name(trial.config, trial.trial_id)
 
 
-def statistics(sweep: Sweep, finished: list[str]) -> None:
+def statistics(sweep: Sweep, finished: list[str]) -> bool:
     """The table over seeds of the trials that ran all their updates, written to
     <storage>/<sweep-id>/stats.{md,json,png}. Trials that ASHA stopped are left out: in a search each
-    sample is its own grid point, and its curve cut short would be scored as if it had ended there."""
+    sample is its own grid point, and its curve cut short would be scored as if it had ended there.
+    False when the files could not be written (a full disk): one line says so."""
+    import pyarrow
     import stats
     if not finished:
         print("no statistics: no trial ran all its updates", file=sys.stderr)
-        return
+        return True
     try:
         table = stats.report([Path(sweep.summaries) / name for name in finished], Path(sweep.local) / "stats",
                              sweep.threshold)
+        if "://" in sweep.storage:
+            import pyarrow.fs
+            target_fs, target = _filesystem(_join(sweep.storage, sweep.sweep_id))
+            for suffix in ("md", "json", "png"):
+                pyarrow.fs.copy_files(str(Path(sweep.local) / f"stats.{suffix}"), f"{target}/stats.{suffix}",
+                                      destination_filesystem=target_fs)
     except stats.InputError as error:
         print(f"no statistics: {error}", file=sys.stderr)
-        return
-    if "://" in sweep.storage:
-        import pyarrow.fs
-        target_fs, target = _filesystem(_join(sweep.storage, sweep.sweep_id))
-        for suffix in ("md", "json", "png"):
-            pyarrow.fs.copy_files(str(Path(sweep.local) / f"stats.{suffix}"), f"{target}/stats.{suffix}",
-                                  destination_filesystem=target_fs)
+        return True
+    except (OSError, pyarrow.ArrowException) as error:
+        print(f"error: could not write the statistics to {_join(sweep.storage, sweep.sweep_id)}/stats.* "
+              f"({getattr(error, 'strerror', None) or ' '.join(str(error).split())[:200]}); the trials' models "
+              f"are in {sweep.local}/models, their summaries in {sweep.summaries}", file=sys.stderr)
+        return False
     print(table, end="")
     print(f"statistics in {_join(sweep.storage, sweep.sweep_id)}/stats.md, .json, .png")
+    return True
 
 
 class Stopping:
@@ -689,23 +815,25 @@ def main(argv: list[str] | None = None) -> int:
     raw_argv = sys.argv[1:] if argv is None else argv
     start = time.perf_counter()
     try:
-        args = command_line(__doc__, argv)
-        if args["--resume"]:
-            given = [a.split("=")[0] for a in raw_argv if a.startswith("--") and a.split("=")[0] not in OWN_FLAGS]
-            if given:
-                raise ConfigError(f"{', '.join(given)} cannot be combined with --resume (the sweep keeps them)")
-            sweep = read_sweep_file(args["--resume"])
-            if args["--threshold"]:
-                sweep.threshold = _number(args, "--threshold", float, -math.inf)
-        else:
-            sweep = read_sweep(args)
-            check_new(sweep)
-        check_address(args["--address"])
+        with start_up_warnings():  # a refusal is its one line alone; a sweep that starts shows them
+            args = command_line(__doc__, argv)
+            if args["--resume"]:
+                given = [a.split("=")[0] for a in raw_argv if a.startswith("--") and a.split("=")[0] not in OWN_FLAGS]
+                if given:
+                    raise ConfigError(f"{', '.join(given)} cannot be combined with --resume (the sweep keeps them)")
+                sweep = read_sweep_file(args["--resume"])
+                if args["--threshold"]:
+                    sweep.threshold = _number(args, "--threshold", float, -math.inf)
+            else:
+                sweep = read_sweep(args)
+                check_new(sweep)
+            check_address(args["--address"])
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     stopping = Stopping()
     folder = _join(sweep.storage, sweep.sweep_id)
+    import pyarrow
     import ray
     try:
         try:
@@ -726,7 +854,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"stopped by {signal.Signals(stopping.signal).name} during start-up", file=sys.stderr)
             return stopping.code
         if not args["--resume"]:
-            write_json(folder, "sweep.json", asdict(sweep))
+            try:
+                write_json(folder, "sweep.json", asdict(sweep))
+            except (OSError, pyarrow.ArrowException) as error:  # a full disk: before any trial starts
+                reason = getattr(error, "strerror", None) or " ".join(str(error).split())[:200]
+                print(f"error: could not write {folder}/sweep.json ({reason}); no trial was started", file=sys.stderr)
+                return 1
         tuner(sweep, bool(args["--resume"])).fit()
         return report(sweep, time.perf_counter() - start, stopping.code)
     except KeyboardInterrupt:  # a second signal
@@ -753,7 +886,7 @@ def report(sweep: Sweep, seconds: float, stopped: int = 130) -> int:
               f"{folder}", flush=True)
         return stopped
     finished = [t for t in ended if t.last_result.get("update") == t.last_result.get("updates")]
-    statistics(sweep, [str(t) for t in finished])
+    written = statistics(sweep, [str(t) for t in finished])
     stopped = f", {len(ended) - len(finished)} of them stopped early by ASHA" if len(ended) > len(finished) else ""
     print(f"sweep {sweep.sweep_id}: {len(ended)} of {sweep.trials} trials ended{stopped}, in {seconds:.0f} s wall "
           f"time; models in {sweep.local}/models, summaries in {sweep.summaries}", flush=True)
@@ -768,7 +901,7 @@ def report(sweep: Sweep, seconds: float, stopped: int = 130) -> int:
         print(f"error: {len(failed)} trial(s) failed more than {sweep.max_failures} times (see error.txt in their "
               f"folders under {folder}); retry them with: python sweep.py --resume {folder}", file=sys.stderr)
         return 1
-    return 0
+    return 0 if written else 1
 
 
 def _score(value) -> float:

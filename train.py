@@ -40,7 +40,8 @@ from pathlib import Path  # noqa: E402
 
 from checkpoint import (CheckpointError, RunLock, load_checkpoint, require_resumable,  # noqa: E402
                         restore, same_checkpoint, writable)
-from config import ConfigError, check_resume_overrides, command_line, config_from_dict, load_config  # noqa: E402
+from config import (ConfigError, check_resume_overrides, command_line, config_from_dict, load_config,  # noqa: E402
+                    start_up_warnings)
 from spaces import SpaceError  # noqa: E402
 
 MODELS, SUMMARIES = Path("models"), Path("summaries")
@@ -154,13 +155,14 @@ def main(argv=None) -> int:
         signal.signal(number, on_signal)
     try:
         try:
-            args = command_line(__doc__, argv)
-            config, run_id, checkpoint = read_run(args, sys.argv[1:] if argv is None else argv)
-            device = resolve_device(config.device, args["--cpu"])
-            lock = claim(run_id, checkpoint, args["--resume"], args["--overwrite"])
-            from trainer import Trainer
-            trainer = Trainer(config, run_id=run_id, device=device, summaries_dir=SUMMARIES, models_dir=MODELS,
-                              summaries_path=checkpoint["summaries_path"] if checkpoint else None)
+            with start_up_warnings():  # a refusal is its one line alone; a run that starts shows them
+                args = command_line(__doc__, argv)
+                config, run_id, checkpoint = read_run(args, sys.argv[1:] if argv is None else argv)
+                device = resolve_device(config.device, args["--cpu"])
+                lock = claim(run_id, checkpoint, args["--resume"], args["--overwrite"])
+                from trainer import Trainer
+                trainer = Trainer(config, run_id=run_id, device=device, summaries_dir=SUMMARIES, models_dir=MODELS,
+                                  summaries_path=checkpoint["summaries_path"] if checkpoint else None)
         except (ConfigError, CheckpointError, SpaceError) as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
@@ -184,7 +186,10 @@ def train(trainer, checkpoint: dict | None) -> int:
     try:
         trainer.run()
     except CheckpointError as error:  # a save that failed: the line says what happened to the last one
-        print(f"error: {error}", file=sys.stderr)
+        other = getattr(error, "path", None) != trainer.checkpoint_path  # e.g. models/<run-id>-best.pt
+        last = (f"; the last good checkpoint is {trainer.checkpoint_path} (update {trainer.saved_update})"
+                if other and trainer.saved_update is not None else "")
+        print(f"error: {error}{last}", file=sys.stderr)
         return 1
     except (WorkerError, NonFiniteError, OSError) as error:
         if isinstance(error, OSError):  # e.g. summaries on a full disk

@@ -55,13 +55,14 @@ class Trainer:
         self.buffer = RolloutBuffer(W, T, stored.shape, np.float32 if self.normalizers.observations else stored.dtype,
                                     self.spaces.action, self.spaces.masked, self.model.state_size, self.device,
                                     config.n_mini_batch, self.model.previous_size)  # refuses one that cannot fit
+        # before the worker processes start: the evaluation's environments are made and checked here
+        self.evaluator = Evaluator(config, self.spaces, self.device) if config.evaluation.interval else None
         self.envs = VecEnv(config.environment, seeds, config.worker_processes, probe, self.spaces)
         self.autocast = functools.partial(autocast, config.precision, self.device)  # rollout and training pass
         self.update = self.steps = 0
         self.saved_update: int | None = None  # the update of the last checkpoint written
         self.stop_signal: int | None = None  # set by a signal handler: stop after this update
         self.checkpoint_path = Path(models_dir) / f"{run_id}.pt"
-        self.evaluator = Evaluator(config, self.spaces.action_space, self.device) if config.evaluation.interval else None
         # the best evaluation so far, {"reward_mean", "update"}, whose checkpoint is models/<run-id>-best.pt
         self.best: dict | None = None
         self.best_path = Path(models_dir) / f"{run_id}-best.pt"

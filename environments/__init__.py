@@ -8,6 +8,7 @@ environment section into make_env's arguments (EnvironmentConfig.make).
 """
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass
 from typing import Callable
 
@@ -29,6 +30,12 @@ HELD_OUT = 2 ** 31
 
 # In a terminated step's info: the training episode ends here, the scored episode goes on (EpisodeStats).
 CONTINUES = "episode_continues"
+
+# Evaluation's step cap (make_env's max_steps=0) where the environment has no time limit of its own:
+# longer than any episode of the environments here (Atari's 108,000 frames are 27,000 steps), so it
+# only ever ends an episode that would not end (a loop of a deterministic policy in an environment
+# without a time limit); 100,000 steps of the PoC model took 28 s here, beside a training run.
+DEFAULT_MAX_STEPS = 100_000
 
 
 class EpisodeStats(gym.Wrapper):
@@ -52,11 +59,17 @@ class EpisodeStats(gym.Wrapper):
     seed and actions carry on), until an end without CONTINUES scores it whole. Replay
     makes those seedless resets again where they were made.
 
+    With max_steps, an episode that reaches it without ending is truncated there, its stats marked
+    "capped" (evaluation's step cap: an environment without a time limit and a policy that loops
+    would otherwise never end an episode). The cap counts the scored episode's steps: a training
+    episode's end inside it (CONTINUES) does not restart the count, and one at the cap is cut there.
+
     One wrapper does all this because each wrapper layer costs a Python call per step.
     """
 
-    def __init__(self, env: gym.Env):
+    def __init__(self, env: gym.Env, max_steps: int | None = None):
         super().__init__(env)
+        self.max_steps = max_steps  # cut an episode that reaches it (evaluation's cap, see make_env); None: never
         self._return, self._length = 0.0, 0
         self._seeds = np.random.default_rng()  # replaced at the first seeded reset
         self._half = 0  # where the episode seeds' half of the range begins: 0 or HELD_OUT (see HELD_OUT)
@@ -86,13 +99,16 @@ class EpisodeStats(gym.Wrapper):
         obs, reward, terminated, truncated, info = self.env.step(action)
         self._return += float(reward)
         self._length += 1
-        if terminated or truncated:
-            if info.get(CONTINUES):
+        capped = self.max_steps is not None and self._length >= self.max_steps
+        if terminated or truncated or capped:
+            if info.get(CONTINUES) and not capped:
                 self._continues = True
             else:
                 stats = {"reward": self._return, "length": self._length}
                 if "success" in info:
                     stats["success"] = float(info["success"])
+                if capped and (info.get(CONTINUES) or not (terminated or truncated)):
+                    truncated, stats["capped"] = True, True  # truncated here, by the cap: the episode as it stood
                 info = {**info, "episode": stats}
         return obs, reward, terminated, truncated, info
 
@@ -200,9 +216,15 @@ def check_settings(family: str, name: str = "", kwargs: dict | None = None,
 
 
 def make_env(family: str, name: str = "", kwargs: dict | None = None, reset_params: dict | None = None,
-             observation_mask: list[int] | None = None, render_mode: str | None = None) -> gym.Env:
+             observation_mask: list[int] | None = None, render_mode: str | None = None,
+             max_steps: int | None = None) -> gym.Env:
     """The family's environment, its observation mask applied, any observation but a
-    single Box packed into one vector (spaces.py), and EpisodeStats outermost."""
+    single Box packed into one vector (spaces.py), and EpisodeStats outermost.
+
+    Whatever the environment's constructor raises (a Gymnasium environment's own KeyError or
+    AssertionError for a value it does not take, ...) is a SetupError naming the settings and the
+    error. max_steps: evaluation's step cap (EpisodeStats); 0: the environment's own time limit
+    if it has one, else DEFAULT_MAX_STEPS; None: none (training)."""
     from environments.wrappers import HideEntries, PackObservation
     spec = check_settings(family, name, kwargs, reset_params)
     try:
@@ -211,16 +233,24 @@ def make_env(family: str, name: str = "", kwargs: dict | None = None, reset_para
         if error.name is None:  # gym.make of "package:Id" re-raises with a message of its own
             raise SetupError(f"environment.name {name!r} cannot be made: {_one_line(error)}") from None
         raise SetupError(f"environment.type '{family}' needs the {error.name} module: {spec.install}") from None
-    except (gym.error.Error, TypeError, ValueError) as error:
-        if isinstance(error, SetupError):
-            raise
+    except SetupError:
+        raise
+    except Exception as error:  # the environment's own code: any type, for a bad value
         what = f"environment.name {name!r}" if name else f"environment.type {family!r}"
-        raise SetupError(f"{what} cannot be made: {_one_line(error)}") from None
+        settings = "".join(f" with {key} {reprlib.repr(value)}" for key, value in (("environment.kwargs", kwargs),
+                                                                                  ("environment.reset_params",
+                                                                                   reset_params)) if value)
+        message = _one_line(error)
+        if not isinstance(error, (gym.error.Error, TypeError, ValueError)) or not message:
+            message = f"{type(error).__name__}: {message}" if message else type(error).__name__
+        raise SetupError(f"{what}{settings} cannot be made: {message[:300]}") from None
     if observation_mask is not None:
         env = HideEntries(env, observation_mask)
     if not isinstance(env.observation_space, gym.spaces.Box):
         env = PackObservation(env)
-    return EpisodeStats(env)
+    if max_steps == 0:
+        max_steps = getattr(env.spec, "max_episode_steps", None) or DEFAULT_MAX_STEPS
+    return EpisodeStats(env, max_steps)
 
 
 def spaces_of(env: gym.Env, seed: int | None = None) -> EnvSpaces:

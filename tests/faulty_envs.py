@@ -61,3 +61,30 @@ class KillsItsProcess(Flaky):
 
 
 gym.register("KillsItsProcess-v0", entry_point=KillsItsProcess)
+
+
+class Endless(gym.Env):
+    """An episode that never ends, registered without a time limit: a policy evaluated on it
+    (deterministic or not) is only ever stopped by the evaluation's step cap. EndlessLimited-v0:
+    the same with a time limit of its own (30 steps), which the cap's default leaves alone."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 8}
+
+    def __init__(self, render_mode=None):
+        self.observation_space = spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
+        self.action_space = spaces.Discrete(2)
+        self.render_mode = render_mode
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, dtype=np.float32), {}
+
+    def step(self, action):
+        return np.zeros(2, dtype=np.float32), 1.0, False, False, {}
+
+    def render(self):
+        return np.zeros((8, 8, 3), dtype=np.uint8)
+
+
+gym.register("Endless-v0", entry_point=Endless)
+gym.register("EndlessLimited-v0", entry_point=Endless, max_episode_steps=30)

@@ -1,4 +1,5 @@
-"""Probe suite: train.py, enjoy.py and checkpoint.py tried as a new, a careless and a hostile user would.
+"""Probe suite: train.py, enjoy.py, checkpoint.py, sweep.py and Agent.act tried as a new, a careless and a
+hostile user would.
 
     make probes                                 # python tests/probes.py --jobs 2
 
@@ -7,14 +8,16 @@ totals and every wrong outcome with its exact command), prints the totals, and e
 if any probe ended wrong. Other forms:
 
     python tests/probes.py --fast               # the subset tests/test_probes.py runs (well under 60 s)
-    python tests/probes.py --only 4,6           # the probes of issue points 4 and 6 ('extra': the rest)
+    python tests/probes.py --only 4,6           # the probes of issue points 4 and 6 ('extra': the rest;
+                                                # '23.2': the outside round of issue 23, point 2)
     python tests/probes.py --name flip -v       # probes whose name holds 'flip', with their stdout and stderr
     python tests/probes.py --list               # the probes, one line each, without running them
 
 A subset writes no report unless --md or --json names a file.
 
 Each probe is one entry of PROBES: a name, the issue point it covers (1-12 as the team
-filed them, or 'extra'), a kind (what it tries; several probes share one), the command
+filed them, '23.2' for the kinds an outside round found wrong (issue 23, point 2), or 'extra'),
+a kind (what it tries; several probes share one), the command
 (or an action that starts processes, signals them, starts a second run ...), a setup
 that prepares the scratch folder, and the expected outcome. Every probe runs as real
 processes of the repository's scripts, with the working folder in a fresh copy of the
@@ -35,8 +38,9 @@ interrupted run saves and exits 130 (SIGINT) or 143 (SIGTERM); nothing is left b
 Exit codes are recorded as a shell shows them: a process killed by signal N is 128 + N.
 
 A full disk is made two ways: RLIMIT_FSIZE (a write past it fails with EFBIG) and a small
-tmpfs mounted over models/ or summaries/ for the probe (ENOSPC; a probe that cannot mount
-is reported as skipped). Unwritable folders are mode 0555 with the run started without
+tmpfs mounted over a folder of the copy (models/, summaries/, a video's or a sweep's folder)
+for the probe, filled up front where it must be full (ENOSPC; a probe that cannot mount is
+reported as skipped). Unwritable folders are mode 0555 with the run started without
 CAP_DAC_OVERRIDE (setpriv), since permission bits do not bind root.
 
 The scripts probed are those of the checkout that holds this file (copied per probe,
@@ -85,16 +89,20 @@ def sets(**changes) -> list[str]:
 
 
 TINY = sets()
+ENDLESS = ["--set", "environment.type=gym", "--set", "environment.name=probe_envs:Probe-v0",
+           "--set", "environment.kwargs.endless=true"]
 
 # What a user's checkout holds that the scripts need (models/minigrid.pt, 16 MiB, is left out).
-COPIED = ["*.py", "environments/*.py", "configs/*.yaml", "tests/faulty_envs.py", "models/.gitkeep",
-          "models/poc_memory_env.pt", "models/cartpole_masked.pt"]
+COPIED = ["*.py", "environments/*.py", "configs/*.yaml", "tests/faulty_envs.py", "tests/memory_tasks.py",
+          "models/.gitkeep", "models/poc_memory_env.pt", "models/cartpole_masked.pt",
+          "results/reference/*.csv"]  # a sweep's statistics plot the reference curves
 
 # Environments of the probes' own, written into each copy as probe_envs.py:
 # Probe-v0 leaves a file <touch>.<pid> when it is built (kwargs touch=<path>), so a probe can
 # tell that a refusal came before any environment was built, or at least before any worker
 # process built one (a pid other than train.py's); sleep=<s>
-# makes every step slow, so that a signal surely lands inside an update.
+# makes every step slow, so that a signal surely lands inside an update; endless=true never ends
+# an episode (and it has no time limit: only evaluation's step cap ends one).
 PROBE_ENVS = '''"""Environments for tests/probes.py."""
 import os
 import time
@@ -106,10 +114,12 @@ from gymnasium import spaces
 
 
 class Probe(gym.Env):
-    def __init__(self, touch="", sleep=0.0, image=False):
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 8}
+
+    def __init__(self, touch="", sleep=0.0, image=False, endless=False, render_mode=None):
         if touch:  # one file per process that builds the environment
             Path(f"{touch}.{os.getpid()}").touch()
-        self.sleep, self.t = sleep, 0
+        self.sleep, self.t, self.endless, self.render_mode = sleep, 0, endless, render_mode
         self.observation_space = (spaces.Box(0, 255, (84, 84, 3), np.uint8) if image
                                   else spaces.Box(-1.0, 1.0, (2,), np.float32))
         self.action_space = spaces.Discrete(2)
@@ -124,7 +134,10 @@ class Probe(gym.Env):
             time.sleep(self.sleep)
         self.t += 1
         obs = np.zeros(self.observation_space.shape, self.observation_space.dtype)
-        return obs, float(action), self.t >= 8, False, {}
+        return obs, float(action), self.t >= 8 and not self.endless, False, {}
+
+    def render(self):
+        return np.zeros((8, 8, 3), np.uint8)
 
 
 gym.register("Probe-v0", entry_point=Probe)
@@ -330,7 +343,7 @@ class Fixtures:
     """Checkpoints made once per suite by the scripts themselves, copied into probes:
     r_u1 (run r after update 1), r (the same run resumed to update 2), other (another run
     with the run id r, seed 1), small (r exported with --inference-only), lstm (run r
-    with an LSTM core)."""
+    with an LSTM core), endless (run r on Probe-v0 endless=true: episodes that never end)."""
 
     def __init__(self, base: Path):
         self.folder = base / "_fixtures"
@@ -370,6 +383,11 @@ class Fixtures:
             work = self.folder / "lstm"
             copy_repository(work)
             self._run(work, ["train.py", "--run-id", "r", *sets(recurrence__layer_type="lstm")])
+            shutil.copy2(work / "models/r.pt", target)
+        elif name == "endless":
+            work = self.folder / "endless"
+            copy_repository(work)
+            self._run(work, ["train.py", "--run-id", "r", *TINY, *ENDLESS])
             shutil.copy2(work / "models/r.pt", target)
         elif name == "small":
             source = self._get("r")
@@ -973,7 +991,8 @@ def twice_same(args: list[str], prefix: str = "episode"):
             ctx.notes.append(f"no '{prefix}' lines")
         elif a != b:
             diff = next(i for i, (x, y) in enumerate(zip(a + [""], b + [""])) if x != y)
-            ctx.notes.append(f"the two runs differ: {a[diff].strip()!r} vs {b[diff].strip()!r}")
+            x, y = (lines[diff].strip() if diff < len(lines) else "(no line)" for lines in (a, b))
+            ctx.notes.append(f"the two runs differ: {x!r} vs {y!r}")
         return two
     return action
 
@@ -992,6 +1011,31 @@ def sigint_then_resume(args: list[str]):
             return a
         ctx.data["target"] = saved["update"] + 2
         return ctx.run(["train.py", "--resume", "models/r.pt", "--set", f"updates={saved['update'] + 2}"])
+    return action
+
+
+def sweep_interrupted(delay: float, args: list[str], after_ray: bool = False):
+    """Starts a sweep, sends SIGINT to its process group `delay` s later (as a terminal's Ctrl-C), or
+    with after_ray `delay` s after Ray has started (the sweep writes sweeps/s/sweep.json then); when the
+    sweep had begun (its sweep.json exists), `sweep.py --resume` must then finish it (exit 0)."""
+    def action(ctx: Ctx) -> Proc:
+        proc = ctx.popen(args)
+        begun = time.monotonic()
+        if after_ray:
+            while not ctx.path("sweeps/s/sweep.json").exists() and proc.process.poll() is None:
+                time.sleep(0.05)
+            if proc.process.poll() is not None:
+                ctx.notes.append("the sweep ended before Ray had started")
+            begun = time.monotonic()
+        time.sleep(max(0.0, delay - (time.monotonic() - begun)))
+        proc.signal(signal.SIGINT, group=True)
+        proc.wait(180)
+        folder = ctx.path("sweeps/s")
+        if (folder / "sweep.json").exists():
+            again = ctx.run(["sweep.py", "--resume", "sweeps/s"], timeout=200)
+            if again.process.returncode != 0:
+                ctx.notes.append(f"--resume exited {again.process.returncode}: {first_line(again)}")
+        return proc
     return action
 
 
@@ -1415,8 +1459,8 @@ def build_probes() -> list[Probe]:
         add(Probe(f"seed-flag-{name}", "7", f"--seed {name}", f"--seed={seed}: refused naming --seed",
                   ["train.py", "--run-id", "p", f"--seed={seed}", *touch_env()], words=("--seed",), absent=BUILT))
 
-    def config_file(name, kind, what, data, words=(), code=(2,), fast=False, touch=True, **kw):
-        add(Probe(f"config-{name}", "7", kind, what, ["train.py", "--config", "c.yaml", "--run-id", "p",
+    def config_file(name, kind, what, data, words=(), code=(2,), fast=False, touch=True, point="7", **kw):
+        add(Probe(f"config-{name}", point, kind, what, ["train.py", "--config", "c.yaml", "--run-id", "p",
                                                         *(touch_env() if touch else TINY)],
                   setup=write_file("c.yaml", data), words=words, code=code, absent=BUILT if touch else (),
                   fast=fast, **kw))
@@ -1446,8 +1490,8 @@ def build_probes() -> list[Probe]:
         f"&{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 10) + "]" for i in range(8)]
     config_file("alias-bomb", "yaml alias bomb",
                 "c.yaml's environment.observation_mask nests aliases 9 deep (a billion leaves): refused at once, "
-                "naming observation_mask", "environment:\n  observation_mask: [" + ", ".join(levels) + "]\n",
-                words=("observation_mask",), timeout=30, **huge_memory())
+                "naming observation_mask or the expansion", "environment:\n  observation_mask: [" + ", ".join(levels)
+                + "]\n", words=(("observation_mask", "expands"),), timeout=30, **huge_memory())
     add(Probe("config-folder", "7", "a folder as --config", "--config configs (a folder): refused naming it",
               ["train.py", "--config", "configs", *touch_env()], words=("configs",), absent=BUILT))
     add(Probe("config-missing", "7", "missing config", "--config missing.yaml: refused, 'not found'",
@@ -1617,8 +1661,9 @@ def build_probes() -> list[Probe]:
                                                                                    "--episodes", "2"],
               setup=with_fixture("small", "small.pt"), code=(0,), stdout_has=("2 episodes",)))
     add(Probe("enjoy-render-without-display", "9", "--render without a display",
-              "enjoy.py --render, no DISPLAY: records r.gif instead (says so)",
-              [*enjoy, "--render", "--episodes", "1"], setup=R, code=(0,), exists=("repo/r.gif",)))
+              "enjoy.py --render, no DISPLAY: refused in one line pointing to --video FILE; no r.gif (nothing "
+              "written where the user did not ask)",
+              [*enjoy, "--render", "--episodes", "1"], setup=R, words=("--video",), absent=("repo/r.gif",)))
     export = ["checkpoint.py", "--inference-only"]
     add(Probe("export-missing-source", "9", "checkpoint.py: missing source",
               "checkpoint.py --inference-only models/none.pt small.pt: refused, 'not found'",
@@ -1796,10 +1841,11 @@ def build_probes() -> list[Probe]:
               ["enjoy.py", "--model", "models/cartpole_masked.pt", "--episodes", "4", "--seed", "1"], code=(0,),
               action=twice_same(["enjoy.py", "--model", "models/cartpole_masked.pt", "--episodes", "4",
                                  "--seed", "1"]), expect="both runs print the same episode lines"))
+    # --overwrite: the second run replaces the first one's video (without it, enjoy.py refuses the file)
     add(Probe("enjoy-video-twice", "12", "sampled recording repeats",
-              "enjoy.py --video out.gif --episodes 3 --seed 2 twice: the same episodes",
-              [*enjoy, "--episodes", "3", "--seed", "2", "--video", "out.gif"], setup=R, code=(0,),
-              action=twice_same([*enjoy, "--episodes", "3", "--seed", "2", "--video", "out.gif"]),
+              "enjoy.py --video out.gif --overwrite --episodes 3 --seed 2 twice: the same episodes",
+              [*enjoy, "--episodes", "3", "--seed", "2", "--video", "out.gif", "--overwrite"], setup=R, code=(0,),
+              action=twice_same([*enjoy, "--episodes", "3", "--seed", "2", "--video", "out.gif", "--overwrite"]),
               expect="both runs print the same episode lines",
               may_write=("repo/out.gif",)))
     add(Probe("enjoy-deterministic-twice", "12", "deterministic evaluation repeats",
@@ -1807,6 +1853,320 @@ def build_probes() -> list[Probe]:
               [*enjoy, "--episodes", "4", "--deterministic"], setup=R, code=(0,),
               action=twice_same([*enjoy, "--episodes", "4", "--deterministic"]),
               expect="both runs print the same episode lines"))
+
+    # ---------------------------------------------------------------- 23.2: the outside round of issue 23
+    # Each kind below was wrong when someone who had not read this file tried the scripts (issue 23,
+    # point 2): a file replaced unasked, a traceback where one line belongs, a warning before the line,
+    # a start-up that hung, an evaluation that never ended, an Agent.act that took anything.
+    O = "23.2"
+    poc_enjoy = ["enjoy.py", "--model", "models/poc_memory_env.pt", "--episodes", "1"]
+    users_file = write_file("out.gif", "the user's own file\n")
+    add(Probe("enjoy-video-existing-file", O, "--video over an existing file",
+              "out.gif is the user's file: enjoy.py --video out.gif is refused before the first episode, naming "
+              "--overwrite; out.gif untouched", [*poc_enjoy, "--video", "out.gif"], setup=users_file,
+              words=("out.gif", "--overwrite"), stdout_lacks=("episode",), fast=True))
+    add(Probe("enjoy-video-existing-overwrite", O, "--video --overwrite replaces",
+              "out.gif exists; --video out.gif --overwrite: replaced by the recording, exit 0",
+              [*poc_enjoy, "--video", "out.gif", "--overwrite"], setup=users_file, code=(0,),
+              may_change=("repo/out.gif",),
+              check=lambda ctx, proc: None if ctx.path("out.gif").read_bytes()[:3] == b"GIF" else "out.gif not a GIF"))
+    add(Probe("enjoy-video-existing-symlink", O, "--video over a symlink",
+              "out.gif -> $PROBE/victim.gif: refused (a link is a file there too), the victim untouched",
+              [*poc_enjoy, "--video", "out.gif"],
+              setup=all_of(write_file("victim.gif", "precious\n", outside=True),
+                           symlink("out.gif", "$PROBE/victim.gif")),
+              words=("--overwrite",)))
+    add(Probe("enjoy-render-over-model-gif", O, "--render without a display over <model>.gif",
+              "poc_memory_env.gif in the working folder is the user's; --render without a display: refused, "
+              "pointing to --video; the file untouched (it was replaced by a recording)",
+              [*poc_enjoy, "--render"], setup=write_file("poc_memory_env.gif", "the user's own file\n"),
+              words=("--video",)))
+    add(Probe("enjoy-overwrite-without-video", O, "--overwrite without --video",
+              "enjoy.py --overwrite alone: refused, nothing it could replace", [*poc_enjoy, "--overwrite"],
+              words=("--overwrite",)))
+
+    # integers: a bound where a huge value crashed inside numpy or torch, or hung start-up
+    for name, kv, key, kind in (
+            ("n-workers-3e9", "n_workers=3000000000", "n_workers", "n_workers beyond the seeds"),
+            ("n-workers-1e30", "n_workers=" + "1" + "0" * 30, "n_workers", "an integer beyond 64 bits"),
+            ("worker-steps-1e30", "worker_steps=" + "1" + "0" * 30, "worker_steps", "an integer beyond 64 bits"),
+            ("num-layers-1e6", "recurrence.num_layers=1000000", "recurrence.num_layers", "a model too deep to build"),
+            ("evaluation-episodes-huge", "evaluation.episodes=1000000000000", "evaluation.episodes",
+             "evaluation.episodes beyond its bound"),
+            ("evaluation-max-steps-negative", "evaluation.max_steps=-1", "evaluation.max_steps",
+             "evaluation.max_steps out of range")):
+        add(train_refused(f"value-{name}", O, kind, f"--set {kv} (evaluation.interval=1): refused in one line "
+                          f"naming {key}, before any environment is built",
+                          ["--set", kv, "--set", "evaluation.interval=1"], words=(key,), timeout=60,
+                          touch="main" if name == "worker-steps-1e30" else "none",
+                          **huge_memory()))
+    add(train_refused("value-hidden-2-62", O, "model sizes whose bytes overflow",
+                      "hidden_layer_size=2**62 (fits 64 bits; its weights' bytes do not): refused before any worker "
+                      "process, 'do not fit in memory'", ["--set", f"hidden_layer_size={2 ** 62}"],
+                      words=(("memory", "hidden_layer_size"),), touch="main"))
+    add(Probe("enjoy-episodes-huge", O, "enjoy --episodes beyond its bound",
+              "enjoy.py --episodes 10**12 --video out.gif (a MemoryError drawing the seeds): refused in one line",
+              [*poc_enjoy[:3], "--episodes", str(10 ** 12), "--video", "out.gif"], words=("--episodes",)))
+    for name, value in (("zero", "0"), ("text", "many"), ("huge", str(2 ** 31))):
+        add(Probe(f"enjoy-max-steps-{name}", O, "enjoy --max-steps out of range",
+                  f"enjoy.py --max-steps {value}: refused in one line naming --max-steps",
+                  [*poc_enjoy, "--max-steps", value], words=("--max-steps",)))
+    sweep = ["sweep.py", "--config", "configs/poc_memory_env.yaml", "--sweep-id", "s", *TINY]
+    for name, extra, word in (
+            ("seeds-huge", ["--seeds", str(10 ** 12)], "--seeds"),
+            ("samples-huge", ["--search", "gamma=uniform:0.9:0.99", "--samples", "1" + "0" * 30], "--samples"),
+            ("grid-huge", ["--seeds", "100", "--grid", "gamma=" + ",".join(f"0.{i:03d}" for i in range(1, 201))],
+             "trials"),
+            ("max-concurrent-huge", ["--max-concurrent", "9" * 400], "--max-concurrent"),
+            ("cpus-per-trial-beyond-machine", ["--cpus-per-trial", str(os.cpu_count() + 1)], "--cpus-per-trial"),
+            ("gpus-per-trial-huge", ["--gpus-per-trial", "1e300"], "--gpus-per-trial")):
+        add(Probe(f"sweep-{name}", O, f"sweep {word} beyond its bound",
+                  f"sweep.py {' '.join(extra)[:60]}: refused in one line naming {word}, before Ray starts (no child "
+                  "process)", [*sweep, *extra], words=(word,), fast=name == "seeds-huge"))
+
+    # environment construction: whatever the environment raises
+    frozen = ["--set", "environment.type=gym", "--set", "environment.name=FrozenLake-v1"]
+    add(train_refused("value-gym-kwarg-keyerror", O, "an environment's own error for a kwarg value",
+                      "gym FrozenLake-v1 with environment.kwargs.map_name=bogus (its own KeyError): one line naming "
+                      "the environment, its kwargs and the error",
+                      [*frozen, "--set", "environment.kwargs.map_name=bogus"],
+                      words=("FrozenLake-v1", "map_name", "KeyError"), touch="", fast=True))
+    add(train_refused("value-minigrid-kwarg-assert", O, "an environment's own error for a kwarg value",
+                      "Minigrid MiniGrid-Empty-5x5-v0 with environment.kwargs.size=2 (its own AssertionError): "
+                      "one line",
+                      ["--set", "environment.type=Minigrid", "--set", "environment.name=MiniGrid-Empty-5x5-v0",
+                       "--set", "environment.kwargs.size=2"], words=("AssertionError", "size"), touch=""))
+    evaluated = [*frozen, "--set", "worker_processes=2", "--set", "evaluation.interval=1",
+                 "--set", "evaluation.episodes=2"]
+    add(train_refused("value-evaluation-kwargs-keyerror", O, "an evaluation environment that cannot be made",
+                      "FrozenLake-v1 with evaluation_kwargs.map_name=bogus, evaluation.interval=1, worker_processes=2: "
+                      "refused before any worker process (was a traceback at the first evaluation)",
+                      [*evaluated, "--set", "environment.evaluation_kwargs.map_name=bogus"],
+                      words=("map_name", "KeyError"), touch=""))
+    add(train_refused("value-evaluation-kwargs-spaces", O, "an evaluation environment of other spaces",
+                      "FrozenLake-v1 4x4 trained, evaluation_kwargs.map_name=8x8 (16 -> 64 states): refused before any "
+                      "worker process, naming the spaces", [*evaluated, "--set", "environment.kwargs.map_name=4x4",
+                                                            "--set", "environment.evaluation_kwargs.map_name=8x8"],
+                      words=("spaces",), touch=""))
+
+    def foreign_env(environment: dict):
+        return crafted(lambda c: c["config"].__setitem__("environment", {**c["config"]["environment"], **environment}))
+    add(Probe("enjoy-checkpoint-env-keyerror", O, "an environment's own error for a kwarg value",
+              "models/r.pt (right digest) whose config asks FrozenLake-v1 map_name=bogus: enjoy.py refuses in one line",
+              [*enjoy, "--episodes", "1"], setup=foreign_env({"type": "gym", "name": "FrozenLake-v1",
+                                                              "kwargs": {"map_name": "bogus"}}),
+              words=("KeyError",)))
+
+    # one line: the warnings of a refused start are dropped with it
+    add(train_refused("value-gym-deprecated-id", O, "a library's warning before the line",
+                      "environment.name=FrozenLake-v0 (Gymnasium warns it is out of date, then refuses it): exactly "
+                      "one line", ["--set", "environment.type=gym", "--set", "environment.name=FrozenLake-v0"],
+                      words=("FrozenLake-v0",), touch=""))
+    add(train_refused("value-warning-then-model-refusal", O, "a library's warning before the line",
+                      "CartPole-v1 with render_mode=bogus (Gymnasium warns) and hidden_layer_size=10**14: exactly one "
+                      "line, about the model", ["--set", "environment.type=gym",
+                                                "--set", "environment.name=CartPole-v1",
+                                                "--set", "environment.kwargs.render_mode=bogus",
+                                                "--set", "hidden_layer_size=100000000000000"],
+                      words=("memory",), touch="", **huge_memory()))
+    add(Probe("enjoy-deprecated-env-checkpoint", O, "a library's warning before the line",
+              "models/r.pt (right digest) whose config asks FrozenLake-v0: enjoy.py refuses in exactly one line",
+              [*enjoy, "--episodes", "1"], setup=foreign_env({"type": "gym", "name": "FrozenLake-v0"}),
+              words=("FrozenLake-v0",)))
+
+    # full disks on every write a run makes
+    def filled(rel: str):
+        """Fills the tmpfs at rel to the last byte (a file the run must leave alone)."""
+        def setup(ctx: Ctx):
+            with open(ctx.path(f"{rel}/fill"), "wb", buffering=0) as file:
+                try:
+                    while file.write(b"\0" * 4096):
+                        pass
+                except OSError:  # ENOSPC: full
+                    pass
+        return setup
+    add(Probe("disk-full-lock", O, "disk full at the run lock",
+              "models/ is a full tmpfs (64 KiB, every byte taken): a new run: refused in one line naming models/, "
+              "no lock file left (was a traceback and an empty models/p.lock)", ["train.py", "--run-id", "p", *TINY],
+              tmpfs={"models": 64 * 1024}, setup=filled("models"), words=("models", "space")))
+    for size in (16, 32):
+        add(Probe(f"disk-full-summaries-{size}k", O, "disk full while TensorBoard writes its events",
+                  f"summaries/ is a {size} KiB tmpfs (config.json fits, the events fill it within 40 updates): exit 1 "
+                  "in one line naming summaries, no traceback (the writer thread printed its own)",
+                  ["train.py", "--run-id", "p", *sets(updates=60)], tmpfs={"summaries": size * 1024}, code=(1,),
+                  one_line=True, words=("summaries", "space")))
+    add(Probe("disk-full-summaries-fsize", O, "disk full while TensorBoard writes its events",
+              "RLIMIT_FSIZE 6000 (the events file passes it first), checkpoint_interval 0: exit 1 in one line naming "
+              "summaries, no traceback", ["train.py", "--run-id", "p", *sets(updates=200, checkpoint_interval=0)],
+              fsize=6000, serial=True, code=(1,), one_line=True, words=("summaries", "too large")))
+    add(Probe("disk-full-best-checkpoint", O, "disk full at the best checkpoint",
+              "models/ is a 40 KiB tmpfs: models/p.pt (28 kB) fits, models/p-best.pt does not: exit 1 in one line "
+              "naming p-best.pt, 'No space left', and the last good checkpoint; no *.tmp",
+              ["train.py", "--run-id", "p", *sets(updates=4, checkpoint_interval=1), "--set", "evaluation.interval=2",
+               "--set", "evaluation.episodes=2"], tmpfs={"models": 40 * 1024}, code=(1,), one_line=True,
+              words=("models/p-best.pt", "space", "last good checkpoint")))
+    add(Probe("disk-full-video-enospc", O, "disk full while writing a video",
+              "clips/ is a 4 KiB tmpfs: enjoy.py --video clips/out.gif --episodes 10: exit 1, one line naming "
+              "clips/out.gif, the scores still printed, no *.tmp", [*poc_enjoy[:3], "--episodes", "10", "--video",
+                                                                    "clips/out.gif"],
+              tmpfs={"clips": 4096}, code=(1,), one_line=True, words=("clips/out.gif", "space"),
+              stdout_has=("10 episodes",)))
+    add(Probe("disk-full-export-enospc", O, "disk full in checkpoint.py",
+              "out/ is a 4 KiB tmpfs: checkpoint.py --inference-only models/r.pt out/small.pt: one line, 'No space "
+              "left', no target, no *.tmp", [*export, "models/r.pt", "out/small.pt"], setup=R, tmpfs={"out": 4096},
+              code=(1, 2), one_line=True, words=("out/small.pt", "space"), absent=("repo/out/small.pt",)))
+    add(Probe("sweep-storage-full", O, "sweep storage on a full disk",
+              "--storage store, a full tmpfs: refused before Ray starts, in one line", [*sweep, "--storage", "store"],
+              tmpfs={"store": 64 * 1024}, setup=filled("store"), words=("store", "space")))
+
+    # sweep.py --storage: checked before Ray starts
+    a_file = write_file("a-file", "the user's own file\n")
+    for name, storage in (("file", "a-file"), ("below-file", "a-file/deeper"),
+                          ("file-uri", "file://$PROBE/repo/a-file")):
+        add(Probe(f"sweep-storage-{name}", O, "sweep --storage that is a file",
+                  f"--storage {storage} (a-file is a file): refused in one line before Ray starts (was pyarrow's "
+                  "traceback after it had started); a-file untouched", [*sweep, "--storage", storage], setup=a_file,
+                  words=("a-file", "not a folder")))
+    add(Probe("sweep-storage-read-only", O, "sweep --storage not writable",
+              "--storage store, a read-only folder (run without CAP_DAC_OVERRIDE): refused before Ray starts",
+              [*sweep, "--storage", "store"], setup=readonly("store"), no_dac=True, words=("store", "writable")))
+
+    # yaml: merge keys work, expansions past the bound are refused at once
+    def config23(name, kind, what, data, **kw):
+        config_file(name, kind, what, data, point=O, **kw)
+
+    merged = ("learning_rate_schedule: &schedule\n  initial: 0.001\n  final: 0.0001\n  max_decay_steps: 10\n"
+              "beta_schedule:\n  <<: *schedule\n  initial: 0.01\n")
+
+    def merged_as_written(ctx: Ctx, proc: Proc) -> str | None:
+        saved = [json.loads(p.read_text()) for p in ctx.path("summaries").rglob("config.json")]
+        if not saved:
+            return "no config.json written"
+        beta = saved[0]["beta_schedule"]
+        if (beta["initial"], beta["final"], beta["max_decay_steps"]) != (0.01, 0.0001, 10):
+            return f"beta_schedule is {beta}, expected the merged keys with initial overridden to 0.01"
+    config23("merge-keys", "yaml merge keys", "c.yaml takes beta_schedule from an anchor with `<<: *schedule` "
+                "and overrides its initial: trains with the merged values (was refused as invalid yaml)", merged,
+                code=(0,), touch=False, check=merged_as_written, exists=("repo/models/p.pt",))
+    config23("merge-key-then-twice", "duplicate yaml keys", "c.yaml merges a schedule and writes final twice: "
+                "refused naming final (a key given twice literally stays an error)",
+                merged + "  final: 0.1\n  final: 0.2\n", words=("final",))
+    bomb = "[" + ", ".join(levels) + "]"
+    gym_kwargs = "environment:\n  type: gym\n  name: CartPole-v1\n  kwargs:\n    x: "
+    config23("alias-bomb-kwargs", "yaml alias bomb",
+                "a billion laughs under environment.kwargs (which takes anything): refused at once (start-up hung)",
+                gym_kwargs + bomb + "\n", words=("expands",), timeout=30, touch=False, **huge_memory())
+    merge_levels = "a0: &a0 {x: 1, y: 2}\n" + "".join(
+        f"a{i}: &a{i} {{<<: [{', '.join([f'*a{i - 1}'] * 10)}]}}\n" for i in range(1, 9))
+    config23("merge-bomb", "yaml alias bomb", "merge keys that merge ten copies of the level below, 8 levels: "
+                "refused at once", merge_levels, words=("merge keys",), timeout=30, touch=False, **huge_memory())
+    config23("self-alias", "yaml alias inside its own anchor", "environment.kwargs.x: &x [*x]: refused",
+                gym_kwargs + "&x [*x]\n", words=("itself",), touch=False)
+    config23("deep-nesting", "yaml nested too deep", "3,000 nested lists under environment.kwargs: refused "
+                "(a RecursionError inside PyYAML before)", gym_kwargs + "[" * 3000 + "]" * 3000 + "\n",
+                words=("nests",), touch=False)
+    add(train_refused("value-set-alias-bomb", O, "yaml alias bomb",
+                      "--set environment.kwargs.x=<a billion laughs>: refused at once, naming --set",
+                      ["--set", "environment.type=gym", "--set", "environment.name=CartPole-v1",
+                       "--set", "environment.kwargs.x=" + bomb], words=("--set", "expands"), timeout=30,
+                      **huge_memory()))
+    add(Probe("sweep-grid-alias-bomb", O, "yaml alias bomb", "sweep.py --grid environment.kwargs.x=<a billion "
+              "laughs>: refused at once, before Ray starts", [*sweep, "--grid", "environment.kwargs.x=" + bomb],
+              words=("--grid", "expands"), timeout=30, **huge_memory()))
+
+    def shared_parts(ctx: Ctx):
+        """A checkpoint whose config repeats a part by reference (pickle's memo), 10**9 values expanded,
+        with a digest of its own that its contents cannot match: the digest would walk all of them."""
+        import torch
+        payload = torch.load(ctx.fixtures.get("r"), weights_only=True)
+        leaves = [1] * 10
+        for _ in range(8):
+            leaves = [leaves] * 10
+        payload["config"]["environment"]["kwargs"] = {"x": leaves}
+        torch.save(payload, ctx.path("models/r.pt"))
+    for script, args in (("enjoy", [*enjoy, "--episodes", "1"]),
+                         ("resume", ["train.py", "--resume", "models/r.pt", "--set", "updates=3"])):
+        add(Probe(f"checkpoint-shared-parts-{script}", O, "a checkpoint whose parts repeat by reference",
+                  f"models/r.pt repeats a list by reference to 10**9 values (62 kB): {script} refuses it at once as "
+                  "corrupt (the digest took 15 s per 10**7)", args, setup=shared_parts,
+                  words=("corrupt checkpoint",), timeout=30, **huge_memory()))
+
+    # Agent.act from Python: one ValueError naming the argument, never a torch error or a silent action
+    act_prelude = ("import sys\nimport numpy as np\nimport torch\nfrom agent import Agent\n"
+                   "agent = Agent.load('models/{model}')\nS = agent.model.state_size\n"
+                   "ok = agent.act(np.zeros((2, {width}), np.float32), None, None)\nstate = ok.state\n"
+                   "try:\n    step = {call}\nexcept ValueError as error:\n"
+                   "    print(f'error: {{error}}', file=sys.stderr)\n    sys.exit(2)\nprint('acted', step.actions)\n")
+    masked = ("from config import config_from_dict\nfrom environments import spaces_of\n"
+              "from model import build_model\nconfig = config_from_dict({'environment': {'type': 'gym', "
+              "'name': 'tests.memory_tasks:MaskedChoice-v0'}})\nenv = config.environment.make()\n"
+              "spaces = spaces_of(env)\nagent = Agent(build_model(config, spaces), config, env.action_space)\n"
+              "obs = np.zeros((2, *agent.model.observation_layout.shape), np.float32)\n")
+    for name, call, word, code in (
+            ("no-batch-axis", "agent.act(np.zeros(3, np.float32), None, None)", "obs", 2),
+            ("zero-environments", "agent.act(np.zeros((0, 3), np.float32), None, None)", "obs", 2),
+            ("starts-wrong-length", "agent.act(np.zeros((2, 3), np.float32), state, np.zeros(3, bool))",
+             "episode_start", 2),
+            ("starts-none-beside-state", "agent.act(np.zeros((2, 3), np.float32), state, None)", "episode_start", 2),
+            ("numpy-state", "agent.act(np.zeros((2, 3), np.float32), state.numpy(), np.zeros(2, bool))", "state", 2),
+            ("float64-state", "agent.act(np.zeros((2, 3), np.float32), state.double(), np.zeros(2, bool))",
+             "state", 2),
+            ("list-observation", "agent.act([[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]], state, [False, False])", "", 0)):
+        code_text = act_prelude.format(model="poc_memory_env.pt", width=3, call=call)
+        add(Probe(f"agent-act-{name}", O, f"Agent.act: {name.replace('-', ' ')}",
+                  f"from Python, the shipped PoC agent: {call}: " + (f"one ValueError naming {word}" if code else
+                                                                     "acts (a list is read as an array)"),
+                  ["-c", code_text], code=(code,), words=(word,) if word else (), one_line=bool(code),
+                  fast=name == "no-batch-axis"))
+    for name, call, word in (
+            ("mask-wrong-width", "agent.act(obs, None, None, action_mask=np.ones((2, 4), bool))", "action_mask"),
+            ("mask-all-false-row", "agent.act(obs, None, None, action_mask=np.array([[True] * 5, [False] * 5]))",
+             "row 1")):
+        code_text = ("import sys\nimport numpy as np\nfrom agent import Agent\n" + masked +
+                     f"try:\n    step = {call}\nexcept ValueError as error:\n"
+                     "    print(f'error: {error}', file=sys.stderr)\n    sys.exit(2)\nprint('acted', step.actions)\n")
+        add(Probe(f"agent-act-{name}", O, f"Agent.act: {name.replace('-', ' ')}",
+                  f"from Python, an agent of a masked Discrete(5) task: {call}: one ValueError naming {word} (an "
+                  "all-False row silently acted as if nothing were masked)", ["-c", code_text], words=(word,)))
+
+    # evaluation ends on an environment without a time limit
+    endless = with_fixture("endless")
+    add(Probe("enjoy-endless-max-steps", O, "a policy that never ends an episode",
+              "models/r.pt trained on an environment whose episodes never end (no time limit): enjoy.py "
+              "--deterministic --episodes 2 --max-steps 200: ends, each episode cut with a line",
+              [*enjoy, "--deterministic", "--episodes", "2", "--max-steps", "200"], setup=endless, code=(0,),
+              stdout_has=("cut at the step cap", "2 episodes")))
+    add(Probe("enjoy-endless-default-cap", O, "a policy that never ends an episode",
+              "the same without --max-steps (ran forever, printing nothing): ends at the default cap, 100,000 steps",
+              [*enjoy, "--deterministic", "--episodes", "1"], setup=endless, code=(0,),
+              stdout_has=("length 100000  cut at the step cap",), timeout=240))
+    add(Probe("enjoy-endless-video", O, "a policy that never ends an episode",
+              "the same recorded: --video out.gif --max-steps 50: ends, out.gif written",
+              [*enjoy, "--deterministic", "--episodes", "1", "--max-steps", "50", "--video", "out.gif"],
+              setup=endless, code=(0,), stdout_has=("cut at the step cap",), exists=("repo/out.gif",),
+              may_write=("repo/out.gif",)))
+    add(Probe("train-evaluation-endless", O, "a policy that never ends an episode",
+              "train.py on that environment with evaluation.interval=1, evaluation.max_steps=100: its evaluations "
+              "end (a first evaluation would hang the run)", ["train.py", "--run-id", "p", *TINY, *ENDLESS,
+                                                               "--set", "evaluation.interval=1",
+                                                               "--set", "evaluation.episodes=2",
+                                                               "--set", "evaluation.max_steps=100"],
+              code=(0,), exists=("repo/models/p-best.pt",)))
+
+    # sweep.py: Ctrl-C to the process group during the first seconds (fixed before this round; probed now)
+    short_sweep = [*sweep, "--seeds", "2", "--set", "updates=200"]
+    for delay in (2.0, 3.0, 4.0, 8.0):
+        add(Probe(f"sweep-ctrl-c-{delay:.0f}s", O, "Ctrl-C to a sweep's process group",
+                  f"SIGINT to sweep.py's process group {delay:.0f} s after launch (2 seeds of 200 updates): exit 130 "
+                  "(a lost signal let every trial finish, exit 0), no process left; if the sweep had begun, "
+                  "--resume then finishes it (exit 0)", short_sweep, action=sweep_interrupted(delay, short_sweep),
+                  code=(130,), one_line=False, serial=True, timeout=240,
+                  may_write=("repo/sweeps/*", "repo/summaries/*"), expect="--resume finishes, when there is a sweep"))
+    add(Probe("sweep-ctrl-c-after-ray", O, "Ctrl-C to a sweep's process group",
+              "SIGINT to sweep.py's process group 3 s after Ray has started (its sweep.json written): the trials "
+              "stop, exit 130; --resume then finishes the sweep (exit 0), no process left", short_sweep,
+              action=sweep_interrupted(3.0, short_sweep, after_ray=True), code=(130,), one_line=False, serial=True,
+              timeout=240, may_write=("repo/sweeps/*", "repo/summaries/*"), expect="--resume finishes"))
     return P
 
 
@@ -1889,7 +2249,7 @@ def select(args) -> list[Probe]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", help="issue points, comma-separated: 1 .. 12, extra")
+    parser.add_argument("--only", help="issue points, comma-separated: 1 .. 12, 23.2, extra")
     parser.add_argument("--fast", action="store_true", help="the subset tests/test_probes.py runs")
     parser.add_argument("--name", help="probes whose name holds this")
     parser.add_argument("--jobs", type=int, default=1, help="probes at once (serial ones always run alone)")

@@ -1,7 +1,13 @@
 """Config loading: the reference's keys, typed checks, and the schedules."""
+import time
+from pathlib import Path
+
 import pytest
+import torch
 
 from config import ConfigError, ScheduleConfig, check_resume_overrides, config_from_dict, load_config, schedule_value
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # The reference baseline's cartpole.yaml, key for key (its published hyperparameters).
 REFERENCE_YAML = """
@@ -105,6 +111,11 @@ def test_shipped_configs_load(name):
     ({"recurrence": {"previous_reward": True, "previous_reward_clip": -1.0}}, ["previous_reward_clip", "> 0"]),
     ({"recurrence": {"previous_action": 1}}, ["recurrence.previous_action", "bool"]),
     ({"recurrence": {"refresh_states": "yes"}}, ["recurrence.refresh_states", "bool"]),
+    # bounds where a huge value failed deep inside numpy or torch (a traceback) or hung start-up
+    ({"n_workers": 2 ** 16 + 1}, ["n_workers", "at most 65,536"]),
+    ({"hidden_layer_size": 10 ** 30}, ["hidden_layer_size", "64-bit"]),
+    ({"recurrence": {"num_layers": 101}}, ["recurrence.num_layers", "from 1 to 100"]),
+    ({"evaluation": {"episodes": 10 ** 6 + 1}}, ["evaluation.episodes", "1,000,000"]),
 ])
 def test_bad_configs_name_the_key(raw, words):
     with pytest.raises(ConfigError) as error:
@@ -200,3 +211,77 @@ def test_the_idle_cores_sample_leaves_out_this_processs_own_start_up(monkeypatch
     monkeypatch.setattr(psutil, "cpu_percent", lambda interval=None, percpu=False: [100.0, 0.0])
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     assert config.IdleCores().count() == 2
+
+
+def bomb(levels: int = 9) -> str:
+    """A yaml 'billion laughs': `levels` lists of 10 aliases each of the one before (10**levels leaves)."""
+    lines = ["&a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"] + [f"&a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]"
+                                                       for i in range(1, levels)]
+    return "[" + ", ".join(lines) + "]"
+
+
+def test_merge_keys_load_as_pyyaml_reads_them_and_an_explicit_key_overrides(tmp_path):
+    (tmp_path / "c.yaml").write_text(
+        "learning_rate_schedule: &schedule\n  initial: 0.001\n  final: 0.0001\n  max_decay_steps: 10\n"
+        "beta_schedule:\n  <<: *schedule\n  initial: 0.01\n"
+        "clip_range_schedule: {<<: [*schedule], initial: 0.3, final: 0.1}\n")
+    config = load_config(tmp_path / "c.yaml")
+    assert (config.beta_schedule.initial, config.beta_schedule.final, config.beta_schedule.max_decay_steps) == \
+        (0.01, 0.0001, 10)
+    assert (config.clip_range_schedule.initial, config.clip_range_schedule.final) == (0.3, 0.1)
+    (tmp_path / "twice.yaml").write_text("beta_schedule:\n  <<: {initial: 0.1}\n  final: 0.1\n  final: 0.2\n")
+    with pytest.raises(ConfigError, match="'final' is given twice"):
+        load_config(tmp_path / "twice.yaml")
+
+
+@pytest.mark.parametrize("text,words", [
+    ("environment:\n  type: gym\n  name: CartPole-v1\n  kwargs:\n    x: " + bomb() + "\n", "expands to more than"),
+    ("environment:\n  kwargs:\n    x: &x [*x]\n", "holds itself"),
+    ("environment:\n  kwargs:\n    x: " + "[" * 3000 + "]" * 3000 + "\n", "nests deeper"),
+    ("a: &a {x: 1, y: 2}\n" + "".join(f"a{i}: &a{i} {{<<: [{', '.join([f'*a{i - 1}' if i > 1 else '*a'] * 10)}]}}\n"
+                                      for i in range(1, 9)), "merge keys expand"),
+])
+def test_documents_that_expand_without_bound_are_refused_at_once(tmp_path, text, words):
+    """A few hundred bytes that expand to 10**9 values hung start-up (walked by the checks, config.json,
+    the digest); now refused before anything walks them, from a file or from --set."""
+    (tmp_path / "c.yaml").write_text(text)
+    start = time.monotonic()
+    with pytest.raises(ConfigError, match=words) as error:
+        load_config(tmp_path / "c.yaml")
+    assert "c.yaml" in str(error.value) and "\n" not in str(error.value)
+    if "kwargs" in text and "nests" not in text:
+        with pytest.raises(ConfigError, match=words):
+            load_config(ROOT / "configs/poc_memory_env.yaml", ["environment.kwargs.x=" + text.split("x: ", 1)[1]])
+    assert time.monotonic() - start < 10
+
+
+def test_a_checkpoint_whose_parts_repeat_by_reference_is_refused_before_its_digest(tmp_path):
+    """pickle's memo repeats a part by reference as yaml aliases do: 62 kB that the digest would walk
+    10**9 times (a 10**7 one took 15 s) is corrupt at once, and one that holds itself is no RecursionError."""
+    from checkpoint import CheckpointError, load_checkpoint
+    payload = load_checkpoint(ROOT / "models/poc_memory_env.pt")
+    leaves = [1] * 10
+    for _ in range(8):
+        leaves = [leaves] * 10
+    cyclic: list = []
+    cyclic.append(cyclic)
+    for name, value in (("bomb", leaves), ("cycle", cyclic)):
+        crafted = {**payload, "config": {**payload["config"], "environment": {"kwargs": {"x": value}}}}
+        torch.save({**crafted, "digest": "0" * 64}, tmp_path / f"{name}.pt")
+        start = time.monotonic()
+        with pytest.raises(CheckpointError, match="corrupt checkpoint"):
+            load_checkpoint(tmp_path / f"{name}.pt")
+        assert time.monotonic() - start < 10
+
+
+def test_model_sizes_whose_bytes_cannot_even_be_counted_are_a_config_error():
+    """hidden_layer_size 2**62 fits a 64-bit integer but its weights' byte count does not: torch's
+    'Storage size calculation overflowed' was a traceback, as 'cannot allocate' was not."""
+    from environments import spaces_of
+    from model import build_model
+    for key, size in (("hidden_layer_size", 2 ** 62), ("vector_encoder_size", 2 ** 62)):
+        config = config_from_dict({key: size})
+        env = config.environment.make()
+        with pytest.raises(ConfigError, match="do not fit in memory"):
+            build_model(config, spaces_of(env))
+        env.close()

@@ -100,9 +100,33 @@ def test_enjoy_cli_prints_episodes_and_summary_headless(tmp_path):
     lines = result.stdout.splitlines()
     assert sum(l.startswith("episode") for l in lines) == 5
     assert lines[-1].startswith("5 episodes: return") and "success rate" in lines[-1]
-    result = run_enjoy(tmp_path, "--model", str(model), "--episodes", "2", "--render")  # no display here
+
+
+
+@pytest.mark.slow
+def test_video_never_replaces_a_file_unasked_and_render_without_a_display_writes_nothing(tmp_path):
+    model = trained(tmp_path, updates=1)
+    (tmp_path / "mine.gif").write_bytes(b"a user's file")
+    result = run_enjoy(tmp_path, "--model", str(model), "--episodes", "1", "--video", "mine.gif")
+    assert result.returncode == 2 and "--overwrite" in result.stderr and result.stderr.count("\n") == 1
+    assert "episode" not in result.stdout and (tmp_path / "mine.gif").read_bytes() == b"a user's file"
+    result = run_enjoy(tmp_path, "--model", str(model), "--episodes", "1", "--video", "mine.gif", "--overwrite")
     assert result.returncode == 0, result.stderr
-    assert "no display: recording to poc.gif" in result.stdout and (tmp_path / "poc.gif").exists()
+    assert (tmp_path / "mine.gif").read_bytes().startswith(b"GIF")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = run_enjoy(tmp_path, "--model", str(model), "--episodes", "1", "--render")  # no display here
+    assert result.returncode == 2 and "--video" in result.stderr and result.stderr.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no <model name>.gif invented
+
+
+def test_a_video_that_appears_while_the_episodes_run_is_not_replaced(tmp_path):
+    frames = [np.zeros((4, 4, 3), dtype=np.uint8)] * 2
+    (tmp_path / "late.gif").write_bytes(b"written meanwhile")
+    with pytest.raises(FileExistsError):
+        write_video(tmp_path / "late.gif", frames)
+    assert (tmp_path / "late.gif").read_bytes() == b"written meanwhile" and len(list(tmp_path.iterdir())) == 1
+    write_video(tmp_path / "late.gif", frames, overwrite=True)
+    assert (tmp_path / "late.gif").read_bytes().startswith(b"GIF")
 
 
 @pytest.mark.slow
@@ -171,3 +195,70 @@ def test_evaluation_and_recording_build_the_environment_with_evaluation_kwargs(t
     evaluate(agent, episodes=2, workers=2)
     record(agent, episodes=1)
     assert seen and all(kwargs == {"length": 7} for kwargs in seen)
+
+
+@pytest.mark.slow
+def test_enjoy_ends_on_an_environment_without_a_time_limit_and_says_where_it_cut(tmp_path):
+    """A deterministic policy on an environment that never ends an episode: enjoy.py ran forever and
+    printed nothing. Each episode is cut at the step cap, with a line, and scored as it stood."""
+    model = trained(tmp_path, updates=1, environment={"type": "gym", "name": "tests.faulty_envs:Endless-v0"},
+                    n_workers=2, worker_steps=16, n_mini_batch=1)
+    for extra in ([], ["--video", "endless.gif"]):
+        result = run_enjoy(tmp_path, "--model", str(model), "--episodes", "2", "--deterministic", "--max-steps", "50",
+                           *extra)
+        assert result.returncode == 0, result.stderr
+        cut = [line for line in result.stdout.splitlines() if "cut at the step cap" in line]
+        assert len(cut) == 3 and "length    50" in cut[0], result.stdout  # two episodes and the summary
+    result = run_enjoy(tmp_path, "--model", str(model), "--max-steps", "0")
+    assert result.returncode == 2 and "--max-steps" in result.stderr
+
+
+def untrained_agent(environment: dict) -> Agent:
+    from environments import spaces_of
+    from model import build_model
+    config = config_from_dict({"environment": environment, "recurrence": {"hidden_state_size": 8}})
+    env = config.environment.make()
+    model = build_model(config, spaces_of(env))
+    env.close()
+    return Agent(model, config, env.action_space)
+
+
+def test_act_checks_its_arguments_where_they_enter():
+    """Each was a raw torch error deep inside, or silently accepted (an all-False mask row acted as if
+    nothing were masked): now one ValueError naming the argument, what it expects and what it got."""
+    agent = untrained_agent({"type": "gym", "name": "tests.memory_tasks:MaskedChoice-v0"})
+    obs_shape = agent.model.observation_layout.shape
+    obs, S = np.zeros((2, *obs_shape), dtype=np.float32), agent.model.state_size
+    mask = np.ones((2, 5), dtype=bool)
+    first = agent.act(obs, None, None, action_mask=mask)  # no state, no episode_start: all begin
+    state = first.state
+    assert agent.act(obs.tolist(), state, [False, True], action_mask=mask.tolist()).actions.shape == (2,)  # lists
+    bad = [
+        (dict(obs=obs[0]), "obs", "add the batch axis"),
+        (dict(obs=obs[:0], state=None, episode_start=None), "obs", "n >= 1"),
+        (dict(obs=np.zeros((2, obs_shape[0] + 1))), "obs", f"got shape (2, {obs_shape[0] + 1})"),
+        (dict(obs=[[0.0], [0.0, 1.0]]), "obs", "no array"),
+        (dict(obs=np.array([["a"] * obs_shape[0]] * 2)), "obs", "<U1"),
+        (dict(episode_start=np.zeros(3, dtype=bool)), "episode_start", "shape (2,)"),
+        (dict(episode_start=None), "episode_start", "got None"),
+        (dict(episode_start=np.zeros(2)), "episode_start", "float64"),
+        (dict(state=state.numpy()), "state", "got a ndarray"),
+        (dict(state=state.double()), "state", "torch.float64"),
+        (dict(state=state[:1]), "state", f"({2}, {S})"),
+        (dict(action_mask=np.ones((2, 4), dtype=bool)), "action_mask", "shape (2, 5)"),
+        (dict(action_mask=np.array([[True] * 5, [False] * 5])), "action_mask", "row 1 allows no action"),
+    ]
+    for change, name, words in bad:
+        args = dict(obs=obs, state=state, episode_start=np.zeros(2, dtype=bool), action_mask=mask)
+        args.update(change)
+        with pytest.raises(ValueError) as error:
+            agent.act(args["obs"], args["state"], args["episode_start"], action_mask=args["action_mask"])
+        assert str(error.value).startswith(f"{name}: ") and words in str(error.value), (change, str(error.value))
+    unmasked = untrained_agent({"type": "gym", "name": "Pendulum-v1"})  # Box actions: nothing to mask
+    with pytest.raises(ValueError, match="action_mask: .* takes no mask"):
+        unmasked.act(np.zeros((1, 3), dtype=np.float32), None, None, action_mask=np.ones((1, 1), dtype=bool))
+    branches = untrained_agent({"type": "gym", "name": "tests.memory_tasks:CueMultiDiscrete-v0"})  # [2, 3]
+    o = np.zeros((1, *branches.model.observation_layout.shape), dtype=np.float32)
+    branches.act(o, None, None, action_mask=np.array([[True, False, False, False, True]]))
+    with pytest.raises(ValueError, match="row 0 allows no action in one of its branches"):
+        branches.act(o, None, None, action_mask=np.array([[True, True, False, False, False]]))

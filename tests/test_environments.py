@@ -208,3 +208,18 @@ def test_a_stop_signal_while_worker_processes_start_still_reaches_the_trainer():
         assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())  # the mask is back
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.parametrize("environment,words", [
+    ({"type": "gym", "name": "FrozenLake-v1", "kwargs": {"map_name": "bogus"}}, "KeyError: 'bogus'"),
+    ({"type": "Minigrid", "name": "MiniGrid-Empty-5x5-v0", "kwargs": {"size": 2}}, "AssertionError"),
+])
+def test_whatever_an_environment_raises_when_made_is_one_line_naming_its_settings(environment, words):
+    """A Gymnasium environment's own error for a bad kwarg value (any type: KeyError, AssertionError,
+    ...) was a traceback; it is a ConfigError naming environment.name, the kwargs and the error."""
+    from config import ConfigError
+    with pytest.raises(ConfigError) as error:
+        EnvironmentConfig(**environment).make()
+    message = str(error.value)
+    assert words in message and environment["name"] in message and "environment.kwargs" in message
+    assert "\n" not in message

@@ -192,3 +192,91 @@ def test_evaluation_scores_whole_games_when_a_lost_life_ends_a_training_episode(
         envs.close()
     assert len(games) == 4 and sum(lost) >= 4 * 4  # every game lost its first four lives unscored
     assert all(game["length"] > 100 for game in games)  # whole games (a life lasts some 30 steps)
+
+
+def test_an_evaluation_environment_that_cannot_be_made_or_acted_on_is_refused_at_start(tmp_path, monkeypatch):
+    """evaluation_kwargs apply to evaluation only: a bad value was a traceback at the first evaluation,
+    after `interval` updates of training; now the Trainer refuses it before any worker process starts."""
+    import trainer as trainer_module
+    started = []  # the training's environments (and worker processes) would start here
+    monkeypatch.setattr(trainer_module, "VecEnv", lambda *a, **k: started.append(a))
+    lake = {"type": "gym", "name": "FrozenLake-v1", "kwargs": {"map_name": "4x4"}}
+    for evaluation_kwargs, words in (({"map_name": "bogus"}, "cannot be made: KeyError: 'bogus'"),
+                                     ({"map_name": "8x8"}, "change the environment's spaces")):
+        raw = poc(updates=1, evaluation={"interval": 1, "episodes": 2},
+                  environment={**lake, "evaluation_kwargs": evaluation_kwargs})
+        with pytest.raises(ConfigError, match=words):
+            trainer(tmp_path, "e", raw)
+    assert not started
+
+
+def test_an_episode_that_never_ends_is_cut_at_the_step_cap_and_counted(tmp_path):
+    """An environment without a time limit and a policy that never ends an episode: evaluate() and
+    record() (enjoy.py) looped forever, printing nothing. The cap cuts each episode, its stats say so,
+    and the summary counts them; an environment's own time limit is left to act (the default cap)."""
+    from enjoy import record
+    from evaluation import summary
+    endless = {"type": "gym", "name": "tests.faulty_envs:Endless-v0"}
+    t = trainer(tmp_path, "e", poc(updates=1, environment=endless, evaluation={"interval": 1, "episodes": 3,
+                                                                                "max_steps": 25}))
+    agent = Agent(t.model, t.config, t.spaces.action_space, normalizers=t.normalizers)
+    for results in (t.evaluate(), evaluate(agent, episodes=3, workers=2), record(agent, episodes=2)[0]):
+        assert results and all(r["length"] == 25 and r["capped"] for r in results)
+    assert scores(results)["capped"] == 2 and "2 cut at the step cap" in summary(results)
+    assert [r["length"] for r in evaluate(agent, episodes=2, max_steps=7)] == [7, 7]
+    t.close()
+    limited = poc(updates=1, environment={"type": "gym", "name": "tests.faulty_envs:EndlessLimited-v0"})
+    t = trainer(tmp_path, "f", limited)
+    agent = Agent(t.model, t.config, t.spaces.action_space, normalizers=t.normalizers)
+    results = evaluate(agent, episodes=2)  # the default cap: the environment's own 30 steps cut it, as truncated
+    assert [r["length"] for r in results] == [30, 30] and not any("capped" in r for r in results)
+    assert "capped" not in scores(results)
+    t.close()
+
+
+def test_the_default_step_cap_ends_an_endless_episode(monkeypatch):
+    import environments
+    monkeypatch.setattr(environments, "DEFAULT_MAX_STEPS", 40)  # 100,000 takes ~15 s here
+    env = environments.make_env("gym", "tests.faulty_envs:Endless-v0", max_steps=0)
+    env.reset(seed=0)
+    steps = 1
+    while not env.step(0)[3]:
+        steps += 1
+    assert steps == 40
+
+
+@pytest.mark.parametrize("life, cap", [(3, 10), (5, 10)])
+def test_the_step_cap_counts_a_whole_game_across_its_lost_lives(life, cap):
+    """Under episodic_life a lost life ends a training episode inside the scored one (CONTINUES): the cap
+    counts the game's steps, not a life's, and a life lost at the cap does not carry the game past it."""
+    import gymnasium as gym
+
+    from environments import CONTINUES, EpisodeStats
+
+    class Lives(gym.Env):  # never over: a life lost every `life` steps
+        observation_space, action_space = gym.spaces.Box(-1.0, 1.0, (1,)), gym.spaces.Discrete(2)
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            self.t = 0
+            return np.zeros(1, dtype=np.float32), {}
+
+        def step(self, action):
+            self.t += 1
+            lost = self.t % life == 0
+            return np.zeros(1, dtype=np.float32), 1.0, lost, False, {CONTINUES: True} if lost else {}
+
+    env = EpisodeStats(Lives(), max_steps=cap)
+    env.reset(seed=0)
+    ends = 0
+    while True:
+        _, _, terminated, truncated, info = env.step(0)
+        if "episode" in info:
+            break
+        if terminated:
+            ends += 1
+            env.reset()  # seedless: the game goes on
+    assert truncated and info["episode"] == {"reward": cap, "length": cap, "capped": True}
+    assert ends == (cap - 1) // life
+    env.reset()  # a new game after the cut, not the old one going on
+    assert env._length == 0 and not env._continues

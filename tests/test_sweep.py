@@ -65,6 +65,34 @@ def read(*argv: str) -> sweep.Sweep:
     return sweep.read_sweep(docopt(sweep.__doc__, argv=[*config, *argv]))
 
 
+def test_an_object_store_that_does_not_answer_is_refused_in_time(monkeypatch):
+    """pyarrow retried an unreachable gs:// for more than 5 minutes, deaf to Ctrl-C."""
+    monkeypatch.setattr(sweep, "STORAGE_SECONDS", 0.5)
+    start = time.monotonic()
+    with pytest.raises(ConfigError, match="no answer within 0.5 s"):
+        sweep._in_time(lambda: time.sleep(30), "gs://bucket/x")
+    assert time.monotonic() - start < 5
+    assert sweep._in_time(lambda: 7, "x") == 7
+    with pytest.raises(KeyError):
+        sweep._in_time(lambda: {}["missing"], "x")
+
+
+def test_only_a_vanished_tune_temporary_is_left_out_of_the_failed_uploads_shown():
+    """Tune's upload of its state can fail on its own temporary file, renamed meanwhile: no fault (the
+    next upload copies it), so no traceback; any other failed upload is still shown."""
+    import logging
+
+    def record(error: Exception) -> logging.LogRecord:
+        return logging.LogRecord("ray.tune.execution.experiment_state", logging.ERROR, __file__, 1,
+                                 "Saving experiment state to storage at 's' failed with exception: ", None,
+                                 (type(error), error, None))
+    lost = FileNotFoundError(2, "Failed to open local file '/tmp/ray/session_1/artifacts/x/s/driver_artifacts/"
+                                ".34d5b919-tmp-basic-variant-state-2026-11-25_00-20-24.json'")
+    assert sweep._lost_tune_temporary(record(lost))
+    assert not sweep._lost_tune_temporary(record(OSError(28, "No space left on device")))
+    assert not sweep._lost_tune_temporary(record(FileNotFoundError(2, "Failed to open local file '/s/a.json'")))
+
+
 def test_seeds_cross_every_grid_point_with_readable_distinct_names():
     plan = read("--seeds", "2", "--grid", "learning_rate_schedule.initial=0.0003,1.0e-4",
                 "--grid", "recurrence.layer_type=gru,lstm")
@@ -257,12 +285,24 @@ def free_port() -> int:
     (["--address", "127.0.0.1:PORT"], "nothing answers at 127.0.0.1"),
     (["--sweep-id", "taken"], "sweeps/taken exists: continue that sweep with --resume"),
     (["--config", "bad.yaml"], "config key 'recurrence.layer_type' = 'transformer' is not allowed"),
+    # huge counts, refused before anything is allocated for them (--seeds 10**12 was a MemoryError)
+    (["--seeds", str(10 ** 12)], "--seeds must be an integer from 1 to 10,000"),
+    (["--search", "gamma=uniform:0.9:0.99", "--samples", str(10 ** 30)], "--samples must be a whole number from 1"),
+    (["--seeds", "100", "--grid", "gamma=" + ",".join(f"0.{i:03d}" for i in range(1, 201))], "20,000 trials"),
+    (["--max-concurrent", "9" * 400], "--max-concurrent must be a whole number from 1"),
+    (["--cpus-per-trial", str(len(os.sched_getaffinity(0)) + 1)], "CPUs"),  # checked before Ray starts
+    (["--gpus-per-trial", "1e300"], "--gpus-per-trial must be a number from 0"),
+    # storage that cannot hold the sweep, refused before Ray starts (a file: pyarrow's error after it started)
+    (["--storage", "a-file"], "a-file is a file, not a folder"),
+    (["--storage", "a-file/deeper"], "a-file is a file, not a folder"),
+    (["--storage", "file://TMP/a-file"], "a-file is a file, not a folder"),
 ])
 def test_bad_input_is_one_line_exit_2_and_starts_nothing(tmp_path, args, says):
     (tmp_path / "sweeps/taken").mkdir(parents=True)
+    (tmp_path / "a-file").write_text("a user's file")
     (tmp_path / "bad.yaml").write_text("recurrence:\n  layer_type: transformer\n")
     before = sorted(tmp_path.rglob("*"))
-    args = [a.replace("PORT", str(free_port())) for a in args]
+    args = [a.replace("PORT", str(free_port())).replace("TMP", str(tmp_path)) for a in args]
     probe = ("import sys, sweep; code = sweep.main(sys.argv[1:]); "
              "print('ray imported' if 'ray' in sys.modules else 'no ray'); sys.exit(code)")
     config = [] if "--config" in args else ["--config", POC]

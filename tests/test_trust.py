@@ -108,10 +108,38 @@ def test_a_save_that_fails_keeps_the_previous_checkpoint_and_removes_its_tempora
     result = script(tmp_path, "train.py", "--resume", "models/first.pt", "--set", "updates=3",
                     preexec_fn=small_files)
     assert result.returncode == 1, result.stderr
-    assert "could not write models/first.pt" in result.stderr and "is intact" in result.stderr
+    assert "could not write models/first.pt (File too large)" in result.stderr and "is intact" in result.stderr
     assert "Traceback" not in result.stderr
     assert digest(path) == before
     assert not list((tmp_path / "models").glob("*.tmp")) and not list((tmp_path / "models").glob(".*.tmp"))
+
+
+def file_size_limit(size: int):
+    """A preexec_fn: files past `size` bytes cannot be written (EFBIG: a full disk, as far as they go)."""
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (size, resource.RLIM_INFINITY))
+
+
+def test_a_lock_or_a_folder_check_that_cannot_write_leaves_one_line_and_no_file(tmp_path):
+    """The lock was written unchecked: a full disk was a traceback (ENOSPC) and left an empty
+    models/<run-id>.lock; and models/ passed the writable check, which wrote an empty file."""
+    probe = ("import sys; from checkpoint import RunLock, CheckpointError, writable\n"
+             "print(writable('models'))\n"
+             "try:\n    RunLock('models/r.lock').acquire()\nexcept CheckpointError as e:\n    print(e)\n")
+    (tmp_path / "models").mkdir()
+    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, preexec_fn=file_size_limit(0))
+    assert result.stdout.splitlines() == ["File too large", "cannot write the lock models/r.lock (File too large)"], \
+        result.stdout + result.stderr
+    assert list((tmp_path / "models").iterdir()) == []
+
+
+def test_summaries_that_cannot_be_written_end_the_run_in_one_line_without_the_writer_threads_traceback(tmp_path):
+    """TensorBoard's writer thread met the full disk first and printed its own traceback beside our line."""
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", **dict(TINY, updates=200), checkpoint_interval=0)
+    result = script(tmp_path, "train.py", "--config", config, "--run-id", "s", preexec_fn=file_size_limit(6000))
+    assert result.returncode == 1, result.stderr
+    assert "could not write summaries/s/" in one_line(result) and "File too large" in result.stderr
+    assert not list(tmp_path.rglob("*.tmp"))
 
 
 # ------------------------------------------------------------ 3: one run per id
@@ -242,6 +270,7 @@ def test_enjoy_and_checkpoint_refuse_bad_input_before_the_first_episode(tmp_path
         (("enjoy.py", "--model", "mismatched.pt"), "do not fit"),
         (("enjoy.py", "--model", "models/first.pt", "--video", "no/such/folder/x.gif"), "not a writable folder"),
         (("enjoy.py", "--model", "models/first.pt", "--episodes", "0"), "--episodes"),
+        (("enjoy.py", "--model", "models/first.pt", "--episodes", str(10 ** 12), "--video", "x.gif"), "--episodes"),
         (("enjoy.py", "--model", "models/first.pt", "--seed=-3"), "--seed"),
         (("checkpoint.py", "--inference-only", "missing.pt", "out.pt"), "not found"),
         (("checkpoint.py", "--inference-only", "models/first.pt", "models"), "is a folder"),
@@ -427,6 +456,37 @@ def test_bad_flags_are_one_line_and_exit_2(tmp_path):
                  ("checkpoint.py", "--bogus"), ("sweep.py", "--bogus")):
         result = script(tmp_path, *args)
         assert result.returncode == 2 and "see --help" in one_line(result), args
+
+
+def test_a_refusal_is_one_line_even_where_a_library_warns_first(tmp_path):
+    """Gymnasium warns about a deprecated id, or a render mode its environment does not list, before
+    our line: the warnings of a refused start are dropped with it; a start that goes on shows them."""
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", **TINY)
+    gym = ["--set", "environment.type=gym"]
+    for args in ([*gym, "--set", "environment.name=FrozenLake-v0"],
+                 [*gym, "--set", "environment.name=CartPole-v1", "--set", "environment.kwargs.render_mode=bogus",
+                  "--set", "hidden_layer_size=100000000000000"]):
+        result = script(tmp_path, "train.py", "--config", config, "--run-id", "w", *args)
+        assert result.returncode == 2 and one_line(result).startswith("error: "), args
+    result = script(tmp_path, "train.py", "--config", config, "--run-id", "w", *gym,
+                    "--set", "environment.name=CartPole-v1", "--set", "environment.kwargs.render_mode=bogus")
+    assert result.returncode == 0 and "render_mode='bogus'" in result.stderr
+
+
+def test_start_up_warnings_are_dropped_with_a_refusal_and_shown_once_after_a_start():
+    import warnings
+
+    from config import ConfigError, start_up_warnings
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("default")
+        with pytest.raises(ConfigError):
+            with start_up_warnings():
+                warnings.warn("before a refusal")
+                raise ConfigError("refused")
+        with start_up_warnings():
+            for _ in range(3):
+                warnings.warn("before a start")
+    assert [str(w.message) for w in shown] == ["before a start"]
 
 
 # ------------------------------------------------------------- the best evaluation's checkpoint

@@ -632,7 +632,8 @@ def start_ray(address: str | None, sweep: Sweep) -> None:
     # Ray says at every start of a local cluster that it turned its token authentication on, its default
     logging.getLogger("ray._private.authentication.authentication_token_setup").addFilter(
         lambda record: "Token authentication is enabled" not in record.getMessage())
-    logging.getLogger("ray.tune.execution.experiment_state").addFilter(lambda record: not _lost_tune_temporary(record))
+    for name in ("ray.tune.execution.experiment_state", "ray.train._internal.syncer"):
+        logging.getLogger(name).addFilter(lambda record: not _lost_tune_temporary(record))
     if address is not None:
         try:
             ray.init(address=address, **common)
@@ -663,11 +664,18 @@ def _lost_tune_temporary(record) -> bool:
     """A failed upload of Tune's state that is no fault: Tune saves its state in its staging folder
     under a temporary name (.<uuid>-tmp-<file>) and renames it, sometimes while its previous upload
     of that folder is still copying it (seen at a Ctrl-C on a busy machine); that upload then fails
-    on the vanished file, and Tune logged its traceback, although the upload it starts next copies
-    the renamed file. Any other failed upload (a full disk, a storage that went away) still shows."""
-    error = record.exc_info[1] if record.exc_info else None
-    return (isinstance(error, FileNotFoundError) and "-tmp-" in str(error)
-            and "Saving experiment state" in record.getMessage())
+    on the vanished file, and Tune logged its traceback (as an error when it waits for the upload,
+    as a warning when it starts the next one), although the next upload copies the renamed file.
+    Any other failed upload (a full disk, a storage that went away) still shows."""
+    message = record.getMessage()
+    if not message.startswith(("Saving experiment state", "Last sync command failed")):
+        return False
+    if record.exc_info and record.exc_info[1] is not None:
+        error = record.exc_info[1]
+        last = f"{type(error).__name__}: {error}"
+    else:  # the traceback is in the message's text: its last line is the error
+        last = message.rstrip().rsplit("\n", 1)[-1]
+    return last.startswith("FileNotFoundError") and "-tmp-" in last
 
 
 def tuner(sweep: Sweep, resume: bool):

@@ -91,6 +91,12 @@ def test_only_a_vanished_tune_temporary_is_left_out_of_the_failed_uploads_shown(
     assert sweep._lost_tune_temporary(record(lost))
     assert not sweep._lost_tune_temporary(record(OSError(28, "No space left on device")))
     assert not sweep._lost_tune_temporary(record(FileNotFoundError(2, "Failed to open local file '/s/a.json'")))
+    warning = logging.LogRecord("ray.train._internal.syncer", logging.WARNING, __file__, 1,
+                                "Last sync command failed with the following error:\nTraceback (most recent call "
+                                "last):\n  File \"x.py\", line 1, in f\nFileNotFoundError: %s\n", (str(lost),), None)
+    assert sweep._lost_tune_temporary(warning)
+    warning.args = ("[Errno 28] No space left on device",)
+    assert not sweep._lost_tune_temporary(warning)
 
 
 def test_seeds_cross_every_grid_point_with_readable_distinct_names():

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from atomic import temporary_beside
 from config import ConfigError, require_small
 from losses import NonFiniteError
 
@@ -192,7 +193,7 @@ def save_checkpoint(path: str | Path, payload: dict) -> Path:
     `path` as it was, and raises CheckpointError.
     """
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    tmp = temporary_beside(path)
     writer = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

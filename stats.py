@@ -26,8 +26,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
-import secrets
 import sys
 from dataclasses import dataclass
 from functools import reduce
@@ -40,6 +38,8 @@ matplotlib.use("Agg")  # headless: write files, never open a window
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy import stats as scipy_stats  # noqa: E402
+
+from atomic import write_atomically  # noqa: E402
 
 N_RESAMPLES = 2000
 CONFIDENCE = 0.95
@@ -451,20 +451,9 @@ def figure(summaries: list[dict], reference: Path | None, threshold: float | Non
         axes.grid(alpha=0.3)
     fig.tight_layout()
     try:
-        _write_atomically(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
+        write_atomically(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
     finally:
         plt.close(fig)
-
-
-def _write_atomically(path: Path, write: Callable[[Path], None]) -> None:
-    """write(tmp) to a unique temporary name beside path, then renamed over it: a full disk leaves
-    neither a half file nor the temporary one (the error is raised)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def report(folders: list[str | Path], out_prefix: str | Path, threshold: float | None = None,
@@ -481,9 +470,9 @@ def report(folders: list[str | Path], out_prefix: str | Path, threshold: float |
     markdown = table(summaries, settings)
     out = Path(out_prefix)
     out.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomically(out.with_name(out.name + ".md"), lambda tmp: tmp.write_text(markdown))
+    write_atomically(out.with_name(out.name + ".md"), lambda tmp: tmp.write_text(markdown))
     text = json.dumps({**settings, "grid_points": summaries}, indent=1) + "\n"
-    _write_atomically(out.with_name(out.name + ".json"), lambda tmp: tmp.write_text(text))
+    write_atomically(out.with_name(out.name + ".json"), lambda tmp: tmp.write_text(text))
     figure(summaries, reference_path, threshold, out.with_name(out.name + ".png"))
     return markdown
 

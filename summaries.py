@@ -8,9 +8,7 @@ by stats.py without anything else.
 from __future__ import annotations
 
 import json
-import os
 import resource
-import secrets
 import sys
 import threading
 import time
@@ -22,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from atomic import write_atomically
 from config import Config
 
 
@@ -86,7 +85,8 @@ class Summaries:
         from torch.utils.tensorboard import SummaryWriter
         _leave_writer_errors_to_the_writer()
         self._writer = SummaryWriter(str(self.path))
-        write_atomically(self.path / "config.json", json.dumps(self.config.to_dict(), indent=1))
+        text = json.dumps(self.config.to_dict(), indent=1)
+        write_atomically(self.path / "config.json", lambda tmp: tmp.write_text(text))
         if self.verbose and sys.stdout.isatty():
             from tqdm import tqdm
             self._bar = tqdm(total=self.config.updates, initial=first_update, unit="update", dynamic_ncols=True)
@@ -182,17 +182,6 @@ class Summaries:
                 writer.flush()  # raises what the writer's thread met, which close() alone would not
             finally:
                 writer.close()
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Writes text to a unique temporary name beside path and renames it: a full disk leaves no half
-    file (and no temporary one)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def _leave_writer_errors_to_the_writer() -> None:

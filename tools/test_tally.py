@@ -2,12 +2,15 @@
 
     python tools/test_tally.py --clones 5 --load idle
     python tools/test_tally.py --clones 5 --load busy --append
+    python tools/test_tally.py --clones 5 --load beside --append   # beside a training run already going
 
 Each clone is `git clone` of this repository's HEAD into a new temporary folder, where `make test`
 runs exactly as CI runs it (.ci/run: the virtual environment created and the pinned requirements
 installed first, then the whole suite spread over the cores). With --load busy, a CPU-heavy job
 keeps every core busy at normal priority during the whole clone's run (one `while True: pass`
-process per core, killed after it). Recorded per clone: the commit, the load asked for, what the
+process per core, killed after it). With --load beside, the tally starts no job: it runs beside work
+that is already going (a training sweep at normal priority, say) and refuses to start unless other
+processes use at least one core over a short sample. Recorded per clone: the commit, the load asked for, what the
 machine really did beside it (other processes' CPU, from /proc, as tools/benchmark.py measures it),
 passed, failed, skipped, errors, the failures' names, and the wall time (install included). Writes
 results/test_tally.{md,json}; --append adds to the rows already there (the idle and busy rounds of
@@ -29,6 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent  # the repository root
 sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
+from atomic import write_atomically  # noqa: E402
 from tools.benchmark import load_snapshot, machine  # noqa: E402
 
 OUT = ROOT / "results" / "test_tally"
@@ -37,6 +41,16 @@ OUT = ROOT / "results" / "test_tally"
 def busy_job() -> list[subprocess.Popen]:
     """One busy loop per core this process may use, at normal priority."""
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in os.sched_getaffinity(0)]
+
+
+def require_beside(seconds: float = 5.0) -> None:
+    """--load beside: refuses (SystemExit 2) unless other processes already keep a core busy."""
+    sample = load_snapshot()
+    time.sleep(seconds)  # the interval measured, not a wait for an event
+    seen = load_snapshot(sample)
+    if seen["other_cores"] < 1.0:
+        print(f"--load beside: the machine is {seen['summary']}; start the CPU-heavy work first", file=sys.stderr)
+        raise SystemExit(2)
 
 
 def counts(output: str) -> dict:
@@ -73,9 +87,11 @@ def one_clone(commit: str, load: str) -> dict:
 def markdown(rows: list[dict], report: dict) -> list[str]:
     m = report["machine"]
     lines = ["# make test on fresh clones, idle and beside a CPU-heavy job", "",
-             f"Commands: `python tools/test_tally.py --clones 5 --load idle`, then `... --load busy --append`. "
+             f"Commands: `python tools/test_tally.py --clones 5 --load idle`, then `... --load busy --append` "
+             "or `... --load beside --append`. "
              f"Machine: {m['cpu']}, {m['cores']} cores. Each clone ran `.ci/run` (install, then `make test`). "
-             "busy: one `while True: pass` process per core, at normal priority, during the whole run; other "
+             "busy: one `while True: pass` process per core, at normal priority, during the whole run; beside: "
+             "the tally started nothing, other work (a training run) was already going; other "
              "cores: what processes outside the tally used meanwhile (the busy job counts there).", "",
              "| clone | commit | load | other cores (average) | passed | failed | skipped | errors | wall | failures |",
              "|---:|---|---|---:|---:|---:|---:|---:|---:|---|"]
@@ -88,24 +104,30 @@ def markdown(rows: list[dict], report: dict) -> list[str]:
     return lines
 
 
+def write(rows: list[dict]) -> None:
+    report = {"machine": machine(), "rows": rows}
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(OUT.with_suffix(".json"), lambda path: path.write_text(json.dumps(report, indent=1) + "\n"))
+    write_atomically(OUT.with_suffix(".md"), lambda path: path.write_text("\n".join(markdown(rows, report)) + "\n"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clones", type=int, default=5)
-    parser.add_argument("--load", choices=("idle", "busy"), default="idle")
+    parser.add_argument("--load", choices=("idle", "busy", "beside"), default="idle")
     parser.add_argument("--append", action="store_true", help="add to results/test_tally.json's rows")
     args = parser.parse_args(argv)
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
                             check=True).stdout.strip()
     rows = json.loads(OUT.with_suffix(".json").read_text())["rows"] if args.append else []
+    if args.load == "beside":
+        require_beside()
     for i in range(args.clones):
         rows.append(one_clone(commit, args.load))
         r = rows[-1]
         print(f"clone {len(rows)} ({args.load}): {r['closing_line']} ({r['wall_seconds'] / 60:.1f} min, other cores "
               f"{r['other_cores']:.2f})", flush=True)
-    report = {"machine": machine(), "rows": rows}
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
-    OUT.with_suffix(".md").write_text("\n".join(markdown(rows, report)) + "\n")
+        write(rows)  # after every clone: a tally stopped half-way keeps the clones it finished
     return 1 if any(r["failed"] or r["errors"] or r["exit_code"] for r in rows) else 0
 
 

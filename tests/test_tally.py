@@ -1,0 +1,39 @@
+"""tools/test_tally.py: what it reads from pytest's output, and that every finished clone is on disk."""
+import json
+
+from tools import test_tally
+
+FAILED = """\
+FAILED tests/test_trust.py::test_ctrl_c[1.5] - AssertionError: traceback
+ERROR tests/test_sweep.py::test_resume - OSError
+=========== 1 failed, 590 passed, 8 skipped, 1 error in 612.30s (0:10:12) ===========
+"""
+
+
+def test_counts_reads_the_closing_line_and_the_failed_names():
+    found = test_tally.counts(FAILED)
+    assert (found["passed"], found["failed"], found["skipped"], found["errors"]) == (590, 1, 8, 1)
+    assert found["failures"] == ["tests/test_trust.py::test_ctrl_c[1.5]", "tests/test_sweep.py::test_resume"]
+    assert test_tally.counts("594 passed, 8 skipped in 600.00s")["failed"] == 0
+
+
+def test_each_clone_is_written_as_it_ends(tmp_path, monkeypatch):
+    """A tally stopped half-way (a session's end) keeps the rows of the clones it finished."""
+    monkeypatch.setattr(test_tally, "OUT", tmp_path / "tally")
+    ends = iter([{"commit": "abc1234", "load": "idle", "exit_code": 0, "wall_seconds": 60.0, "other_cores": 0.0,
+                  "load_average_start": 0.1, "load_average_end": 0.2, **test_tally.counts("3 passed in 1.0s"),
+                  "date": "today"}])
+
+    def one_clone(commit, load):
+        if (tmp_path / "tally.json").exists():
+            raise KeyboardInterrupt  # the second clone is stopped
+        return next(ends)
+
+    monkeypatch.setattr(test_tally, "one_clone", one_clone)
+    try:
+        test_tally.main(["--clones", "2"])
+    except KeyboardInterrupt:
+        pass
+    rows = json.loads((tmp_path / "tally.json").read_text())["rows"]
+    assert [r["passed"] for r in rows] == [3]
+    assert "| 1 | abc1234 | idle |" in (tmp_path / "tally.md").read_text()

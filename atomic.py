@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Callable
 
 
-def temporary_beside(path: Path) -> Path:
+def temporary_beside(path: Path, keep_suffix: bool = False) -> Path:
     """A hidden name beside `path` that no other process or earlier attempt uses:
-    .<name>.<pid>.<8 hex digits>.tmp."""
-    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    .<name>.<pid>.<8 hex digits>.tmp, and path's suffix after it with keep_suffix (for writers that
+    choose the format by the suffix: enjoy.py's GIF and MP4)."""
+    suffix = path.suffix if keep_suffix else ""
+    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp{suffix}")
 
 
 def write_atomically(path: Path, write: Callable[[Path], None]) -> None:

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from atomic import temporary_beside
 from checkpoint import CheckpointError
 from config import MAX_EPISODES, ConfigError, command_line, start_up_warnings
 
@@ -87,10 +88,11 @@ def _stamp(frame: np.ndarray, t: int) -> np.ndarray:
 
 
 def write_video(path: Path, frames: list[np.ndarray], fps: int = 8, overwrite: bool = False) -> None:
-    """Writes to a temporary name beside `path` and renames it: a failed write leaves no half file.
-    Without overwrite, a file at `path` is never replaced, even one that appeared while the episodes
-    ran: the temporary file is hard-linked to `path`, which fails if anything is there."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp{path.suffix}")
+    """Writes to a temporary name beside `path` (atomic.py's rule, keeping the suffix the writer reads)
+    and renames it: a failed write leaves no half file. Without overwrite, a file at `path` is never
+    replaced, even one that appeared while the episodes ran: the temporary file is hard-linked to
+    `path`, which fails if anything is there."""
+    tmp = temporary_beside(path, keep_suffix=True)
     try:
         _write_frames(tmp, frames, fps)
         if overwrite:

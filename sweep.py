@@ -71,6 +71,7 @@ from pathlib import Path  # noqa: E402
 
 import yaml  # noqa: E402
 
+from atomic import temporary_beside  # noqa: E402
 from config import (ConfigError, apply_override, command_line, config_from_dict, load_config, read_yaml,  # noqa: E402
                     start_up_warnings, validate)
 
@@ -474,7 +475,7 @@ def write_json(storage_folder: str, name: str, data: dict) -> None:
     """<storage_folder>/<name>, written under a temporary name and moved there: a full disk leaves no half file."""
     fs, path = _filesystem(storage_folder)
     fs.create_dir(path, recursive=True)
-    tmp = f"{path}/.{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    tmp = f"{path}/{temporary_beside(Path(name)).name}"  # atomic.py's name rule, in pyarrow's file system
     try:
         with fs.open_output_stream(tmp) as out:
             out.write((json.dumps(data, indent=1) + "\n").encode())

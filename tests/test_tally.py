@@ -17,6 +17,15 @@ def test_counts_reads_the_closing_line_and_the_failed_names():
     assert test_tally.counts("594 passed, 8 skipped in 600.00s")["failed"] == 0
 
 
+def test_counts_finds_the_closing_line_before_pips_warnings():
+    """.ci/run's stderr (pip's warnings about local indexes) comes after pytest's stdout."""
+    output = ("........\n594 passed, 8 skipped in 612.30s (0:10:12)\n\n"
+              "WARNING: Location 'file:///opt/pypi/simple/memory-gym/' is ignored: it is neither a file nor a directory.")
+    found = test_tally.counts(output)
+    assert (found["passed"], found["skipped"]) == (594, 8)
+    assert found["closing_line"] == "594 passed, 8 skipped in 612.30s (0:10:12)"
+
+
 def test_each_clone_is_written_as_it_ends(tmp_path, monkeypatch):
     """A tally stopped half-way (a session's end) keeps the rows of the clones it finished."""
     monkeypatch.setattr(test_tally, "OUT", tmp_path / "tally")

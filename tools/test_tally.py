@@ -2,15 +2,12 @@
 
     python tools/test_tally.py --clones 5 --load idle
     python tools/test_tally.py --clones 5 --load busy --append
-    python tools/test_tally.py --clones 5 --load beside --append   # beside a training run already going
 
 Each clone is `git clone` of this repository's HEAD into a new temporary folder, where `make test`
 runs exactly as CI runs it (.ci/run: the virtual environment created and the pinned requirements
 installed first, then the whole suite spread over the cores). With --load busy, a CPU-heavy job
 keeps every core busy at normal priority during the whole clone's run (one `while True: pass`
-process per core, killed after it). With --load beside, the tally starts no job: it runs beside work
-that is already going (a training sweep at normal priority, say) and refuses to start unless other
-processes use at least one core over a short sample. Recorded per clone: the commit, the load asked for, what the
+process per core, killed after it). Recorded per clone: the commit, the load asked for, what the
 machine really did beside it (other processes' CPU, from /proc, as tools/benchmark.py measures it),
 passed, failed, skipped, errors, the failures' names, and the wall time (install included). Writes
 results/test_tally.{md,json}; --append adds to the rows already there (the idle and busy rounds of
@@ -43,19 +40,14 @@ def busy_job() -> list[subprocess.Popen]:
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in os.sched_getaffinity(0)]
 
 
-def require_beside(seconds: float = 5.0) -> None:
-    """--load beside: refuses (SystemExit 2) unless other processes already keep a core busy."""
-    sample = load_snapshot()
-    time.sleep(seconds)  # the interval measured, not a wait for an event
-    seen = load_snapshot(sample)
-    if seen["other_cores"] < 1.0:
-        print(f"--load beside: the machine is {seen['summary']}; start the CPU-heavy work first", file=sys.stderr)
-        raise SystemExit(2)
+SUMMARY = re.compile(r"^=*\s*(?:\d+ (?:passed|failed|skipped|errors?|deselected|warnings?|xfailed|xpassed)"
+                     r"(?:, )?)+ in [\d.]+s")  # pytest's closing line: "594 passed, 8 skipped in 612.30s (0:10:12)"
 
 
 def counts(output: str) -> dict:
-    """pytest's closing line: passed, failed, skipped, errors; and the names of the failed tests."""
-    tail = output.strip().splitlines()[-1] if output.strip() else ""
+    """pytest's closing line (the last line like it: pip's warnings on stderr may come after it):
+    passed, failed, skipped, errors; and the names of the failed tests."""
+    tail = next((line.strip() for line in reversed(output.splitlines()) if SUMMARY.match(line.strip())), "")
     found = {kind: int(n) for n, kind in re.findall(r"(\d+) (passed|failed|skipped|errors?)", tail)}
     found["errors"] = found.pop("error", 0) + found.pop("errors", 0)
     return {kind: found.get(kind, 0) for kind in ("passed", "failed", "skipped", "errors")} | {
@@ -72,6 +64,7 @@ def one_clone(commit: str, load: str) -> dict:
         start = time.perf_counter()
         try:
             result = subprocess.run(["bash", ".ci/run"], cwd=clone, capture_output=True, text=True)
+            output = result.stdout + "\n" + result.stderr
         finally:
             for process in job:
                 process.kill()
@@ -80,18 +73,17 @@ def one_clone(commit: str, load: str) -> dict:
         seen = load_snapshot(before)
     return {"commit": commit[:7], "load": load, "exit_code": result.returncode, "wall_seconds": wall,
             "other_cores": seen["other_cores"], "load_average_start": seen["load_average_start"],
-            "load_average_end": seen["load_average_end"], **counts(result.stdout + result.stderr),
+            "load_average_end": seen["load_average_end"], **counts(output),
+            "output_tail": output.splitlines()[-80:] if result.returncode else [],
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
 
 
 def markdown(rows: list[dict], report: dict) -> list[str]:
     m = report["machine"]
     lines = ["# make test on fresh clones, idle and beside a CPU-heavy job", "",
-             f"Commands: `python tools/test_tally.py --clones 5 --load idle`, then `... --load busy --append` "
-             "or `... --load beside --append`. "
+             f"Commands: `python tools/test_tally.py --clones 5 --load idle`, then `... --load busy --append`. "
              f"Machine: {m['cpu']}, {m['cores']} cores. Each clone ran `.ci/run` (install, then `make test`). "
-             "busy: one `while True: pass` process per core, at normal priority, during the whole run; beside: "
-             "the tally started nothing, other work (a training run) was already going; other "
+             "busy: one `while True: pass` process per core, at normal priority, during the whole run; other "
              "cores: what processes outside the tally used meanwhile (the busy job counts there).", "",
              "| clone | commit | load | other cores (average) | passed | failed | skipped | errors | wall | failures |",
              "|---:|---|---|---:|---:|---:|---:|---:|---:|---|"]
@@ -114,14 +106,12 @@ def write(rows: list[dict]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clones", type=int, default=5)
-    parser.add_argument("--load", choices=("idle", "busy", "beside"), default="idle")
+    parser.add_argument("--load", choices=("idle", "busy"), default="idle")
     parser.add_argument("--append", action="store_true", help="add to results/test_tally.json's rows")
     args = parser.parse_args(argv)
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
                             check=True).stdout.strip()
     rows = json.loads(OUT.with_suffix(".json").read_text())["rows"] if args.append else []
-    if args.load == "beside":
-        require_beside()
     for i in range(args.clones):
         rows.append(one_clone(commit, args.load))
         r = rows[-1]

@@ -1,7 +1,7 @@
 """Writes that a failure cannot leave half done: the file is written under a temporary name beside
 its place and renamed over it, so a full disk or a crash leaves the old file (or none), never a
-half one. The one rule for the temporary name, and the one helper, that checkpoint.py, summaries.py
-and stats.py share.
+half one. The one rule for the temporary name (checkpoint.py, summaries.py, stats.py, enjoy.py's videos,
+sweep.py's sweep.json) and the one helper.
 """
 from __future__ import annotations
 

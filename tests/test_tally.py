@@ -46,3 +46,15 @@ def test_each_clone_is_written_as_it_ends(tmp_path, monkeypatch):
     rows = json.loads((tmp_path / "tally.json").read_text())["rows"]
     assert [r["passed"] for r in rows] == [3]
     assert "| 1 | abc1234 | idle |" in (tmp_path / "tally.md").read_text()
+
+
+def test_a_clone_is_beside_a_heavy_job_by_what_was_measured_not_by_its_label():
+    """--load beside starts no job: a clone whose neighbour turned out light is not counted as busy."""
+    def row(load, cores):
+        return {"commit": "abc1234", "load": load, "exit_code": 0, "wall_seconds": 60.0, "other_cores": cores,
+                **test_tally.counts("3 passed in 1.0s")}
+    report = {"machine": {"cpu": "cpu", "cores": 2}}
+    lines = test_tally.markdown([row("idle", 0.01), row("beside", 1.6), row("beside", 0.4), row("busy", 2.0)],
+                                report)
+    assert lines[-1] == ("4 clones, 0 with a failure; 2 of them beside a CPU-heavy job "
+                         "(other processes used >= 1.0 cores on average), 2 not.")

@@ -2,16 +2,20 @@
 
     python tools/test_tally.py --clones 5 --load idle
     python tools/test_tally.py --clones 5 --load busy --append
+    python tools/test_tally.py --clones 5 --load beside --append   # beside a job you started
 
 Each clone is `git clone` of this repository's HEAD into a new temporary folder, where `make test`
 runs exactly as CI runs it (.ci/run: the virtual environment created and the pinned requirements
 installed first, then the whole suite spread over the cores). With --load busy, a CPU-heavy job
 keeps every core busy at normal priority during the whole clone's run (one `while True: pass`
-process per core, killed after it). Recorded per clone: the commit, the load asked for, what the
+process per core, killed after it). With --load beside, the tally starts no job: the CPU-heavy job
+is one you run yourself at normal priority (say a training sweep), and the measured CPU of other
+processes says how heavy it really was. Recorded per clone: the commit, the load asked for, what the
 machine really did beside it (other processes' CPU, from /proc, as tools/benchmark.py measures it),
 passed, failed, skipped, errors, the failures' names, and the wall time (install included). Writes
 results/test_tally.{md,json}; --append adds to the rows already there (the idle and busy rounds of
-one tally). Exits 1 if any clone's suite failed.
+one tally). A clone counts as beside a CPU-heavy job when other processes used at least
+HEAVY_CORES cores on average during it, whatever its label. Exits 1 if any clone's suite failed.
 """
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ from atomic import write_atomically  # noqa: E402
 from tools.benchmark import load_snapshot, machine  # noqa: E402
 
 OUT = ROOT / "results" / "test_tally"
+HEAVY_CORES = 1.0  # other processes' average use that makes a clone "beside a CPU-heavy job": half of 2 cores
 
 
 def busy_job() -> list[subprocess.Popen]:
@@ -81,9 +86,11 @@ def one_clone(commit: str, load: str) -> dict:
 def markdown(rows: list[dict], report: dict) -> list[str]:
     m = report["machine"]
     lines = ["# make test on fresh clones, idle and beside a CPU-heavy job", "",
-             f"Commands: `python tools/test_tally.py --clones 5 --load idle`, then `... --load busy --append`. "
+             f"Commands: `python tools/test_tally.py --clones 5 --load idle`, then `... --load busy --append` "
+             f"or `... --load beside --append`. "
              f"Machine: {m['cpu']}, {m['cores']} cores. Each clone ran `.ci/run` (install, then `make test`). "
-             "busy: one `while True: pass` process per core, at normal priority, during the whole run; other "
+             "busy: one `while True: pass` process per core, at normal priority, during the whole run; beside: "
+             "next to a job started outside the tally (named in the note that goes with the rows); other "
              "cores: what processes outside the tally used meanwhile (the busy job counts there).", "",
              "| clone | commit | load | other cores (average) | passed | failed | skipped | errors | wall | failures |",
              "|---:|---|---|---:|---:|---:|---:|---:|---:|---|"]
@@ -92,7 +99,9 @@ def markdown(rows: list[dict], report: dict) -> list[str]:
                      f"{r['skipped']} | {r['errors']} | {r['wall_seconds'] / 60:.1f} min | "
                      f"{', '.join(r['failures']) or '-'} |")
     failed = sum(r["failed"] + r["errors"] > 0 or r["exit_code"] != 0 for r in rows)
-    lines += ["", f"{len(rows)} clones, {failed} with a failure."]
+    heavy = sum(r["other_cores"] >= HEAVY_CORES for r in rows)
+    lines += ["", f"{len(rows)} clones, {failed} with a failure; {heavy} of them beside a CPU-heavy job "
+              f"(other processes used >= {HEAVY_CORES:.1f} cores on average), {len(rows) - heavy} not."]
     return lines
 
 
@@ -106,7 +115,7 @@ def write(rows: list[dict]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clones", type=int, default=5)
-    parser.add_argument("--load", choices=("idle", "busy"), default="idle")
+    parser.add_argument("--load", choices=("idle", "busy", "beside"), default="idle")
     parser.add_argument("--append", action="store_true", help="add to results/test_tally.json's rows")
     args = parser.parse_args(argv)
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,

@@ -58,3 +58,20 @@ def test_a_clone_is_beside_a_heavy_job_by_what_was_measured_not_by_its_label():
                                 report)
     assert lines[-1] == ("4 clones, 0 with a failure; 2 of them beside a CPU-heavy job "
                          "(other processes used >= 1.0 cores on average), 2 not.")
+
+
+def test_the_machine_is_described_before_the_first_clone(tmp_path, monkeypatch):
+    """machine() imports torch: a tally started with a python that lacks it fails at once, not after a clone."""
+    monkeypatch.setattr(test_tally, "OUT", tmp_path / "tally")
+    ran = []
+
+    def machine():
+        raise ModuleNotFoundError("No module named 'torch'")
+
+    monkeypatch.setattr(test_tally, "machine", machine)
+    monkeypatch.setattr(test_tally, "one_clone", lambda commit, load: ran.append(commit))
+    try:
+        test_tally.main(["--clones", "1"])
+    except ModuleNotFoundError:
+        pass
+    assert ran == []

@@ -105,8 +105,8 @@ def markdown(rows: list[dict], report: dict) -> list[str]:
     return lines
 
 
-def write(rows: list[dict]) -> None:
-    report = {"machine": machine(), "rows": rows}
+def write(rows: list[dict], described: dict) -> None:
+    report = {"machine": described, "rows": rows}
     OUT.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(OUT.with_suffix(".json"), lambda path: path.write_text(json.dumps(report, indent=1) + "\n"))
     write_atomically(OUT.with_suffix(".md"), lambda path: path.write_text("\n".join(markdown(rows, report)) + "\n"))
@@ -121,12 +121,13 @@ def main(argv: list[str] | None = None) -> int:
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
                             check=True).stdout.strip()
     rows = json.loads(OUT.with_suffix(".json").read_text())["rows"] if args.append else []
+    described = machine()  # before the first clone: a python without torch fails here, not 13 min later
     for i in range(args.clones):
         rows.append(one_clone(commit, args.load))
         r = rows[-1]
         print(f"clone {len(rows)} ({args.load}): {r['closing_line']} ({r['wall_seconds'] / 60:.1f} min, other cores "
               f"{r['other_cores']:.2f})", flush=True)
-        write(rows)  # after every clone: a tally stopped half-way keeps the clones it finished
+        write(rows, described)  # after every clone: a tally stopped half-way keeps the clones it finished
     return 1 if any(r["failed"] or r["errors"] or r["exit_code"] for r in rows) else 0
 
 

@@ -618,8 +618,13 @@ def start_ray(address: str | None, sweep: Sweep) -> None:
 
     import ray
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    # log_to_driver=False: what Ray's worker processes write (a trial's library warnings, and the C++
+    # core's own lines, such as abseil's "[mutex.cc : 452] RAW: Lock blocking" that idle pool workers
+    # wrote as Ray stopped them after a Ctrl-C, 1 stop in 45 beside a CPU-heavy job: results/test_tally.md)
+    # stays in Ray's logs (<temp dir>/session_latest/logs/worker-*.out, .err) instead of reaching this
+    # console unasked; a failed trial is still reported here, with its error.txt.
     common = dict(logging_level=logging.WARNING, logging_config=ray.LoggingConfig(log_level="WARNING"),
-                  runtime_env={"env_vars": {"PYTHONPATH": path}})
+                  runtime_env={"env_vars": {"PYTHONPATH": path}}, log_to_driver=False)
     # num_to_keep=1 makes Tune save its state at every checkpoint (so that a resumed trial finds
     # the checkpoint it points to): what a run that checkpoints often costs, not a fault.
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")

@@ -6,6 +6,7 @@ registers the ids below.
 """
 import os
 import signal
+import sys
 
 import gymnasium as gym
 import numpy as np
@@ -61,6 +62,21 @@ class KillsItsProcess(Flaky):
 
 
 gym.register("KillsItsProcess-v0", entry_point=KillsItsProcess)
+
+
+class Chatty(Flaky):
+    """Flaky's task without its fault, made by an environment that writes a line to its process's
+    stderr (as a library's banner or warning does) and appends it to the file `said` too, so a
+    test can tell that the line was written wherever it did not appear."""
+
+    def __init__(self, said: str, line: str = "a line from the chatty environment"):
+        super().__init__(at_step=2 ** 62)
+        print(line, file=sys.stderr, flush=True)
+        with open(said, "a") as file:
+            file.write(line + "\n")
+
+
+gym.register("Chatty-v0", entry_point=Chatty)
 
 
 class Endless(gym.Env):

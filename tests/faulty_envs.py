@@ -65,11 +65,11 @@ gym.register("KillsItsProcess-v0", entry_point=KillsItsProcess)
 
 
 class Chatty(Flaky):
-    """Flaky's task without its fault, made by an environment that writes a line to its process's
+    """Flaky's task without its fault, made by an environment that writes `line` to its process's
     stderr (as a library's banner or warning does) and appends it to the file `said` too, so a
     test can tell that the line was written wherever it did not appear."""
 
-    def __init__(self, said: str, line: str = "a line from the chatty environment"):
+    def __init__(self, said: str, line: str):
         super().__init__(at_step=2 ** 62)
         print(line, file=sys.stderr, flush=True)
         with open(said, "a") as file:

@@ -146,12 +146,11 @@ def test_what_a_trial_writes_stays_in_rays_logs_not_on_the_sweeps_console(tmp_pa
     """Ray forwarded its worker processes' output to the driver: an environment's banner, and the C++
     core's own lines as Ray stopped them (abseil's "RAW: Lock blocking", seen after a Ctrl-C beside a
     CPU-heavy job). The sweep's console shows what sweep.py says, and nothing else."""
-    said = tmp_path / "said"
+    said, line = tmp_path / "said", "a-line-from-the-chatty-environment"
     done = run_sweep(tmp_path, "--config", POC, "--seeds", "1", "--sweep-id", "quiet",
                      *sets(*TINY, "updates=1", "environment.type=gym", "environment.name=tests.faulty_envs:Chatty-v0",
-                           f"environment.kwargs.said={said}"))
+                           f"environment.kwargs.said={said}", f"environment.kwargs.line={line}"))
     assert done.returncode == 0, done.stderr
-    line = "a line from the chatty environment"
     assert line in said.read_text()  # the environment was made, and wrote its line to stderr too
     assert line not in done.stdout + done.stderr, done.stdout + done.stderr
     assert done.stderr == "" and "1 of 1 trials ended" in done.stdout

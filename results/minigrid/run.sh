@@ -4,13 +4,14 @@
 # of main outside the work tree: it runs for hours (about 1 h a seed on 2 idle cores).
 set -euo pipefail
 PY=${PY:-.venv/bin/python}
+# headless MiniGrid rendering; RAY_worker_niceness=0: Ray would run the trials at niceness 15, behind any other work
+export SDL_VIDEODRIVER=dummy RAY_worker_niceness=0
 if [ -d sweeps/minigrid5 ]; then
     # go on after an interrupted session: finished seeds are kept, the others resume from their
     # last checkpoint (every 10 updates)
-    SDL_VIDEODRIVER=dummy RAY_worker_niceness=0 $PY sweep.py --resume sweeps/minigrid5
+    $PY sweep.py --resume sweeps/minigrid5
 else
-    # RAY_worker_niceness=0: Ray would run the trials at niceness 15, behind any other work
-    SDL_VIDEODRIVER=dummy RAY_worker_niceness=0 $PY sweep.py --config configs/minigrid.yaml --seeds 5 \
+    $PY sweep.py --config configs/minigrid.yaml --seeds 5 \
         --cpus-per-trial 2 --sweep-id minigrid5 --set checkpoint_interval=10
 fi
 # a snapshot of one seed's curve while the sweep runs (results/minigrid/minigrid5_seed0_snapshot.md)

@@ -13,9 +13,12 @@ Options:
   --cpu                   Train on the CPU even when a GPU is available.
   --set=<kv>              Override one config key, e.g. --set recurrence.sequence_length=16 (repeatable).
   --resume=<checkpoint>   Continue a run from its checkpoint (its config, run id, seed and
-                          summaries); --config, --run-id and --seed do not apply, overrides do
+                          summaries); --config and --seed do not apply, overrides do
                           (e.g. a larger updates), except those that would change the model,
-                          the environments or their number.
+                          the environments or their number. With --run-id, a branch: a new
+                          run that starts where the checkpoint stands and writes its own
+                          models/<run-id>.pt and summaries, leaving the checkpoint's run as
+                          it was (e.g. a run's -best.pt resumed under another precision).
   --overwrite             Replace an existing models/<run-id>.pt (never done without this flag).
 
 Ctrl-C (SIGINT) or SIGTERM finishes the current update, saves the checkpoint and exits
@@ -84,14 +87,21 @@ def read_run(args: dict, raw_argv: list[str]):
             run_id = f"{Path(args['--config']).stem}-{datetime.now():%Y%m%d-%H%M%S}"
         check_run_id(run_id, "--run-id")
         return config, run_id, None
-    given = [flag for flag in ("--config", "--run-id", "--seed")
-             if any(a == flag or a.startswith(flag + "=") for a in raw_argv)]
+    given = [flag for flag in ("--config", "--seed") if any(a == flag or a.startswith(flag + "=") for a in raw_argv)]
     if given:
         raise ConfigError(f"{', '.join(given)} cannot be combined with --resume (the checkpoint holds them)")
+    branch = args["--run-id"]
+    if branch is not None:
+        check_run_id(branch, "--run-id")
     checkpoint = load_checkpoint(args["--resume"])
     require_resumable(checkpoint, args["--resume"])
     check_run_id(checkpoint["run_id"], f"{args['--resume']}'s run_id")
-    summaries = Path(checkpoint["summaries_path"]).resolve()
+    if branch is not None and branch != checkpoint["run_id"]:
+        # a new run from the checkpoint's state: its own summaries folder and best evaluation; the
+        # source's files are only read
+        checkpoint = {**checkpoint, "branch_of": checkpoint["run_id"], "run_id": branch, "summaries_path": None,
+                      "best": None}
+    summaries = Path(checkpoint["summaries_path"] or SUMMARIES).resolve()
     if not summaries.is_relative_to(SUMMARIES.resolve()):
         raise CheckpointError(f"{args['--resume']} keeps its summaries in {checkpoint['summaries_path']}, outside "
                               f"{SUMMARIES}/ here: resume it from the folder its run started in")
@@ -159,7 +169,8 @@ def main(argv=None) -> int:
                 args = command_line(__doc__, argv)
                 config, run_id, checkpoint = read_run(args, sys.argv[1:] if argv is None else argv)
                 device = resolve_device(config.device, args["--cpu"])
-                lock = claim(run_id, checkpoint, args["--resume"], args["--overwrite"])
+                resume = None if checkpoint and "branch_of" in checkpoint else args["--resume"]  # a branch is a new run
+                lock = claim(run_id, checkpoint, resume, args["--overwrite"])
                 from trainer import Trainer
                 trainer = Trainer(config, run_id=run_id, device=device, summaries_dir=SUMMARIES, models_dir=MODELS,
                                   summaries_path=checkpoint["summaries_path"] if checkpoint else None)
@@ -179,7 +190,9 @@ def train(trainer, checkpoint: dict | None) -> int:
     from worker import WorkerError
     if checkpoint:
         restore(trainer, checkpoint)
-        print(f"resuming {trainer.run_id} at update {trainer.update}/{trainer.config.updates}", flush=True)
+        source = f" from {checkpoint['branch_of']}" if "branch_of" in checkpoint else ""
+        print(f"{'branching' if source else 'resuming'} {trainer.run_id}{source} at update {trainer.update}/"
+              f"{trainer.config.updates}", flush=True)
     threads = f"{trainer.threads} torch thread{'s' * (trainer.threads > 1)}"
     print(f"training {trainer.run_id} on {trainer.device} ({threads}); summaries in {trainer.summaries.path}",
           flush=True)

@@ -1532,8 +1532,10 @@ def build_probes() -> list[Probe]:
     resume_refused("seed-flag", ["--seed", "5", "--set", "updates=3"], ("--seed",), kind="--seed with --resume")
     resume_refused("config-flag", ["--config", "configs/poc_memory_env.yaml", "--set", "updates=3"],
                    ("--config",), kind="--config with --resume")
-    resume_refused("run-id-flag", ["--run-id", "z", "--set", "updates=3"], ("--run-id",),
-                   kind="--run-id with --resume")
+    add(Probe("resume-run-id-flag", "8", "--run-id with --resume (a branch)",
+              "--resume models/r.pt --run-id z --set updates=3: a new run z from r's checkpoint, to update 3; "
+              "models/r.pt unchanged", [*resume, "--run-id", "z", "--set", "updates=3"], setup=R, code=(0,),
+              exists=("repo/models/z.pt",), check=checkpoint_update("models/z.pt", 3)))
     resume_refused("updates-equal", ["--set", "updates=2"], ("updates",), kind="resume with nothing left to do")
     resume_refused("updates-fewer", ["--set", "updates=1"], ("updates",), kind="resume with nothing left to do")
     resume_refused("updates-default", [], ("updates",), kind="resume with nothing left to do",

@@ -140,6 +140,38 @@ def test_sigint_saves_then_resume_finishes_the_run(tmp_path):
     assert len(list((tmp_path / "summaries/interrupted").iterdir())) == 1  # the same summaries run
 
 
+def test_a_branch_starts_a_new_run_from_a_checkpoint_and_leaves_the_source_run_as_it_was(tmp_path):
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", updates=3, checkpoint_interval=0, torch_threads=1,
+                          evaluation__interval=2, evaluation__episodes=4, **SMALL)
+    assert Run(tmp_path, "--config", config, "--run-id", "source").finish()[0] == 0
+    source_files = {p: p.read_bytes() for p in [*(tmp_path / "models").glob("source*"),
+                                                *(tmp_path / "summaries/source").rglob("*")] if p.is_file()}
+
+    code, out, err = Run(tmp_path, "--resume", "models/source.pt", "--run-id", "branch", "--set", "updates=5").finish()
+    assert code == 0, err
+    assert "branching branch from source at update 3/5" in out
+    assert {p: p.read_bytes() for p in source_files} == source_files  # not one byte of the source run changed
+    assert sorted(p.name for p in (tmp_path / "models").glob("source*")) == ["source-best.pt", "source.pt"]
+    branch = load_checkpoint(tmp_path / "models/branch.pt")
+    assert branch["run_id"] == "branch" and branch["update"] == 5
+    assert Path(branch["summaries_path"]).parent == Path("summaries/branch")
+    assert branch["best"]["update"] in (4, 5)  # its own evaluations', not the source's
+    assert (tmp_path / "models/branch-best.pt").exists()
+
+    # without overrides a branch goes on exactly as the source run itself does when resumed
+    assert Run(tmp_path, "--resume", "models/source.pt", "--set", "updates=5").finish()[0] == 0
+    resumed = load_checkpoint(tmp_path / "models/source.pt")
+    for name, value in resumed["model"].items():
+        assert torch.equal(value, branch["model"][name]), name
+
+    # a branch is a new run: it never replaces another run's checkpoint
+    code, out, err = Run(tmp_path, "--resume", "models/source.pt", "--run-id", "branch", "--set", "updates=7").finish()
+    assert code == 2 and err.strip().splitlines() == [
+        "error: models/branch.pt exists: continue it with --resume models/branch.pt, or choose another --run-id "
+        "(or pass --overwrite to replace it)"]
+    assert load_checkpoint(tmp_path / "models/branch.pt")["update"] == 5
+
+
 @pytest.mark.parametrize("base,processes,extra", [
     ("configs/poc_memory_env.yaml", 0, {}),
     ("configs/cartpole_masked.yaml", 2, {}),

@@ -101,8 +101,8 @@ def read_run(args: dict, raw_argv: list[str]):
         # source's files are only read
         checkpoint = {**checkpoint, "branch_of": checkpoint["run_id"], "run_id": branch, "summaries_path": None,
                       "best": None}
-    summaries = Path(checkpoint["summaries_path"] or SUMMARIES).resolve()
-    if not summaries.is_relative_to(SUMMARIES.resolve()):
+    summaries = checkpoint["summaries_path"]  # None for a branch: it writes a new folder, wherever its source wrote
+    if summaries is not None and not Path(summaries).resolve().is_relative_to(SUMMARIES.resolve()):
         raise CheckpointError(f"{args['--resume']} keeps its summaries in {checkpoint['summaries_path']}, outside "
                               f"{SUMMARIES}/ here: resume it from the folder its run started in")
     config = config_from_dict(checkpoint["config"], args["--set"])

@@ -8,6 +8,7 @@
 Writes <out>.json and <out>.md: the mean over the last N updates of the
 per-update mean episode reward (episodes finished in that update) and of the
 last-100-episodes mean (the reference baseline's reward_mean), the success rate,
+the last and the best held-out evaluation (eval/reward_mean, when the run evaluated),
 the curve every 50 updates next to the reference's 10-run mean at the same
 steps, and the time. A run resumed with `train.py --resume` writes one event
 file per process into its folder; its wall time is the sum over those files of
@@ -31,7 +32,7 @@ from stats import TAG, accumulators, read_scalars  # noqa: E402
 PHASES = ("env", "inference", "buffer", "update")
 # a row's key per summary tag; a phase's seconds go under "<phase>_seconds", apart from the update's number
 TAGS = {"episode/reward_mean": "reward", TAG: "reward_last100", "episode/success_mean": "success",
-        "time/env_steps": "steps", **{f"time/{p}": f"{p}_seconds" for p in PHASES}}
+        "time/env_steps": "steps", "eval/reward_mean": "eval", **{f"time/{p}": f"{p}_seconds" for p in PHASES}}
 
 
 def segment_seconds(folder: Path) -> list[float]:
@@ -77,6 +78,7 @@ def main():
     last = rows[-args.last:]
     segments = segment_seconds(Path(args.run))
     reference = reference_at(args.reference)
+    evaluations = [{"update": r["update"], "reward_mean": r["eval"]} for r in rows if "eval" in r]
     summary = {
         "machine": machine(), "command": args.command, "run": args.run,
         "updates": updates[-1], "env_steps": int(rows[-1]["steps"]), "last": len(last),
@@ -84,6 +86,9 @@ def main():
         "reward_last100_mean_last_updates": mean(r.get("reward_last100") for r in last),
         "success_mean_last_updates": mean(r.get("success") for r in last),
         "reference_mean_last_updates": mean(reference.get(int(r["steps"])) for r in last),
+        # the held-out evaluations (a config's evaluation section), as {"update", "reward_mean"}
+        "evaluation_last": evaluations[-1] if evaluations else None,
+        "evaluation_best": max(evaluations, key=lambda e: e["reward_mean"], default=None),
         "wall_seconds": sum(segments), "processes": len(segments),
         "loop_seconds": {p: sum(r.get(f"{p}_seconds", 0.0) for r in rows) for p in PHASES},
         "curve": rows,
@@ -104,6 +109,9 @@ def main():
         f"(per-update mean), {fmt(summary['reward_last100_mean_last_updates'])} (last-100-episodes mean); "
         f"success {fmt(summary['success_mean_last_updates'])}; the reference baseline's 10-run mean over the "
         f"same updates: {fmt(summary['reference_mean_last_updates'])}",
+        *([f"- Held-out evaluation: {summary['evaluation_last']['reward_mean']:.3f} at update "
+           f"{summary['evaluation_last']['update']} (the last), best {summary['evaluation_best']['reward_mean']:.3f} "
+           f"at update {summary['evaluation_best']['update']}, {len(evaluations)} evaluations"] if evaluations else []),
         f"- Wall time: {summary['wall_seconds'] / 3600:.2f} h in {len(segments)} process(es) "
         f"({summary['wall_seconds'] / summary['env_steps'] * 1e3:.2f} ms per step); "
         "training loop: " + ", ".join(f"{p} {loop[p] / max(total, 1e-9):.0%}" for p in PHASES), "",

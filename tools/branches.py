@@ -17,6 +17,7 @@ Writes <out>.json and <out>.md.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -26,6 +27,7 @@ sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name
 
 from stats import read_scalars  # noqa: E402
 from tools.benchmark import machine  # noqa: E402
+from tools.run_summary import mean  # noqa: E402
 
 TAGS = {"eval/reward_mean": "eval", "episode/reward_mean": "reward", "training/entropy": "entropy",
         "training/approx_kl": "kl"}
@@ -33,15 +35,13 @@ TAGS = {"eval/reward_mean": "eval", "episode/reward_mean": "reward", "training/e
 
 def windows(by_update: dict[int, dict[str, float]], start: int, window: int) -> list[dict]:
     """One row per full window (start, start + window], (start + window, start + 2 window], ... ."""
-    rows, end = [], start + window
-    while all(u in by_update for u in range(end - window + 1, end + 1)):
-        updates = [by_update[u] for u in range(end - window + 1, end + 1)]
-        rewards = [u["reward"] for u in updates if "reward" in u]
-        rows.append({"update": end, "eval": by_update[end].get("eval"),
-                     "reward": sum(rewards) / len(rewards) if rewards else None,
+    rows = []
+    for end in itertools.count(start + window, window):
+        updates = [by_update.get(u) for u in range(end - window + 1, end + 1)]
+        if None in updates:
+            return rows
+        rows.append({"update": end, "eval": updates[-1].get("eval"), "reward": mean(u.get("reward") for u in updates),
                      "entropy_min": min(u["entropy"] for u in updates), "kl_max": max(u["kl"] for u in updates)})
-        end += window
-    return rows
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -145,8 +145,9 @@ class Trainer:
                 actions = out.actions.cpu().numpy()
                 b.store_step(t, obs, self.state, self.previous, mask, actions, out.log_probs, out.values)
 
-                with times.measure("env"):
-                    step = self.envs.step(actions)
+                tick = time.perf_counter()  # not times.measure(): a context manager costs 1 us of a 160 us step
+                step = self.envs.step(actions)
+                times.env += time.perf_counter() - tick
                 done = step.terminated | step.truncated
                 b.store_outcome(t, norm.reward(step.rewards, done), step.terminated, step.truncated)
                 previous = model.previous_input(out.actions, step.rewards)  # (W, P) the next step's, from raw rewards

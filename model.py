@@ -82,7 +82,7 @@ def _float32(x: torch.Tensor) -> torch.Tensor:
 def _linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     """layer(x) without nn.Module's call machinery (about 1.3 us a call, four calls a rollout step).
     With _float32, the encoder's skipped Identity and reset_state's kept initial row, a masked-CartPole
-    rollout step went from 168 to 158 us, PoC's from 128 to 118 (results/speed/rollout_step.md)."""
+    rollout step went from 167 to 158 us, PoC's from 130 to 122 (results/speed/rollout_step.md)."""
     return F.linear(x, layer.weight, layer.bias)
 
 

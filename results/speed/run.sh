@@ -16,8 +16,10 @@ $PY tools/benchmark.py --against 5176396 --own-configs --config configs/minigrid
 # beside one busy process: each side's own default thread choice
 $PY tools/benchmark.py --against 5176396 --own-configs --config configs/minigrid.yaml --set updates=2 \
     --busy 1 --repeats 3 --out results/speed/minigrid_against_5176396_busy
-# the fast configs: 7 runs a side, refused on (and failing beside) other work
+# the fast configs: 11 runs a side, refused on (and failing beside) other work
 $PY tools/benchmark.py --against 5176396 --own-configs --config configs/cartpole_masked.yaml \
-    --config configs/poc_memory_env.yaml --set torch_threads=2 --repeats 7 --require-idle \
+    --config configs/poc_memory_env.yaml --set torch_threads=2 --repeats 11 --require-idle \
     --out results/speed/fast_against_5176396
 $PY tools/speed/optimizer_flat.py
+$PY tools/speed/rollout_step.py --against 3a3aeaa --config configs/cartpole_masked.yaml --config configs/poc_memory_env.yaml
+$PY tools/speed/precision.py --config configs/minigrid.yaml --set updates=10 --repeats 3

@@ -6,3 +6,5 @@ PY=${PY:-.venv/bin/python}
 $PY tools/random_policy.py --config configs/breakout_noframeskip.yaml --episodes 400 --out results/atari/random_noframeskip
 # stepping 8 environments: our worker processes against ale-py's AtariVectorEnv (idle machine)
 $PY tools/atari_vector.py --steps 2000 --repeats 3
+# what a lost life does: ours against AtariVectorEnv (a few seconds of one core)
+$PY tools/atari_lives.py --games 8

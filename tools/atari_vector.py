@@ -2,9 +2,11 @@
 
     python tools/atari_vector.py --steps 2000 --repeats 3
 
-Both in CleanRL's setting (configs/breakout_noframeskip.yaml: BreakoutNoFrameskip-v4, up to 30
+Both with CleanRL's preprocessing (configs/breakout_noframeskip.yaml: BreakoutNoFrameskip-v4, up to 30
 no-ops, 4 frames per action max-pooled, 84x84 grayscale, one frame, a lost life ends the training
-episode, FIRE after resets; rewards unclipped, as the statistics want them). Actions are uniform
+episode, FIRE after resets; rewards unclipped, as the statistics want them); AtariVectorEnv's
+episodic_life starts a new game at a lost life where ours goes on with the game (tools/atari_lives.py),
+so its side resets more often. Actions are uniform
 random, drawn before the clock starts; each side steps the 8 environments `--steps` times, its
 ended episodes reset as it does (ours in the workers; AtariVectorEnv in its C++ threads, same-step
 autoreset). Alternated, `--repeats` times each; the median steps/s (environment steps) goes to
@@ -89,7 +91,8 @@ def main(argv: list[str] | None = None) -> None:
     out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
     (ours_name, ale_name) = sides
     lines = ["# Stepping 8 Breakout environments: worker processes against AtariVectorEnv", "",
-             f"`{command}` on {machine()}; {load['summary']}. Random actions, CleanRL's setting, "
+             f"`{command}` on {machine()}; {load['summary']}. Random actions, CleanRL's preprocessing "
+             "(AtariVectorEnv's episodic_life: a new game at every lost life, tools/atari_lives.py), "
              f"{args.steps} steps of the 8 environments per run, alternated, median of {args.repeats}.", "",
              "| stepped by | environment steps/s (median) | runs |", "|---|---:|---|",
              *(f"| {name} | {medians[name]:.0f} | {', '.join(f'{v:.0f}' for v in runs[name])} |" for name in sides),

@@ -8,3 +8,9 @@ $PY tools/random_policy.py --config configs/breakout_noframeskip.yaml --episodes
 $PY tools/atari_vector.py --steps 2000 --repeats 3
 # what a lost life does: ours against AtariVectorEnv (a few seconds of one core)
 $PY tools/atari_lives.py --games 8
+# CleanRL's 2M point: the first 1954 updates of the 10M schedule, evaluation on 16 whole games every
+# 100 updates (about 2 h on 2 cores here; from a clone of main outside the work tree, in the background;
+# after an interrupted session, go on with the second command)
+# nice $PY train.py --config configs/breakout_noframeskip.yaml --set updates=1954 --set checkpoint_interval=25 \
+#     --run-id breakout_noframeskip_seed0
+# nice $PY train.py --resume models/breakout_noframeskip_seed0.pt

@@ -10,7 +10,7 @@ per-update mean episode reward (episodes finished in that update) and of the
 last-100-episodes mean (the reference baseline's reward_mean), the success rate,
 the last and the best held-out evaluation (eval/reward_mean, when the run evaluated),
 the curve every 50 updates next to the reference's 10-run mean at the same
-steps, and the time. A run resumed with `train.py --resume` writes one event
+steps, and the time (the training loop's split includes the held-out evaluations). A run resumed with `train.py --resume` writes one event
 file per process into its folder; its wall time is the sum over those files of
 (last event - first event + the first logged update's own time), so the hours
 the run spent stopped between sessions are not counted.
@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name
 from tools.benchmark import machine  # noqa: E402
 from stats import TAG, accumulators, read_scalars  # noqa: E402
 
-PHASES = ("env", "inference", "buffer", "update")
+PHASES = ("env", "inference", "buffer", "update", "evaluation")  # evaluation: held-out episodes, when due
 # a row's key per summary tag; a phase's seconds go under "<phase>_seconds", apart from the update's number
 TAGS = {"episode/reward_mean": "reward", TAG: "reward_last100", "episode/success_mean": "success",
         "time/env_steps": "steps", "eval/reward_mean": "eval", **{f"time/{p}": f"{p}_seconds" for p in PHASES}}
@@ -41,7 +41,8 @@ def segment_seconds(folder: Path) -> list[float]:
     for accumulator in accumulators(folder, per_file=True):
         if "time/update" not in accumulator.Tags()["scalars"]:
             continue
-        first = {tag: accumulator.Scalars(tag)[0] for tag in (f"time/{p}" for p in PHASES)}
+        tags = accumulator.Tags()["scalars"]  # runs from before evaluation existed have no time/evaluation
+        first = {tag: accumulator.Scalars(tag)[0] for tag in (f"time/{p}" for p in PHASES) if tag in tags}
         times = [e.wall_time for e in accumulator.Scalars("time/env_steps")]
         seconds.append(times[-1] - times[0] + sum(e.value for e in first.values()))
     return seconds

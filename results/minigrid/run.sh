@@ -17,9 +17,9 @@ else
     $PY sweep.py --config configs/minigrid.yaml --seeds 5 \
         --cpus-per-trial 2 --sweep-id minigrid5_lr --set checkpoint_interval=10
 fi
-# a snapshot of seed 0's curve while the sweep runs (results/minigrid/minigrid5_lr_seed0_snapshot.md)
-# $PY tools/run_summary.py --run summaries/minigrid5_lr/seed0 --last 10 \
-#     --reference results/reference/minigrid_memory_s9.csv --command "..." --out results/minigrid/minigrid5_lr_seed0_snapshot
+# a snapshot of a finished seed's curve while the sweep runs (results/minigrid/minigrid5_lr_seed<N>_snapshot.md)
+# $PY tools/run_summary.py --run summaries/minigrid5_lr/seed<N> --last 10 \
+#     --reference results/reference/minigrid_memory_s9.csv --command "..." --out results/minigrid/minigrid5_lr_seed<N>_snapshot
 # the statistics over the seeds (IQM and 95% CIs of the final held-out score and of the last 10
 # updates' training reward, each seed's curve beside the reference's 10 runs); copy them to main
 $PY stats.py --runs summaries/minigrid5_lr --out results/minigrid/minigrid5_lr --final-updates 10

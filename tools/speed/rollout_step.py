@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,17 +25,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent.parent  # the repository root
 sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
-from tools.benchmark import machine  # noqa: E402
+from tools.benchmark import UsageError, git, machine, resolve_ref  # noqa: E402
 from tools.speed.output import command, table, write  # noqa: E402
 
 STEPS = 512
 
 
-def load_model_module(ref: str, folder: Path):
-    """model.py as it was at `ref`, imported under the name model_at_ref."""
-    source = subprocess.run(["git", "show", f"{ref}:model.py"], cwd=ROOT, capture_output=True, text=True, check=True)
+def load_model_module(commit: str, folder: Path):
+    """model.py as it was at `commit`, imported under the name model_at_ref."""
     path = folder / "model_at_ref.py"
-    path.write_text(source.stdout)
+    path.write_text(git(ROOT, "show", f"{commit}:model.py") + "\n")
     spec = importlib.util.spec_from_file_location("model_at_ref", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -90,14 +88,18 @@ def main() -> int:
     parser.add_argument("--config", action="append", required=True)
     parser.add_argument("--repeats", type=int, default=15)
     args = parser.parse_args()
+    try:
+        commit = resolve_ref(ROOT, args.against)
+    except UsageError as error:
+        print(error, file=sys.stderr)
+        return 2
     import torch
     import model
     torch.set_num_threads(1)  # the rollout's thread count for vector observations (config.rollout_threads)
     with tempfile.TemporaryDirectory() as folder:
-        modules = {"old": load_model_module(args.against, Path(folder)), "new": model}
+        modules = {"old": load_model_module(commit, Path(folder)), "new": model}
         rows = [measure(c, modules, args.repeats) for c in args.config]
-    ref = subprocess.run(["git", "rev-parse", "--short", args.against], cwd=ROOT, capture_output=True, text=True,
-                         check=True).stdout.strip()
+    ref = commit[:7]
     report = {"command": command(), "machine": machine(), "against": ref, "repeats": args.repeats, "rows": rows}
     lines = ["# The policy's share of a rollout step, model.py against " + ref, "",
              f"`{report['command']}` on {report['machine']['cpu']}, one torch thread; {STEPS} steps per run, "

@@ -10,7 +10,8 @@ per-update mean episode reward (episodes finished in that update) and of the
 last-100-episodes mean (the reference baseline's reward_mean), the success rate,
 the last and the best held-out evaluation (eval/reward_mean, when the run evaluated),
 the curve every 50 updates next to the reference's 10-run mean at the same
-steps, and the time (the training loop's split includes the held-out evaluations). A run resumed with `train.py --resume` writes one event
+steps, and the time (the training loop's split includes the held-out
+evaluations). A run resumed with `train.py --resume` writes one event
 file per process into its folder; its wall time is the sum over those files of
 (last event - first event + the first logged update's own time), so the hours
 the run spent stopped between sessions are not counted.
@@ -39,9 +40,9 @@ def segment_seconds(folder: Path) -> list[float]:
     """Wall seconds of each process that wrote to the run (one event file each)."""
     seconds = []
     for accumulator in accumulators(folder, per_file=True):
-        if "time/update" not in accumulator.Tags()["scalars"]:
-            continue
         tags = accumulator.Tags()["scalars"]  # runs from before evaluation existed have no time/evaluation
+        if "time/update" not in tags:
+            continue
         first = {tag: accumulator.Scalars(tag)[0] for tag in (f"time/{p}" for p in PHASES) if tag in tags}
         times = [e.wall_time for e in accumulator.Scalars("time/env_steps")]
         seconds.append(times[-1] - times[0] + sum(e.value for e in first.values()))

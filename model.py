@@ -81,7 +81,7 @@ def _float32(x: torch.Tensor) -> torch.Tensor:
 
 def _linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     """layer(x) without nn.Module's call machinery (about 1.3 us a call, four calls a rollout step).
-    With _float32, the encoder's skipped Identity and reset_state's kept initial row, a masked-CartPole
+    With _float32, the width-0 encoder's skipped module call and reset_state's kept initial row, a masked-CartPole
     rollout step went from 167 to 158 us, PoC's from 130 to 122 (results/speed/rollout_step.md)."""
     return F.linear(x, layer.weight, layer.bias)
 
@@ -160,17 +160,17 @@ class _VectorEncoder(nn.Module):
         super().__init__()
         self._categories = list(part.categories)
         size = sum(self._categories) if part.kind == "categorical" else part.size
+        # None for width 0: the observation goes on as it is, without a module call at every step
         self.net = (nn.Sequential(init(nn.Linear(size, width), init.config.hidden_gain), nn.ReLU())
-                    if width > 0 else nn.Identity())
+                    if width > 0 else None)
         self.out_features = width if width > 0 else size
-        self._identity = width == 0  # skips the Identity module's call at every step
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         x = obs.reshape(obs.shape[0], -1)  # (B, *shape) -> (B, size); a Discrete part is (B,)
         if self._categories:  # (B, k) indices -> (B, sum of the categories), one one-hot block per index
             x = torch.cat([F.one_hot(i.long(), n) for i, n in zip(x.unbind(1), self._categories)], dim=1)
         x = x.float()
-        return x if self._identity else self.net(x)
+        return x if self.net is None else self.net(x)
 
 
 def bfloat16_is_fast(device: torch.device) -> bool:
@@ -443,7 +443,8 @@ class ActorCritic(nn.Module):
             actor, critic = y.chunk(2, dim=-1)
             # The branches layer's policy rows see only the actor's features, its value rows only the critic's.
             policy = torch.relu(_linear(self.branches, torch.relu(_linear(self.hidden, actor)))).chunk(2, dim=-1)[0]
-            value = torch.relu(_linear(self.branches, torch.relu(_linear(self.critic_hidden, critic)))).chunk(2, dim=-1)[1]
+            value = torch.relu(_linear(self.branches, torch.relu(_linear(self.critic_hidden, critic))))
+            value = value.chunk(2, dim=-1)[1]
         # float32 out of any autocast region: log-probs, entropy and losses are computed in full precision
         return _float32(_linear(self.policy_out, policy)), _float32(_linear(self.value_out, value).squeeze(-1))
 

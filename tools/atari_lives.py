@@ -1,17 +1,18 @@
 """What a lost life does in Breakout: this repository's environment against ale-py's AtariVectorEnv.
 
-    python tools/atari_lives.py --games 5
+    python tools/atari_lives.py --games 8
 
 CleanRL's setting (its EpisodicLifeEnv and FireResetEnv, configs/breakout_noframeskip.yaml) ends the
 training episode at a lost life but not the game: the game goes on with one life fewer, and FIRE is
 pressed so the ball is in play again. For each side, seeded games of uniform random actions are
 stepped until their first lost life (a step that reports terminated while the game had lives left),
-and the next step (NOOP; ours: the reset that follows a training episode's end) is read: how many lives the game has then, and whether the emulator's episode frame
-counter started again (a new game). Then NOOP is pressed up to IDLE_STEPS times: a ball in play is
-missed by a paddle that does not move and costs a life, a ball never served costs nothing. Sides:
-ours (environments/atari.py), AtariVectorEnv with episodic_life (its documented counterpart), and
-AtariVectorEnv with life_loss_info (terminated at a lost life, no reset). Writes
-results/atari/lives.md and .json. Environment stepping only; a few seconds of one core.
+and the next step (NOOP; ours: the reset that follows a training episode's end) is read: how many
+lives the game has then, and whether the emulator's episode frame counter started again (a new
+game). Then NOOP is pressed up to IDLE_STEPS times: a ball in play is missed by a paddle that does
+not move and costs a life, a ball never served costs nothing. Sides: ours (environments/atari.py),
+AtariVectorEnv with episodic_life (its documented counterpart), and AtariVectorEnv with
+life_loss_info (terminated at a lost life, no reset). Writes results/atari/lives.md and .json.
+Environment stepping only; a few seconds of one core.
 """
 from __future__ import annotations
 

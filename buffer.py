@@ -121,7 +121,7 @@ def burn_in_index(dones: np.ndarray, starts: np.ndarray, k: int) -> BurnInIndex:
 
 
 class Minibatch(NamedTuple):
-    obs: torch.Tensor  # (n, L, *obs_shape)
+    obs: torch.Tensor  # (R, *obs_shape) the R real steps' observations alone, in mask's row-major order
     states: torch.Tensor  # (n, S) recurrent state before each sequence's first step (or its first burn-in step)
     actions: torch.Tensor  # (n, L, k) int64, or float32 for continuous actions
     log_probs: torch.Tensor  # (n, L) of the rollout policy
@@ -262,15 +262,17 @@ class RolloutBuffer:
         f, P = self._train, self.previous_size
         order = torch.randperm(self.sequences).to(self.device)
         for ids in order.tensor_split(n_mini_batch):
-            rows = f["index"][ids]  # (n, L) flat step indices; padding points at the zero row
+            rows, mask = f["index"][ids], f["mask"][ids]  # (n, L) flat step indices (padding: the zero row), real
             burn_in = None
             if self.burn_in is not None:
                 before = f["burn_index"][ids]  # (n, K) flat step indices of the burn-in steps
                 burn_in = BurnIn(f["obs"][before], f["previous"][before] if P else None, f["burn_mask"][ids])
+            # the observations of the real steps only, (n, L)[mask] -> (R,) -> (R, *obs): no step reads padding's,
+            # and the padded gather was the largest copy of a Memory Gym update (660 MB a minibatch)
             yield Minibatch(
-                obs=f["obs"][rows], states=f["states"][f["first"][ids]], actions=f["actions"][rows],
+                obs=f["obs"][rows[mask]], states=f["states"][f["first"][ids]], actions=f["actions"][rows],
                 log_probs=f["log_probs"][rows], values=f["values"][rows],
-                advantages=f["advantages"][rows], returns=f["returns"][rows], mask=f["mask"][ids],
+                advantages=f["advantages"][rows], returns=f["returns"][rows], mask=mask,
                 action_mask=f["action_mask"][rows] if self.masked else None,
                 previous=f["previous"][rows] if P else None, burn_in=burn_in)
 

@@ -57,20 +57,24 @@ class Core(NamedTuple):
     layer: type  # torch's layer over sequences
     cell: object  # its one-step function on the layer's weights
     parts: int  # tensors in its state: h, or h and c
-    gates: object  # its step from the two projections (_sequence's projected way)
-    projected_in_bfloat16: bool  # whether _projected() may choose the projected way for it
+    gates: object  # its step from the two projections (_packed_sequence's)
+    mkldnn_bfloat16: bool  # whether torch's fused layer runs mkldnn's bfloat16 kernel on a CPU (_packs)
 
 
 CORES = {"gru": Core(nn.GRU, torch.gru_cell, 1, _gru_gates, False),
          "lstm": Core(nn.LSTM, torch.lstm_cell, 2, _lstm_gates, True)}
 
-# Where the training pass projects an LSTM's input outside torch's fused layer under bfloat16 on a
-# CPU (ActorCritic._projected): inputs at least this wide, sequences at most this long. There,
-# mkldnn's bfloat16 LSTM took 1.5-2.0x as long as the projected way; for a GRU, in float32, for
-# narrower inputs and for longer sequences (not measured) the fused layer was as fast or faster:
-# results/speed/recurrent.md.
-PROJECTED_MIN_FEATURES = 3072
-PROJECTED_MAX_STEPS = 128
+# Where the training pass takes the packed way (ActorCritic._packs) on a CPU, read off
+# results/speed/recurrent.md and recurrent_memory_gym.md; only for inputs at least PACKED_MIN_FEATURES
+# wide (an image encoder's), where every measured cell under the rule was faster packed. An LSTM under
+# bfloat16 (mkldnn's fast fused kernel) packs them when its sequences are at most PACKED_MAX_STEPS long,
+# padding or not: 1.3-2.7x. Any other core packs them when the minibatch's padding share reaches the
+# least share for its L in PACKED_MIN_PADDING: 1.1-2.0x at half padding and L <= 32, 2.4-3.2x at 75%
+# (a Memory Gym minibatch early in training), up to 8x at 90%. Elsewhere, torch's fused layer over the
+# padded slots was as fast or faster (0.5-1.0x) or the packed way's one step at a time won too little.
+PACKED_MIN_FEATURES = 3072
+PACKED_MAX_STEPS = 128
+PACKED_MIN_PADDING = ((32, 0.5), (128, 0.75), (2 ** 62, 0.9))  # (at most L steps, at least this padding share)
 
 
 def _float32(x: torch.Tensor) -> torch.Tensor:
@@ -105,6 +109,36 @@ class EvaluateOutput(NamedTuple):
     log_probs: torch.Tensor  # (N, L)
     entropy: torch.Tensor  # (N, L)
     values: torch.Tensor  # (N, L)
+
+
+class Packing(NamedTuple):
+    """N zero-padded sequences (mask (N, L), padding trailing each) as their R real steps taken one time
+    step at a time, longest sequences first (the layout of torch's PackedSequence): step t of the
+    packed recurrence runs the batch_sizes[t] sequences still going, and no padding slot is computed.
+    Real steps are counted in two orders: row-major (the order of x[mask], sequence by sequence) and
+    time-major (the packed order)."""
+    mask: torch.Tensor  # (N, L) True on real steps
+    order: torch.Tensor  # (N,) the sequences longest first: packed row j is sequence order[j]
+    batch_sizes: list[int]  # (L',) the sequences with more than t steps, for each step t that has any
+    to_time: torch.Tensor  # (R,) packed position -> row-major index of the same step
+    to_rows: torch.Tensor  # (R,) row-major index -> packed position
+
+
+def packing(mask: torch.Tensor) -> Packing:
+    """The Packing of mask (N, L); refuses a mask whose padding does not trail (the buffer's never has)."""
+    N, L = mask.shape
+    lengths = mask.sum(1)  # (N,)
+    steps = torch.arange(L, device=mask.device)
+    if not torch.equal(mask, steps < lengths[:, None]):
+        raise ValueError("a training mask must be True on a prefix of each sequence: padding trails")
+    order = torch.argsort(lengths, descending=True, stable=True)
+    first = torch.cumsum(lengths, 0) - lengths  # (N,) row-major index of each sequence's first step
+    # (L, N): row-major index of step t of packed row j, kept where that step is real, in time-major order
+    to_time = (first[order][None, :] + steps[:, None])[mask[order].T]  # (L, N)[(L, N) mask] -> (R,)
+    to_rows = torch.empty_like(to_time)
+    to_rows[to_time] = torch.arange(to_time.shape[0], device=mask.device)
+    batch_sizes = [b for b in mask.sum(0).tolist() if b]  # (L,): padding trails, so non-increasing
+    return Packing(mask, order, batch_sizes, to_time, to_rows)
 
 
 class _Init:
@@ -388,36 +422,50 @@ class ActorCritic(nn.Module):
         return x, new
 
     def _sequence(self, index: int, core: nn.Module, x: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
-        """Core `index` over N sequences: input x (N, L, F + P), state (N, S) before their first step ->
-        the last layer's outputs (N, L, H).
+        """Core `index` over N sequences in torch's fused layer (mkldnn's RNN kernel on a CPU): input x
+        (N, L, F + P), padding slots included, state (N, S) before their first step -> the last layer's
+        outputs (N, L, H)."""
+        y, _ = core(x, self._sequence_state(state, index))
+        return y
 
-        Two ways to one function: torch's fused layer (mkldnn's RNN kernel on a CPU), or, where
-        _projected() says so, the input projection W_ih x + b_ih of all N*L steps as one matrix
-        product, and the L steps of the recurrence from it.
+    def _packed_sequence(self, index: int, core: nn.Module, x: torch.Tensor, state: torch.Tensor,
+                         pack: Packing) -> torch.Tensor:
+        """Core `index` over the real steps only: input x (R, F + P) in row-major order, state (N, S)
+        before each sequence's first step -> the last layer's outputs (R, H), row-major.
+
+        The same function as _sequence on the real steps: each layer's input projection W_ih x + b_ih of
+        all R steps as one matrix product, then the recurrence one time step at a time over the
+        sequences still going (pack.batch_sizes). The gates' arithmetic is float32 under autocast too.
         """
-        if not self._projected(x):
-            y, _ = core(x, self._sequence_state(state, index))
-            return y
-        L, H, parts = x.shape[1], self.hidden_size, self._parts
+        H, parts = self.hidden_size, self._parts
         for k, names in enumerate(self._weight_names):
             w_ih, w_hh, b_ih, b_hh = (getattr(core, name) for name in names)
             col = (index * self.layers + k) * parts * H  # where this layer's h (then c) begins
-            pieces = tuple(state[:, col + j * H:col + (j + 1) * H] for j in range(parts))  # (N, H) each
-            # (N, L, F) -> (N, L, G*H), G gates; the gates' arithmetic in float32 under autocast too
-            gx = F.linear(x, w_ih, b_ih).float()
-            outputs = []
-            for t in range(L):
-                pieces = self._gates(gx[:, t], F.linear(pieces[0], w_hh, b_hh).float(), pieces)
+            # (N, H) each, longest sequences first
+            pieces = tuple(state[pack.order, col + j * H:col + (j + 1) * H] for j in range(parts))
+            gx = F.linear(x, w_ih, b_ih).float()  # (R, F) -> (R, G*H), G gates
+            if k == 0:
+                gx = gx[pack.to_time]  # row-major -> packed order; the later layers' inputs are packed already
+            outputs, start = [], 0
+            for b in pack.batch_sizes:
+                pieces = tuple(p[:b] for p in pieces)  # the b sequences still going are the first b
+                pieces = self._gates(gx[start:start + b], F.linear(pieces[0], w_hh, b_hh).float(), pieces)
                 outputs.append(pieces[0])
-            x = torch.stack(outputs, dim=1)  # L x (N, H) -> (N, L, H): the next layer's input
-        return x
+                start += b
+            x = torch.cat(outputs)  # L' x (b_t, H) -> (R, H) packed: the next layer's input
+        return x[pack.to_rows]  # packed -> row-major
 
-    def _projected(self, x: torch.Tensor) -> bool:
-        """Whether _sequence takes the projected way for the input x (N, L, F): only where it was
-        measured faster (PROJECTED_MIN_FEATURES)."""
-        return (self._core.projected_in_bfloat16 and x.device.type == "cpu"
-                and compute_dtype("cpu") == torch.bfloat16
-                and x.shape[2] >= PROJECTED_MIN_FEATURES and x.shape[1] <= PROJECTED_MAX_STEPS)
+    def _packs(self, width: int, steps: int, mask: torch.Tensor | None, device: torch.device) -> bool:
+        """Whether the training pass takes the packed way for inputs `width` wide, sequences of `steps`
+        slots, mask (N, L) or None (no padding): only where it was measured faster (PACKED_*)."""
+        if device.type != "cpu" or width < PACKED_MIN_FEATURES:
+            return False
+        if self._core.mkldnn_bfloat16 and compute_dtype("cpu") == torch.bfloat16:
+            return steps <= PACKED_MAX_STEPS
+        if mask is None:
+            return False
+        least = next(share for longest, share in PACKED_MIN_PADDING if steps <= longest)
+        return 1.0 - int(mask.sum()) / mask.numel() >= least  # exact counts: a share of 0.9 is 0.9
 
     def _step(self, obs: torch.Tensor, state: torch.Tensor, previous: torch.Tensor | None):
         """One step for B environments: obs (B, *obs_shape), state (B, S), previous (B, P) -> core output,
@@ -465,13 +513,15 @@ class ActorCritic(nn.Module):
 
     def _sequence_inputs(self, obs: torch.Tensor, previous: torch.Tensor | None,
                          mask: torch.Tensor | None) -> torch.Tensor:
-        """obs (N, L, *obs_shape), previous (N, L, P) -> the core's inputs (N, L, F + P). With mask (N, L),
-        True on real steps, the encoder sees the real steps only and padding slots get zero features."""
-        N, L = obs.shape[:2]
+        """The core's inputs (N, L, F + P) from obs (N, L, *obs_shape) with mask None, or with mask (N, L),
+        True on real steps, from the real steps' observations alone (R, *obs_shape), row-major: then the
+        encoder sees the real steps only and padding slots get zero features. previous (N, L, P)."""
         if mask is None:
+            N, L = obs.shape[:2]
             x = self.encoder(obs.reshape(N * L, *obs.shape[2:]))  # (N, L, *obs) -> (N*L, F)
         else:
-            real = self.encoder(obs[mask])  # (N, L, *obs)[mask] -> (R, F) for the R real steps
+            N, L = mask.shape
+            real = self.encoder(obs)  # (R, F) for the R real steps
             x = real.new_zeros(N * L, real.shape[1]).index_put((mask.reshape(-1),), real)  # -> (N*L, F)
         x = x.reshape(N, L, -1)  # (N*L, F) -> (N, L, F): batch_first, never (L, N, F)
         return self._with_previous(x, previous)
@@ -479,29 +529,55 @@ class ActorCritic(nn.Module):
     def evaluate(self, obs: torch.Tensor, state: torch.Tensor, actions: torch.Tensor,
                  action_mask: torch.Tensor | None = None, mask: torch.Tensor | None = None,
                  previous: torch.Tensor | None = None, burn_in: BurnIn | None = None) -> EvaluateOutput:
-        """Training pass over N sequences of length L with one recurrent call per core.
+        """Training pass over N sequences of length L.
 
         obs (N, L, *obs_shape), state (N, S) before each sequence's first step (or, with
         burn_in, before its first burn-in step), actions (N, L, k), action_mask (N, L, A)
-        or None, previous (N, L, P) (needed when P > 0). With mask (N, L), True on
-        real steps, the encoder sees the real steps only and padding slots get zero
-        features: padding trails each sequence, so the core's outputs on real steps
-        never depend on it, and it enters no loss. Short episodes pad heavily (10-step
-        episodes in sequences of 8: 6 slots of 16), so an image encoder saves that share.
+        or None, previous (N, L, P) (needed when P > 0). With mask (N, L), True on real
+        steps, obs holds the real steps' observations alone, (R, *obs_shape) in mask's
+        row-major order (what obs[mask] gives of the padded form), and the encoder sees
+        those only: padding trails each sequence, so the core's outputs on real steps never
+        depend on it, and it enters no loss. Short episodes pad heavily (10-step episodes in
+        sequences of 8: 6 slots of 16; whole episodes of 5 to 60 steps: most slots), so an
+        image encoder saves that share.
+
+        Two ways to one function (_packs chooses): one call of torch's fused layer per core over
+        every slot, padding included; or the packed way, where the core, the heads and the
+        distribution see the R real steps only and padding slots read 0.
         """
-        N, L = obs.shape[:2]
+        N, L = actions.shape[:2]
+        if mask is not None and obs.shape != (int(mask.sum()), *self.observation_layout.shape):
+            raise ValueError(f"with a mask, obs holds the real steps' observations alone: expected shape "
+                             f"{(int(mask.sum()), *self.observation_layout.shape)}, got {tuple(obs.shape)}")
         if burn_in is not None:
             state = self.burn_in_state(state, burn_in)
-        x = self._sequence_inputs(obs, previous, mask)  # (N, L, F + P)
-        y = self._sequence(0, self.core, x, state)  # (N, L, H)
+        if not self._packs(self.encoder.out_features + self.previous_size, L, mask, obs.device):
+            x = self._sequence_inputs(obs, previous, mask)  # (N, L, F + P)
+            y = self._sequence(0, self.core, x, state)  # (N, L, H)
+            if self.critic_core is not None:
+                y = torch.cat((y, self._sequence(1, self.critic_core, x, state)), dim=-1)  # (N, L, 2H)
+            params, values = self._heads(y.reshape(N * L, -1))  # (N, L, H) -> (N*L, H)
+            flat_mask = None if action_mask is None else action_mask.reshape(N * L, -1)  # (N, L, A) -> (N*L, A)
+            log_prob, entropy = self.distribution.evaluate(
+                params, actions.reshape(N * L, -1), flat_mask)  # actions (N, L, k) -> (N*L, k)
+            # (N*L,) -> (N, L)
+            return EvaluateOutput(log_prob.reshape(N, L), entropy.reshape(N, L), values.reshape(N, L))
+        if mask is None:  # every slot is a real step: (N, L, *obs) -> (R = N*L, *obs), row-major
+            obs, mask = obs.reshape(N * L, *obs.shape[2:]), torch.ones(N, L, dtype=torch.bool, device=obs.device)
+        pack = packing(mask)
+        real = pack.mask
+        x = self._with_previous(self.encoder(obs), None if previous is None else previous[real])  # (R, F + P)
+        y = self._packed_sequence(0, self.core, x, state, pack)  # (R, H)
         if self.critic_core is not None:
-            y = torch.cat((y, self._sequence(1, self.critic_core, x, state)), dim=-1)  # (N, L, 2H)
-        params, values = self._heads(y.reshape(N * L, -1))  # (N, L, H) -> (N*L, H)
-        flat_mask = None if action_mask is None else action_mask.reshape(N * L, -1)  # (N, L, A) -> (N*L, A)
+            y = torch.cat((y, self._packed_sequence(1, self.critic_core, x, state, pack)), dim=-1)  # (R, 2H)
+        params, values = self._heads(y)
         log_prob, entropy = self.distribution.evaluate(
-            params, actions.reshape(N * L, -1), flat_mask)  # actions (N, L, k) -> (N*L, k)
-        # (N*L,) -> (N, L)
-        return EvaluateOutput(log_prob.reshape(N, L), entropy.reshape(N, L), values.reshape(N, L))
+            params, actions[real], None if action_mask is None else action_mask[real])  # (N, L, ...)[mask] -> (R, ...)
+
+        def padded(v: torch.Tensor) -> torch.Tensor:  # (R,) -> (N, L), 0 on padding
+            return v.new_zeros(N * L).index_put((real.reshape(-1),), v).reshape(N, L)
+
+        return EvaluateOutput(padded(log_prob), padded(entropy), padded(values))
 
     @torch.no_grad()
     def burn_in_state(self, state: torch.Tensor, burn: BurnIn) -> torch.Tensor:
@@ -513,7 +589,7 @@ class ActorCritic(nn.Module):
         first = K - int(burn.mask.sum(1).max())  # right-aligned: no row has a real step before this slot
         if first == K:  # no sequence here has burn-in steps (each begins its episode or the rollout)
             return state
-        x = self._sequence_inputs(burn.obs, burn.previous, burn.mask)  # (N, K, F + P), zeros on padding
+        x = self._sequence_inputs(burn.obs[burn.mask], burn.previous, burn.mask)  # (N, K, F + P), zeros on padding
         for i in range(first, K):
             _, new = self._advance(x[:, i], state)
             state = torch.where(burn.mask[:, i:i + 1], new, state)  # (N, 1): padding rows keep their state

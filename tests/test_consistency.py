@@ -39,9 +39,11 @@ def test_recomputed_log_probs_and_values_match_rollout(tmp_path, layer, L, reset
             trainer.advantages()
             checked = 0
             for mb in trainer.buffer.minibatches(2):
-                for encoded in (None, mb.mask):  # every slot encoded, or the real steps only (the trainer's way)
+                # every slot encoded (the observations padded with zeros), or the real steps only (the trainer's way)
+                padded = mb.obs.new_zeros(*mb.mask.shape, *mb.obs.shape[1:]).index_put((mb.mask,), mb.obs)
+                for obs, encoded in ((padded, None), (mb.obs, mb.mask)):
                     with torch.no_grad():
-                        out = trainer.model.evaluate(mb.obs, mb.states, mb.actions, mask=encoded)
+                        out = trainer.model.evaluate(obs, mb.states, mb.actions, mask=encoded)
                     torch.testing.assert_close(out.log_probs[mb.mask], mb.log_probs[mb.mask], atol=1e-5, rtol=0)
                     torch.testing.assert_close(out.values[mb.mask], mb.values[mb.mask], atol=1e-5, rtol=0)
                 checked += int(mb.mask.sum())
@@ -118,17 +120,16 @@ def test_bfloat16_is_refused_where_it_does_not_run_natively(tmp_path, monkeypatc
 
 @pytest.mark.skipif(not model.bfloat16_is_fast(torch.device("cpu")),
                     reason="this CPU runs bfloat16 only emulated (no AVX-512 BF16 or AMX): refused there")
-@pytest.mark.parametrize("projected", [False, True])
+@pytest.mark.parametrize("packed", [False, True])
 @pytest.mark.parametrize("layer", ["gru", "lstm"])
 @pytest.mark.parametrize("env", ["tests.memory_tasks:CueImage-v0", "tests.memory_tasks:CueDict-v0"])
-def test_recomputed_log_probs_match_the_rollout_under_bfloat16(tmp_path, monkeypatch, env, layer, projected):
+def test_recomputed_log_probs_match_the_rollout_under_bfloat16(tmp_path, monkeypatch, env, layer, packed):
     """precision bfloat16: the rollout's inference (one step, 4 rows) and the training pass (sequences,
     all rows) round differently, so they agree to a stated tolerance, not to 1e-5: log-probs within
     0.01 for a sharp policy (a ratio within 1% of 1; PPO clips at 20%; 0.002 was the largest seen),
-    values within 2% of their scale. projected: the training pass takes the core's input projection
+    values within 2% of their scale. packed: the training pass runs the core over the real steps only,
     outside torch's fused layer, as it does for an LSTM on an image encoder's 3136 features."""
-    if projected:
-        monkeypatch.setattr(ActorCritic, "_projected", lambda self, x: True)
+    monkeypatch.setattr(ActorCritic, "_packs", lambda self, *args: packed)
     raw = {"environment": {"type": "gym", "name": env}, "n_workers": 4, "worker_steps": 32, "n_mini_batch": 2,
            "hidden_layer_size": 32, "precision": "bfloat16",
            "recurrence": {"sequence_length": 8, "hidden_state_size": 16, "layer_type": layer}}
@@ -179,7 +180,8 @@ def test_recomputed_log_probs_match_rollout_for_every_space_and_switch(tmp_path,
 
 @pytest.mark.parametrize("layer", ["gru", "lstm"])
 def test_encoding_only_real_steps_leaves_outputs_and_gradients_unchanged(layer):
-    """evaluate(mask=...) skips the encoder on padding: the same outputs on real steps and the same gradients."""
+    """evaluate(mask=...) takes the real steps' observations alone and skips the encoder on padding: the same
+    outputs on real steps and the same gradients as every slot encoded."""
     torch.manual_seed(0)
     space = gym.spaces.Box(0, 255, (36, 36, 3), np.uint8)
     model = ActorCritic(space, gym.spaces.Discrete(3), 32, RecurrenceConfig(layer_type=layer, hidden_state_size=16))
@@ -192,7 +194,7 @@ def test_encoding_only_real_steps_leaves_outputs_and_gradients_unchanged(layer):
     results = []
     for encoded in (None, mask):
         model.zero_grad()
-        out = model.evaluate(obs, state, actions, mask=encoded)
+        out = model.evaluate(obs if encoded is None else obs[mask], state, actions, mask=encoded)
         ((out.log_probs + out.values + out.entropy) * mask).sum().backward()
         results.append((out, [p.grad.clone() for p in model.parameters()]))
     (full, full_grads), (real, real_grads) = results
@@ -205,25 +207,66 @@ def test_encoding_only_real_steps_leaves_outputs_and_gradients_unchanged(layer):
 @pytest.mark.parametrize("critic_core", [False, True])
 @pytest.mark.parametrize("layers", [1, 2])
 @pytest.mark.parametrize("layer", ["gru", "lstm"])
-def test_projected_input_gives_the_fused_layers_outputs_and_gradients(monkeypatch, layer, layers, critic_core):
-    """model._sequence's two ways (torch's fused GRU/LSTM, or the input projection as one matrix
-    product and then the recurrence) are one function: the same outputs and gradients in float32."""
+@pytest.mark.parametrize("padded", [False, True])
+def test_the_packed_way_gives_the_fused_layers_outputs_and_gradients(monkeypatch, layer, layers, critic_core, padded):
+    """evaluate()'s two ways (torch's fused GRU/LSTM over every slot, or the core, heads and distribution
+    over the real steps only, one time step at a time) are one function: the same outputs on real steps
+    and the same gradients in float32, with sequences of several lengths (padding trailing) or none;
+    the packed way reads 0 on padding."""
     torch.manual_seed(0)
     recurrence = RecurrenceConfig(layer_type=layer, hidden_state_size=16, num_layers=layers,
                                   separate_critic_core=critic_core)
     net = ActorCritic(gym.spaces.Box(-1, 1, (24,), np.float32), gym.spaces.Discrete(3), 32, recurrence)
-    N, L = 5, 7
-    obs, actions = torch.randn(N, L, 24), torch.randint(0, 3, (N, L, 1))
+    N, L = 6, 7
+    lengths = torch.tensor([7, 1, 3, 7, 2, 4]) if padded else torch.full((N,), L)
+    mask = torch.arange(L) < lengths[:, None]  # (N, L): padding trails each sequence, as the buffer makes it
+    obs, actions = torch.randn(N, L, 24) * mask[..., None], torch.randint(0, 3, (N, L, 1))
     state = torch.randn(N, net.state_size) * 0.5
     results = []
-    for projected in (False, True):
-        monkeypatch.setattr(ActorCritic, "_projected", lambda self, x: projected)
+    for packed in (False, True):
+        monkeypatch.setattr(ActorCritic, "_packs", lambda self, *args: packed)
         net.zero_grad()
-        out = net.evaluate(obs, state, actions)
-        (out.log_probs.sum() + out.values.square().sum() + out.entropy.sum()).backward()
+        out = net.evaluate(obs[mask] if padded else obs, state, actions, mask=mask if padded else None)
+        ((out.log_probs + out.values.square() + out.entropy) * mask).sum().backward()
         results.append((out, [p.grad.clone() for p in net.parameters()]))
-    (fused, fused_grads), (projected, projected_grads) = results
+    (fused, fused_grads), (packed, packed_grads) = results
     for name in ("log_probs", "values", "entropy"):
-        torch.testing.assert_close(getattr(projected, name), getattr(fused, name), atol=1e-5, rtol=1e-5)
-    for a, b in zip(fused_grads, projected_grads):
+        torch.testing.assert_close(getattr(packed, name)[mask], getattr(fused, name)[mask], atol=1e-5, rtol=1e-5)
+        assert not getattr(packed, name)[~mask].any()
+    for a, b in zip(fused_grads, packed_grads):
         torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-4)
+
+
+def test_packing_takes_each_time_step_longest_sequences_first_and_refuses_leading_padding():
+    """model.packing: batch_sizes counts the sequences going at each step, to_time lists the real steps
+    (numbered row-major, as x[mask] orders them) step by step, longest sequence first, and to_rows
+    inverts it; a mask with padding before a real step is refused (the packed recurrence would skip it)."""
+    lengths = torch.tensor([2, 4, 1, 4])  # row-major real steps: 0 1 | 2 3 4 5 | 6 | 7 8 9 10
+    mask = torch.arange(4) < lengths[:, None]
+    pack = model.packing(mask)
+    assert pack.batch_sizes == [4, 3, 2, 2]
+    assert pack.order.tolist() == [1, 3, 0, 2]  # longest first; ties keep their order
+    assert pack.to_time.tolist() == [2, 7, 0, 6, 3, 8, 1, 4, 9, 5, 10]
+    assert torch.equal(pack.to_time[pack.to_rows], torch.arange(11))
+    with pytest.raises(ValueError, match="padding trails"):
+        model.packing(torch.tensor([[True, False, True]]))
+
+
+def test_the_rule_packs_wide_inputs_by_padding_share_and_length():
+    """_packs: never for narrow inputs or off the CPU; for a GRU on an image encoder's features by the
+    padding share its L needs (PACKED_MIN_PADDING); never without a mask for it."""
+    net = ActorCritic(gym.spaces.Box(-1, 1, (4,), np.float32), gym.spaces.Discrete(3), 32,
+                      RecurrenceConfig(layer_type="gru", hidden_state_size=8))
+    cpu = torch.device("cpu")
+
+    def mask(L: int, padding: float) -> torch.Tensor:
+        lengths = torch.full((100,), L)
+        lengths[:round(100 * padding)] = 0  # whole sequences of padding: the share is exact
+        return torch.arange(L) < lengths[:, None]
+
+    assert not net._packs(64, 8, mask(8, 0.9), cpu)
+    assert not net._packs(3136, 8, None, cpu)
+    assert not net._packs(3136, 8, mask(8, 0.9), torch.device("meta"))
+    for L, least in model.PACKED_MIN_PADDING[:2]:
+        assert net._packs(3136, L, mask(L, least), cpu) and not net._packs(3136, L, mask(L, least - 0.01), cpu)
+    assert net._packs(3136, 512, mask(512, 0.9), cpu) and not net._packs(3136, 512, mask(512, 0.89), cpu)

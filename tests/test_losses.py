@@ -54,8 +54,8 @@ def _batch(seed: int, poison: float | None):
     if poison is not None:  # anything at all in the padded slots
         for t in (*fields.values(), *out.values()):
             t[~mask] = poison
-    mb = Minibatch(obs=torch.zeros(n, L, 1), states=torch.zeros(n, 1), actions=torch.zeros(n, L, 1, dtype=torch.long),
-                   mask=mask, **fields)
+    mb = Minibatch(obs=torch.zeros(int(mask.sum()), 1), states=torch.zeros(n, 1),
+                   actions=torch.zeros(n, L, 1, dtype=torch.long), mask=mask, **fields)
     return EvaluateOutput(**out), mb
 
 
@@ -113,7 +113,8 @@ def test_clipped_value_loss_clips_the_value_move_both_ways():
     new = torch.tensor([[1.5, -0.5, 0.6, 1.5, 9.0]])
     returns = torch.tensor([[2.5, -1.5, 1.0, 0.5, -9.0]])
     zeros = torch.zeros(1, 5)
-    mb = Minibatch(obs=torch.zeros(1, 5, 1), states=torch.zeros(1, 1), actions=torch.zeros(1, 5, 1, dtype=torch.long),
+    mb = Minibatch(obs=torch.zeros(int(mask.sum()), 1), states=torch.zeros(1, 1),
+                   actions=torch.zeros(1, 5, 1, dtype=torch.long),
                    log_probs=zeros, values=old, advantages=zeros, returns=returns, mask=mask)
     losses = ppo_loss(EvaluateOutput(zeros, zeros, new), mb, 0.2, 0.0, 0.5, value_clip_range=0.2)
     # by hand: max((new - ret)^2, (old + clip(new - old) - ret)^2)
@@ -126,7 +127,7 @@ def test_clip_fraction_counts_ratios_strictly_outside_the_clip_range():
     """Ratios exactly 1.25 and 0.75 (exact in float32) lie on the boundary of clip range 0.25: the
     clamp leaves them as they are, so of the ratios 1.25, 0.75, 1.5 and 1 only 1.5 counts as clipped."""
     ratios = torch.tensor([[1.25, 0.75, 1.5, 1.0]])
-    mb = Minibatch(obs=torch.zeros(1, 4, 1), states=torch.zeros(1, 1), actions=torch.zeros(1, 4, 1, dtype=torch.long),
+    mb = Minibatch(obs=torch.zeros(4, 1), states=torch.zeros(1, 1), actions=torch.zeros(1, 4, 1, dtype=torch.long),
                    log_probs=torch.zeros(1, 4), values=torch.zeros(1, 4), advantages=torch.ones(1, 4),
                    returns=torch.zeros(1, 4), mask=torch.ones(1, 4, dtype=torch.bool))
     out = EvaluateOutput(ratios.log(), torch.zeros(1, 4), torch.zeros(1, 4))

@@ -124,7 +124,7 @@ def _minibatch(seed=0):
     g = torch.Generator().manual_seed(seed)
     n, L = 4, 6
     r = lambda: torch.randn(n, L, generator=g)  # noqa: E731
-    mb = Minibatch(obs=torch.zeros(n, L, 1), states=torch.zeros(n, 1), actions=torch.zeros(n, L, 1),
+    mb = Minibatch(obs=torch.zeros(n * L, 1), states=torch.zeros(n, 1), actions=torch.zeros(n, L, 1),
                    log_probs=r() - 1, values=r(), advantages=3 * r() + 2, returns=r(),
                    mask=torch.ones(n, L, dtype=torch.bool))
     out = EvaluateOutput(log_probs=mb.log_probs + 0.3 * r(), entropy=r().abs(), values=mb.values + 2 * r())
@@ -212,12 +212,12 @@ def test_separate_critic_core_has_disjoint_parameters(tmp_path):
     mb = next(t.buffer.minibatches(1))
     for target, touched, untouched in (("values", "critic_core", "core"), ("log_probs", "core", "critic_core")):
         m.zero_grad(set_to_none=True)
-        getattr(m.evaluate(mb.obs, mb.states, mb.actions), target).sum().backward()
+        getattr(m.evaluate(mb.obs, mb.states, mb.actions, mask=mb.mask), target).sum().backward()
         assert all(p.grad is None or not p.grad.any() for p in getattr(m, untouched).parameters()), target
         assert all(p.grad is not None and p.grad.any() for p in getattr(m, touched).parameters()), target
     w = m.branches.weight.shape[0] // 2
     m.zero_grad(set_to_none=True)
-    m.evaluate(mb.obs, mb.states, mb.actions).values.sum().backward()
+    m.evaluate(mb.obs, mb.states, mb.actions, mask=mb.mask).values.sum().backward()
     assert not m.branches.weight.grad[:w].any() and m.branches.weight.grad[w:].any()
     assert m.critic_hidden is not None and m.hidden.weight.grad is None
     t.close()

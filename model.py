@@ -111,16 +111,33 @@ class EvaluateOutput(NamedTuple):
     values: torch.Tensor  # (N, L)
 
 
+# The packed way rounds the rows of each matrix product up to a multiple of PACKED_ROWS (padding rows whose
+# results are dropped). Under bfloat16, oneDNN builds a new kernel for every new row count: 3-10 ms for a
+# recurrent step's product, about 40 ms for a 3136-wide input projection, against 0.5 and 15 ms for a
+# count it has built before (2-core Xeon with AMX); the real steps' count changes with every minibatch.
+PACKED_ROWS = 32
+
+
+def _round_up(n: int) -> int:
+    """n rounded up to a multiple of PACKED_ROWS."""
+    return -(-n // PACKED_ROWS) * PACKED_ROWS
+
+
+def _padded_rows(x: torch.Tensor, rows: int) -> torch.Tensor:
+    """x (n, ...) with zero rows appended up to `rows` rows."""
+    return torch.cat((x, x.new_zeros(rows - x.shape[0], *x.shape[1:]))) if rows > x.shape[0] else x
+
+
 class Packing(NamedTuple):
     """N zero-padded sequences (mask (N, L), padding trailing each) as their R real steps taken one time
-    step at a time, longest sequences first (the layout of torch's PackedSequence): step t of the
-    packed recurrence runs the batch_sizes[t] sequences still going, and no padding slot is computed.
-    Real steps are counted in two orders: row-major (the order of x[mask], sequence by sequence) and
-    time-major (the packed order)."""
+    step at a time, longest sequences first (the layout of torch's PackedSequence): step t of the packed
+    recurrence runs the first batch_sizes[t] sequences, those still going rounded up to a multiple of
+    PACKED_ROWS (at most N), so few padding slots are computed. Real steps are counted in two orders:
+    row-major (the order of x[mask], sequence by sequence) and time-major (the packed order)."""
     mask: torch.Tensor  # (N, L) True on real steps
     order: torch.Tensor  # (N,) the sequences longest first: packed row j is sequence order[j]
-    batch_sizes: list[int]  # (L',) the sequences with more than t steps, for each step t that has any
-    to_time: torch.Tensor  # (R,) packed position -> row-major index of the same step
+    batch_sizes: list[int]  # (L',) rows run at each step t that has a real one: non-increasing
+    to_time: torch.Tensor  # (sum of batch_sizes,) packed position -> row-major index, R on padding
     to_rows: torch.Tensor  # (R,) row-major index -> packed position
 
 
@@ -133,11 +150,15 @@ def packing(mask: torch.Tensor) -> Packing:
         raise ValueError("a training mask must be True on a prefix of each sequence: padding trails")
     order = torch.argsort(lengths, descending=True, stable=True)
     first = torch.cumsum(lengths, 0) - lengths  # (N,) row-major index of each sequence's first step
-    # (L, N): row-major index of step t of packed row j, kept where that step is real, in time-major order
-    to_time = (first[order][None, :] + steps[:, None])[mask[order].T]  # (L, N)[(L, N) mask] -> (R,)
-    to_rows = torch.empty_like(to_time)
-    to_rows[to_time] = torch.arange(to_time.shape[0], device=mask.device)
-    batch_sizes = [b for b in mask.sum(0).tolist() if b]  # (L,): padding trails, so non-increasing
+    R = int(lengths.sum())
+    batch_sizes = [min(_round_up(b), N) for b in mask.sum(0).tolist() if b]  # (L,) -> (L',): padding trails
+    # (L', N): row-major index of step t of packed row j where that step is real, R where it is padding
+    index = torch.where(mask[order].T, first[order][None, :] + steps[:, None], R)[:len(batch_sizes)]
+    runs = torch.arange(N, device=mask.device) < torch.tensor(batch_sizes, device=mask.device)[:, None]  # (L', N)
+    to_time = index[runs]  # (L', N)[(L', N) rows run] -> (sum of batch_sizes,), time-major
+    real = to_time < R
+    to_rows = torch.empty(R, dtype=torch.long, device=mask.device)
+    to_rows[to_time[real]] = torch.arange(to_time.shape[0], device=mask.device)[real]
     return Packing(mask, order, batch_sizes, to_time, to_rows)
 
 
@@ -430,29 +451,31 @@ class ActorCritic(nn.Module):
 
     def _packed_sequence(self, index: int, core: nn.Module, x: torch.Tensor, state: torch.Tensor,
                          pack: Packing) -> torch.Tensor:
-        """Core `index` over the real steps only: input x (R, F + P) in row-major order, state (N, S)
-        before each sequence's first step -> the last layer's outputs (R, H), row-major.
+        """Core `index` over the real steps: input x (R, F + P) in row-major order, state (N, S) before
+        each sequence's first step -> the last layer's outputs (R, H), row-major.
 
         The same function as _sequence on the real steps: each layer's input projection W_ih x + b_ih of
         all R steps as one matrix product, then the recurrence one time step at a time over the
-        sequences still going (pack.batch_sizes). The gates' arithmetic is float32 under autocast too.
+        sequences still going (pack.batch_sizes, rounded up). The gates' arithmetic is float32 under
+        autocast too.
         """
-        H, parts = self.hidden_size, self._parts
+        H, parts, R = self.hidden_size, self._parts, x.shape[0]
         for k, names in enumerate(self._weight_names):
             w_ih, w_hh, b_ih, b_hh = (getattr(core, name) for name in names)
             col = (index * self.layers + k) * parts * H  # where this layer's h (then c) begins
             # (N, H) each, longest sequences first
             pieces = tuple(state[pack.order, col + j * H:col + (j + 1) * H] for j in range(parts))
-            gx = F.linear(x, w_ih, b_ih).float()  # (R, F) -> (R, G*H), G gates
-            if k == 0:
-                gx = gx[pack.to_time]  # row-major -> packed order; the later layers' inputs are packed already
+            if k == 0:  # (R, F) -> (R' > R, F): row R is padding's input (zeros); -> packed order
+                gx = F.linear(_padded_rows(x, _round_up(R + 1)), w_ih, b_ih).float()[pack.to_time]
+            else:  # the later layers' inputs are packed already
+                gx = F.linear(x, w_ih, b_ih).float()  # (sum of batch_sizes, G*H), G gates
             outputs, start = [], 0
             for b in pack.batch_sizes:
-                pieces = tuple(p[:b] for p in pieces)  # the b sequences still going are the first b
+                pieces = tuple(p[:b] for p in pieces)  # the sequences still going are among the first b
                 pieces = self._gates(gx[start:start + b], F.linear(pieces[0], w_hh, b_hh).float(), pieces)
                 outputs.append(pieces[0])
                 start += b
-            x = torch.cat(outputs)  # L' x (b_t, H) -> (R, H) packed: the next layer's input
+            x = torch.cat(outputs)  # L' x (b_t, H) -> (sum of batch_sizes, H) packed: the next layer's input
         return x[pack.to_rows]  # packed -> row-major
 
     def _packs(self, width: int, steps: int, mask: torch.Tensor | None, device: torch.device) -> bool:
@@ -570,7 +593,8 @@ class ActorCritic(nn.Module):
         y = self._packed_sequence(0, self.core, x, state, pack)  # (R, H)
         if self.critic_core is not None:
             y = torch.cat((y, self._packed_sequence(1, self.critic_core, x, state, pack)), dim=-1)  # (R, 2H)
-        params, values = self._heads(y)
+        R = y.shape[0]
+        params, values = (v[:R] for v in self._heads(_padded_rows(y, _round_up(R))))  # rows rounded up, then dropped
         log_prob, entropy = self.distribution.evaluate(
             params, actions[real], None if action_mask is None else action_mask[real])  # (N, L, ...)[mask] -> (R, ...)
 

@@ -283,6 +283,25 @@ def test_burn_in_steps_reach_the_minibatches_only_when_switched_on(burn_in):
         assert all(mb.burn_in is None for mb in batches)
 
 
+def test_minibatches_serve_the_real_steps_observations_alone_in_the_masks_order():
+    """Whole episodes of 2, 1 and 3 steps padded to 3: each minibatch's obs are its real steps' alone,
+    (R, *obs_shape) in the row-major order of its mask, and with its other fields they name the same steps."""
+    W, T = 2, 3
+    b = RolloutBuffer(W, T, (2,), np.float32, ActionFormat(1, np.int64, 2), False, 4, torch.device("cpu"), 2)
+    b.obs[:] = np.arange(W * T * 2, dtype=np.float32).reshape(W, T, 2)  # step w*T + t holds 2(w*T + t), +1
+    b.actions[:] = np.arange(W * T).reshape(W, T, 1)
+    b.terminated[0, 1] = True  # worker 0: episodes of 2 and 1 steps; worker 1: one of 3
+    b.finish(np.zeros(W, np.float32), 0.99, 0.95, RecurrenceConfig(sequence_length=0))
+    seen = []
+    for mb in b.minibatches(2):
+        R = int(mb.mask.sum())
+        assert mb.mask.shape[1] == 3 and mb.obs.shape == (R, 2)
+        steps = mb.actions[..., 0][mb.mask]  # (n, L)[mask] -> (R,) the flat index of each real step
+        assert torch.equal(mb.obs[:, 0], 2.0 * steps) and torch.equal(mb.obs[:, 1], 2.0 * steps + 1)
+        seen += steps.tolist()
+    assert sorted(seen) == list(range(W * T))
+
+
 @pytest.mark.parametrize("n_mini_batch,chunk", [(1, 6), (4, 1)])
 def test_refresh_gives_the_encoder_one_minibatch_of_steps_at_a_time(n_mini_batch, chunk):
     """W x T = 6 steps: 6 // 1 at a time with one minibatch; 6 // 4 = 1 with four."""

@@ -71,7 +71,7 @@ def measure(kind: str, width: int, length: int, padding: float, bfloat16: bool, 
     lengths = lengths_for(padding, length, steps)
     mask = torch.arange(length) < lengths[:, None]  # (N, L), padding trailing
     N = mask.shape[0]
-    x = (torch.randn(N, length, width) * mask[..., None]).requires_grad_()
+    x = torch.randn(N, length, width)[mask].requires_grad_()  # the real steps' inputs alone, as the buffer serves them
     state = torch.randn(N, net.state_size) * 0.1
     actions = torch.randint(0, 3, (N, length, 1))
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bfloat16):

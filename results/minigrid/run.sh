@@ -5,6 +5,11 @@
 # hours (about 1 h a seed on 2 idle cores).
 # The first sweep, minigrid5, ran the config's earlier constant 2e-4 until its seed 0 collapsed after
 # update 290 (results/minigrid/minigrid5_seed0_snapshot.md, results/minigrid/collapse/); it was stopped there.
+# The first minigrid5_lr sweep (at f2b50bb) finished seeds 0 and 1 (their snapshots:
+# results/minigrid/minigrid5_lr_seed{0,1}_snapshot.md) and was lost with its machine on 2026-11-25,
+# event files and checkpoints included; it was started again from scratch at 8df78aa. Since then each
+# finished seed's summaries (config.json and TensorBoard events, under 1 MB) are committed under
+# results/minigrid/runs/minigrid5_lr/seed<N>, so a lost machine costs at most the seed in progress.
 set -euo pipefail
 PY=${PY:-.venv/bin/python}
 # headless MiniGrid rendering; RAY_worker_niceness=0: Ray would run the trials at niceness 15, behind any other work
@@ -17,9 +22,10 @@ else
     $PY sweep.py --config configs/minigrid.yaml --seeds 5 \
         --cpus-per-trial 2 --sweep-id minigrid5_lr --set checkpoint_interval=10
 fi
-# a snapshot of a finished seed's curve while the sweep runs (results/minigrid/minigrid5_lr_seed<N>_snapshot.md)
-# $PY tools/run_summary.py --run summaries/minigrid5_lr/seed<N> --last 10 \
-#     --reference results/reference/minigrid_memory_s9.csv --command "..." --out results/minigrid/minigrid5_lr_seed<N>_snapshot
+# a finished seed, kept in main (from this clone's root; MAIN is main's work tree):
+# mkdir -p $MAIN/results/minigrid/runs/minigrid5_lr && cp -r summaries/minigrid5_lr/seed<N> $MAIN/results/minigrid/runs/minigrid5_lr/
+# If the machine is lost mid-sweep: the seeds not yet under results/minigrid/runs/minigrid5_lr run again
+# with --seed-list (e.g. --seed-list 3,4 --sweep-id minigrid5_lr_rest) and are copied there the same way.
 # the statistics over the seeds (IQM and 95% CIs of the final held-out score and of the last 10
-# updates' training reward, each seed's curve beside the reference's 10 runs); copy them to main
-$PY stats.py --runs summaries/minigrid5_lr --out results/minigrid/minigrid5_lr --final-updates 10
+# updates' training reward, each seed's curve beside the reference's 10 runs), from the committed runs
+$PY stats.py --runs results/minigrid/runs/minigrid5_lr --out results/minigrid/minigrid5_lr --final-updates 10

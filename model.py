@@ -65,13 +65,13 @@ CORES = {"gru": Core(nn.GRU, torch.gru_cell, 1, _gru_gates, False),
          "lstm": Core(nn.LSTM, torch.lstm_cell, 2, _lstm_gates, True)}
 
 # Where the training pass takes the packed way (ActorCritic._packs) on a CPU, read off
-# results/speed/recurrent.md and recurrent_memory_gym.md; only for inputs at least PACKED_MIN_FEATURES
-# wide (an image encoder's), where every measured cell under the rule was faster packed. An LSTM under
-# bfloat16 (mkldnn's fast fused kernel) packs them when its sequences are at most PACKED_MAX_STEPS long,
-# padding or not: 1.3-2.7x. Any other core packs them when the minibatch's padding share reaches the
-# least share for its L in PACKED_MIN_PADDING: 1.1-2.0x at half padding and L <= 32, 2.4-3.2x at 75%
-# (a Memory Gym minibatch early in training), up to 8x at 90%. Elsewhere, torch's fused layer over the
-# padded slots was as fast or faster (0.5-1.0x) or the packed way's one step at a time won too little.
+# results/speed/recurrent.md and recurrent_memory_gym.md (2-core Xeon with AMX); only for inputs at least
+# PACKED_MIN_FEATURES wide (an image encoder's). An LSTM under bfloat16 (mkldnn's fused kernel) packs them
+# when its sequences are at most PACKED_MAX_STEPS long, padding or not: 1.2-3.2x, 0.94x in one cell (L 128,
+# 75% padding, 16 sequences). Any other core packs them when the minibatch's padding share reaches the
+# least share for its L in PACKED_MIN_PADDING: 1.2-2.0x at half padding and L <= 32 (0.91x in one cell,
+# a GRU under bfloat16 with 32 sequences), 1.4-3.9x at 75% (a Memory Gym minibatch early in training),
+# 4-9x at 90%. Elsewhere torch's fused layer over the padded slots was about as fast or faster.
 PACKED_MIN_FEATURES = 3072
 PACKED_MAX_STEPS = 128
 PACKED_MIN_PADDING = ((32, 0.5), (128, 0.75), (2 ** 62, 0.9))  # (at most L steps, at least this padding share)
@@ -111,16 +111,26 @@ class EvaluateOutput(NamedTuple):
     values: torch.Tensor  # (N, L)
 
 
-# The packed way rounds the rows of each matrix product up to a multiple of PACKED_ROWS (padding rows whose
-# results are dropped). Under bfloat16, oneDNN builds a new kernel for every new row count: 3-10 ms for a
-# recurrent step's product, about 40 ms for a 3136-wide input projection, against 0.5 and 15 ms for a
-# count it has built before (2-core Xeon with AMX); the real steps' count changes with every minibatch.
+# The packed way rounds the rows of each matrix product up (padding rows whose results are dropped): under
+# bfloat16, oneDNN builds a new kernel for every new row count, 3-10 ms for a recurrent step's product and
+# about 40 ms for a 3136-wide input projection, against 0.5 and 15 ms for a count it has built before
+# (2-core Xeon with AMX); the real steps' count, and the sequences still going at each step, change with
+# every minibatch. The real steps' rows go up to a multiple of PACKED_ROWS; a step's to _step_rows.
 PACKED_ROWS = 32
 
 
 def _round_up(n: int) -> int:
     """n rounded up to a multiple of PACKED_ROWS."""
     return -(-n // PACKED_ROWS) * PACKED_ROWS
+
+
+def _step_rows(b: int) -> int:
+    """b rounded up to one of 1-8, 10, 12, 14, 16, 20, 24, 28, 32, 40, ...: four sizes an octave, at most
+    25% more rows, so a step's product meets few row counts however its sequences end."""
+    if b <= 8:
+        return b
+    k = b.bit_length() - 3  # b in [4 * 2**k, 8 * 2**k)
+    return -(-b >> k) << k
 
 
 def _padded_rows(x: torch.Tensor, rows: int) -> torch.Tensor:
@@ -131,8 +141,8 @@ def _padded_rows(x: torch.Tensor, rows: int) -> torch.Tensor:
 class Packing(NamedTuple):
     """N zero-padded sequences (mask (N, L), padding trailing each) as their R real steps taken one time
     step at a time, longest sequences first (the layout of torch's PackedSequence): step t of the packed
-    recurrence runs the first batch_sizes[t] sequences, those still going rounded up to a multiple of
-    PACKED_ROWS (at most N), so few padding slots are computed. Real steps are counted in two orders:
+    recurrence runs the first batch_sizes[t] sequences, those still going rounded up (_step_rows, at
+    most N), so few padding slots are computed. Real steps are counted in two orders:
     row-major (the order of x[mask], sequence by sequence) and time-major (the packed order)."""
     mask: torch.Tensor  # (N, L) True on real steps
     order: torch.Tensor  # (N,) the sequences longest first: packed row j is sequence order[j]
@@ -151,7 +161,7 @@ def packing(mask: torch.Tensor) -> Packing:
     order = torch.argsort(lengths, descending=True, stable=True)
     first = torch.cumsum(lengths, 0) - lengths  # (N,) row-major index of each sequence's first step
     R = int(lengths.sum())
-    batch_sizes = [min(_round_up(b), N) for b in mask.sum(0).tolist() if b]  # (L,) -> (L',): padding trails
+    batch_sizes = [min(_step_rows(b), N) for b in mask.sum(0).tolist() if b]  # (L,) -> (L',): padding trails
     # (L', N): row-major index of step t of packed row j where that step is real, R where it is padding
     index = torch.where(mask[order].T, first[order][None, :] + steps[:, None], R)[:len(batch_sizes)]
     runs = torch.arange(N, device=mask.device) < torch.tensor(batch_sizes, device=mask.device)[:, None]  # (L', N)

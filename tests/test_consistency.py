@@ -208,14 +208,15 @@ def test_encoding_only_real_steps_leaves_outputs_and_gradients_unchanged(layer):
 @pytest.mark.parametrize("layers", [1, 2])
 @pytest.mark.parametrize("layer", ["gru", "lstm"])
 @pytest.mark.parametrize("padded", [False, True])
-@pytest.mark.parametrize("rows", [1, 4])
+@pytest.mark.parametrize("rows", [1, 4])  # 4: every step's rows rounded up to a multiple of 4
 def test_the_packed_way_gives_the_fused_layers_outputs_and_gradients(monkeypatch, layer, layers, critic_core, padded,
                                                                    rows):
     """evaluate()'s two ways (torch's fused GRU/LSTM over every slot, or the core, heads and distribution
     over the real steps only, one time step at a time) are one function: the same outputs on real steps
     and the same gradients in float32, with sequences of several lengths (padding trailing) or none;
-    the packed way reads 0 on padding. rows: PACKED_ROWS, 4 makes steps run sequences that have ended."""
+    the packed way reads 0 on padding; with rows rounded up, steps also run sequences that have ended."""
     monkeypatch.setattr(model, "PACKED_ROWS", rows)
+    monkeypatch.setattr(model, "_step_rows", lambda b: -(-b // rows) * rows)
     torch.manual_seed(0)
     recurrence = RecurrenceConfig(layer_type=layer, hidden_state_size=16, num_layers=layers,
                                   separate_critic_core=critic_core)
@@ -240,24 +241,28 @@ def test_the_packed_way_gives_the_fused_layers_outputs_and_gradients(monkeypatch
         torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-4)
 
 
-def test_packing_takes_each_time_step_longest_sequences_first_and_refuses_leading_padding(monkeypatch):
+def test_packing_takes_each_time_step_longest_sequences_first_and_refuses_leading_padding():
     """model.packing: batch_sizes counts the sequences going at each step, to_time lists the real steps
     (numbered row-major, as x[mask] orders them) step by step, longest sequence first, and to_rows
-    inverts it; with rows rounded up (PACKED_ROWS), a step also runs ended sequences, which read the
-    padding row R. A mask with padding before a real step is refused (the packed recurrence would skip it)."""
+    inverts it; with more than 8 going, a step's rows are rounded up (_step_rows) and run sequences that
+    have ended, which read the padding row R. A mask with padding before a real step is refused (the
+    packed recurrence would skip it)."""
     lengths = torch.tensor([2, 4, 1, 4])  # row-major real steps: 0 1 | 2 3 4 5 | 6 | 7 8 9 10
     mask = torch.arange(4) < lengths[:, None]
-    monkeypatch.setattr(model, "PACKED_ROWS", 1)
     pack = model.packing(mask)
     assert pack.batch_sizes == [4, 3, 2, 2]
     assert pack.order.tolist() == [1, 3, 0, 2]  # longest first; ties keep their order
     assert pack.to_time.tolist() == [2, 7, 0, 6, 3, 8, 1, 4, 9, 5, 10]
     assert torch.equal(pack.to_time[pack.to_rows], torch.arange(11))
-    monkeypatch.setattr(model, "PACKED_ROWS", 2)  # 3 going -> 4 rows run; never more than N
+    lengths = torch.tensor([2] + [3] * 8 + [1])  # 10, 9 and 8 going: 10 rows run at step 1
+    mask = torch.arange(3) < lengths[:, None]
     pack = model.packing(mask)
-    assert pack.batch_sizes == [4, 4, 2, 2]
-    assert pack.to_time.tolist() == [2, 7, 0, 6, 3, 8, 1, 11, 4, 9, 5, 10]  # 11 = R: sequence 2 has ended
-    assert torch.equal(pack.to_time[pack.to_rows], torch.arange(11))
+    assert pack.batch_sizes == [10, 10, 8] and pack.order[-2:].tolist() == [0, 9]
+    R = int(lengths.sum())
+    assert pack.to_time[10:20].tolist() == [*range(3, 25, 3), 1, R]  # step 1: sequence 9 has ended
+    assert torch.equal(pack.to_time[pack.to_rows], torch.arange(R))
+    assert [model._step_rows(b) for b in (1, 8, 9, 10, 11, 17, 33, 64, 65, 500)] == [1, 8, 10, 10, 12, 20, 40, 64,
+                                                                                     80, 512]
     with pytest.raises(ValueError, match="padding trails"):
         model.packing(torch.tensor([[True, False, True]]))
 

@@ -66,12 +66,12 @@ CORES = {"gru": Core(nn.GRU, torch.gru_cell, 1, _gru_gates, False),
 
 # Where the training pass takes the packed way (ActorCritic._packs) on a CPU, read off
 # results/speed/recurrent.md and recurrent_memory_gym.md (2-core Xeon with AMX); only for inputs at least
-# PACKED_MIN_FEATURES wide (an image encoder's). An LSTM under bfloat16 (mkldnn's fused kernel) packs them
-# when its sequences are at most PACKED_MAX_STEPS long, padding or not: 1.2-3.2x, 0.94x in one cell (L 128,
-# 75% padding, 16 sequences). Any other core packs them when the minibatch's padding share reaches the
-# least share for its L in PACKED_MIN_PADDING: 1.2-2.0x at half padding and L <= 32 (0.91x in one cell,
-# a GRU under bfloat16 with 32 sequences), 1.4-3.9x at 75% (a Memory Gym minibatch early in training),
-# 4-9x at 90%. Elsewhere torch's fused layer over the padded slots was about as fast or faster.
+# PACKED_MIN_FEATURES wide (an image encoder's), where every measured cell under this rule was faster
+# packed. An LSTM under bfloat16 (mkldnn's fused kernel) packs them when its sequences are at most
+# PACKED_MAX_STEPS long, padding or not: 1.5-3.2x. Any other core packs them when the minibatch's
+# padding share reaches the least share for its L in PACKED_MIN_PADDING: 1.1-2.2x at half padding and
+# L <= 32, 1.7-4.0x at 75% (a Memory Gym minibatch early in training), 3.9-9.0x at 90%. Elsewhere torch's
+# fused layer over the padded slots was as fast or faster, or the packed way won only in some cells.
 PACKED_MIN_FEATURES = 3072
 PACKED_MAX_STEPS = 128
 PACKED_MIN_PADDING = ((32, 0.5), (128, 0.75), (2 ** 62, 0.9))  # (at most L steps, at least this padding share)

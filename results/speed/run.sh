@@ -23,3 +23,15 @@ $PY tools/benchmark.py --against 5176396 --own-configs --config configs/cartpole
 $PY tools/speed/optimizer_flat.py
 $PY tools/speed/rollout_step.py --against 3a3aeaa --config configs/cartpole_masked.yaml --config configs/poc_memory_env.yaml
 $PY tools/speed/precision.py --config configs/minigrid.yaml --set updates=10 --repeats 3
+# the packed training pass (model.ActorCritic._packs): the core's two ways with padding, at MiniGrid's
+# minibatch (512 real steps) and at Memory Gym's (2048 real steps, GRU 512 on 3316 features)
+$PY tools/speed/recurrent.py --kinds gru --widths 3316 --lengths 32 128 512 --paddings 0.25 0.5 0.75 0.9 \
+    --steps 2048 --hidden 512 --out recurrent_memory_gym --repeats 3
+# whole runs against the commit before it (the Memory Gym row's padded gather used 5 GB: the kernel's own
+# page work counts as other work there, so no --require-idle; the report gives the load)
+SDL_VIDEODRIVER=dummy $PY tools/benchmark.py --against 8df78aa --config configs/mortar_mayhem_b_grid.yaml \
+    --set updates=3 --set evaluation.interval=0 --repeats 3 --out results/speed/packed_memory_gym
+$PY tools/benchmark.py --against 8df78aa --config configs/minigrid.yaml --set updates=3 \
+    --set evaluation.interval=0 --repeats 3 --out results/speed/packed_minigrid
+$PY tools/benchmark.py --against 8df78aa --own-configs --config configs/cartpole_masked.yaml \
+    --config configs/poc_memory_env.yaml --set torch_threads=2 --repeats 5 --out results/speed/packed_fast

@@ -133,6 +133,12 @@ def _step_rows(b: int) -> int:
     return -(-b >> k) << k
 
 
+def _scatter(real: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The real steps' rows (R, ...), in mask's row-major order, at their slots of (N, L, ...); 0 on padding."""
+    N, L = mask.shape
+    return real.new_zeros(N * L, *real.shape[1:]).index_put((mask.reshape(-1),), real).reshape(N, L, *real.shape[1:])
+
+
 def _padded_rows(x: torch.Tensor, rows: int) -> torch.Tensor:
     """x (n, ...) with zero rows appended up to `rows` rows."""
     return torch.cat((x, x.new_zeros(rows - x.shape[0], *x.shape[1:]))) if rows > x.shape[0] else x
@@ -551,12 +557,10 @@ class ActorCritic(nn.Module):
         encoder sees the real steps only and padding slots get zero features. previous (N, L, P)."""
         if mask is None:
             N, L = obs.shape[:2]
-            x = self.encoder(obs.reshape(N * L, *obs.shape[2:]))  # (N, L, *obs) -> (N*L, F)
+            # (N, L, *obs) -> (N*L, *obs) -> (N*L, F) -> (N, L, F): batch_first, never (L, N, F)
+            x = self.encoder(obs.reshape(N * L, *obs.shape[2:])).reshape(N, L, -1)
         else:
-            N, L = mask.shape
-            real = self.encoder(obs)  # (R, F) for the R real steps
-            x = real.new_zeros(N * L, real.shape[1]).index_put((mask.reshape(-1),), real)  # -> (N*L, F)
-        x = x.reshape(N, L, -1)  # (N*L, F) -> (N, L, F): batch_first, never (L, N, F)
+            x = _scatter(self.encoder(obs), mask)  # (R, F) for the R real steps -> (N, L, F)
         return self._with_previous(x, previous)
 
     def evaluate(self, obs: torch.Tensor, state: torch.Tensor, actions: torch.Tensor,
@@ -575,8 +579,8 @@ class ActorCritic(nn.Module):
         image encoder saves that share.
 
         Two ways to one function (_packs chooses): one call of torch's fused layer per core over
-        every slot, padding included; or the packed way, where the core, the heads and the
-        distribution see the R real steps only and padding slots read 0.
+        every slot, padding included; or the packed way (_evaluate_packed), where the core, the
+        heads and the distribution see the R real steps only and padding slots read 0.
         """
         N, L = actions.shape[:2]
         if mask is not None and obs.shape != (int(mask.sum()), *self.observation_layout.shape):
@@ -584,34 +588,37 @@ class ActorCritic(nn.Module):
                              f"{(int(mask.sum()), *self.observation_layout.shape)}, got {tuple(obs.shape)}")
         if burn_in is not None:
             state = self.burn_in_state(state, burn_in)
-        if not self._packs(self.encoder.out_features + self.previous_size, L, mask, obs.device):
-            x = self._sequence_inputs(obs, previous, mask)  # (N, L, F + P)
-            y = self._sequence(0, self.core, x, state)  # (N, L, H)
-            if self.critic_core is not None:
-                y = torch.cat((y, self._sequence(1, self.critic_core, x, state)), dim=-1)  # (N, L, 2H)
-            params, values = self._heads(y.reshape(N * L, -1))  # (N, L, H) -> (N*L, H)
-            flat_mask = None if action_mask is None else action_mask.reshape(N * L, -1)  # (N, L, A) -> (N*L, A)
-            log_prob, entropy = self.distribution.evaluate(
-                params, actions.reshape(N * L, -1), flat_mask)  # actions (N, L, k) -> (N*L, k)
-            # (N*L,) -> (N, L)
-            return EvaluateOutput(log_prob.reshape(N, L), entropy.reshape(N, L), values.reshape(N, L))
+        if self._packs(self.encoder.out_features + self.previous_size, L, mask, obs.device):
+            return self._evaluate_packed(obs, state, actions, action_mask, mask, previous)
+        x = self._sequence_inputs(obs, previous, mask)  # (N, L, F + P)
+        y = self._sequence(0, self.core, x, state)  # (N, L, H)
+        if self.critic_core is not None:
+            y = torch.cat((y, self._sequence(1, self.critic_core, x, state)), dim=-1)  # (N, L, 2H)
+        params, values = self._heads(y.reshape(N * L, -1))  # (N, L, H) -> (N*L, H)
+        flat_mask = None if action_mask is None else action_mask.reshape(N * L, -1)  # (N, L, A) -> (N*L, A)
+        log_prob, entropy = self.distribution.evaluate(
+            params, actions.reshape(N * L, -1), flat_mask)  # actions (N, L, k) -> (N*L, k)
+        # (N*L,) -> (N, L)
+        return EvaluateOutput(log_prob.reshape(N, L), entropy.reshape(N, L), values.reshape(N, L))
+
+    def _evaluate_packed(self, obs: torch.Tensor, state: torch.Tensor, actions: torch.Tensor,
+                         action_mask: torch.Tensor | None, mask: torch.Tensor | None,
+                         previous: torch.Tensor | None) -> EvaluateOutput:
+        """evaluate()'s packed way, its arguments as there (state after any burn-in): the core, the heads
+        and the distribution on the R real steps only; padding slots read 0."""
+        N, L = actions.shape[:2]
         if mask is None:  # every slot is a real step: (N, L, *obs) -> (R = N*L, *obs), row-major
             obs, mask = obs.reshape(N * L, *obs.shape[2:]), torch.ones(N, L, dtype=torch.bool, device=obs.device)
         pack = packing(mask)
-        real = pack.mask
-        x = self._with_previous(self.encoder(obs), None if previous is None else previous[real])  # (R, F + P)
+        x = self._with_previous(self.encoder(obs), None if previous is None else previous[mask])  # (R, F + P)
         y = self._packed_sequence(0, self.core, x, state, pack)  # (R, H)
         if self.critic_core is not None:
             y = torch.cat((y, self._packed_sequence(1, self.critic_core, x, state, pack)), dim=-1)  # (R, 2H)
         R = y.shape[0]
         params, values = (v[:R] for v in self._heads(_padded_rows(y, _round_up(R))))  # rows rounded up, then dropped
         log_prob, entropy = self.distribution.evaluate(
-            params, actions[real], None if action_mask is None else action_mask[real])  # (N, L, ...)[mask] -> (R, ...)
-
-        def padded(v: torch.Tensor) -> torch.Tensor:  # (R,) -> (N, L), 0 on padding
-            return v.new_zeros(N * L).index_put((real.reshape(-1),), v).reshape(N, L)
-
-        return EvaluateOutput(padded(log_prob), padded(entropy), padded(values))
+            params, actions[mask], None if action_mask is None else action_mask[mask])  # (N, L, ...)[mask] -> (R, ...)
+        return EvaluateOutput(_scatter(log_prob, mask), _scatter(entropy, mask), _scatter(values, mask))
 
     @torch.no_grad()
     def burn_in_state(self, state: torch.Tensor, burn: BurnIn) -> torch.Tensor:

@@ -11,10 +11,11 @@ only: the input projection W_ih x + b_ih of the R steps as one matrix product, t
 time step at a time over the sequences still going, the heads and the distribution on R rows.
 For each layer type, input width F, sequence length L, share of padding and precision, this
 times one forward and backward pass of evaluate() over a minibatch of about --steps real steps
-(512, configs/minigrid.yaml's; 2048 is Memory Gym's 32 x 512 / 8) of a core of --hidden units (256, a vector observation F wide fed to the core as it is, the gradient reaching the
-input as it does an encoder; padding trails each sequence, its lengths drawn so that the share
-is as asked and one sequence is L long), alternating the two ways, median of --repeats each, on
-the machine's cores. model.ActorCritic._packs's rule (PACKED_* in model.py) is read off this table.
+(512, configs/minigrid.yaml's; 2048 is Memory Gym's 32 x 512 / 8) of a core of --hidden units
+(256 by default), a vector observation F wide fed to the core as it is (the real steps' inputs
+alone, as the buffer serves them), the gradient reaching the input as it does an encoder's. Padding
+trails each sequence, its lengths drawn so that the share is as asked and one sequence is L long.
+The two ways alternate, median of --repeats each, on the machine's cores. model.ActorCritic._packs's rule (PACKED_* in model.py) is read off this table.
 Writes results/speed/<--out>.md and .json.
 """
 from __future__ import annotations

@@ -15,7 +15,8 @@ times one forward and backward pass of evaluate() over a minibatch of about --st
 (256 by default), a vector observation F wide fed to the core as it is (the real steps' inputs
 alone, as the buffer serves them), the gradient reaching the input as it does an encoder's. Padding
 trails each sequence, its lengths drawn so that the share is as asked and one sequence is L long.
-The two ways alternate, median of --repeats each, on the machine's cores. model.ActorCritic._packs's rule (PACKED_* in model.py) is read off this table.
+The two ways alternate, median of --repeats each, on the machine's cores. model.ActorCritic._packs's
+rule (PACKED_* in model.py) is read off this table.
 Writes results/speed/<--out>.md and .json.
 """
 from __future__ import annotations

@@ -150,7 +150,6 @@ class Packing(NamedTuple):
     recurrence runs the first batch_sizes[t] sequences, those still going rounded up (_step_rows, at
     most N), so few padding slots are computed. Real steps are counted in two orders:
     row-major (the order of x[mask], sequence by sequence) and time-major (the packed order)."""
-    mask: torch.Tensor  # (N, L) True on real steps
     order: torch.Tensor  # (N,) the sequences longest first: packed row j is sequence order[j]
     batch_sizes: list[int]  # (L',) rows run at each step t that has a real one: non-increasing
     to_time: torch.Tensor  # (sum of batch_sizes,) packed position -> row-major index, R on padding
@@ -175,7 +174,7 @@ def packing(mask: torch.Tensor) -> Packing:
     real = to_time < R
     to_rows = torch.empty(R, dtype=torch.long, device=mask.device)
     to_rows[to_time[real]] = torch.arange(to_time.shape[0], device=mask.device)[real]
-    return Packing(mask, order, batch_sizes, to_time, to_rows)
+    return Packing(order, batch_sizes, to_time, to_rows)
 
 
 class _Init:
@@ -583,9 +582,9 @@ class ActorCritic(nn.Module):
         heads and the distribution see the R real steps only and padding slots read 0.
         """
         N, L = actions.shape[:2]
-        if mask is not None and obs.shape != (int(mask.sum()), *self.observation_layout.shape):
+        if mask is not None and obs.shape != (expected := (int(mask.sum()), *self.observation_layout.shape)):
             raise ValueError(f"with a mask, obs holds the real steps' observations alone: expected shape "
-                             f"{(int(mask.sum()), *self.observation_layout.shape)}, got {tuple(obs.shape)}")
+                             f"{expected}, got {tuple(obs.shape)}")
         if burn_in is not None:
             state = self.burn_in_state(state, burn_in)
         if self._packs(self.encoder.out_features + self.previous_size, L, mask, obs.device):

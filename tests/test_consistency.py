@@ -40,7 +40,7 @@ def test_recomputed_log_probs_and_values_match_rollout(tmp_path, layer, L, reset
             checked = 0
             for mb in trainer.buffer.minibatches(2):
                 # every slot encoded (the observations padded with zeros), or the real steps only (the trainer's way)
-                padded = mb.obs.new_zeros(*mb.mask.shape, *mb.obs.shape[1:]).index_put((mb.mask,), mb.obs)
+                padded = model._scatter(mb.obs, mb.mask)  # (R, *obs) -> (n, L, *obs), zeros on padding
                 for obs, encoded in ((padded, None), (mb.obs, mb.mask)):
                     with torch.no_grad():
                         out = trainer.model.evaluate(obs, mb.states, mb.actions, mask=encoded)

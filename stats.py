@@ -386,6 +386,7 @@ def summarise(point: GridPoint, taus: np.ndarray, threshold: float | None, last:
         # the cost side: the median over seeds of each run's median steps/s (one machine, one load)
         "steps_per_second": float(np.median([r.speed for r in point.runs])),
         "curve": {"update": updates.tolist(), "env_steps": steps.tolist(),
+                  "per_seed": curves.tolist(),  # (seeds, updates), seeds in the order of "runs"
                   "iqm": _as_json(curve_interval(curves, iqm, **bootstrap)),
                   "mean": _as_json(curve_interval(curves, np.mean, **bootstrap))},
         "profile": {"tau": taus.tolist(), **_as_json(performance_profile([scores], taus, **bootstrap))},
@@ -425,14 +426,32 @@ def table(summaries: list[dict], settings: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+PER_SEED_LINES = 10  # a grid point with at most this many seeds also draws each seed's curve
+
+
 def figure(summaries: list[dict], reference: Path | None, threshold: float | None, path: Path) -> None:
-    """Left: IQM curves with their bands against env steps (and the reference's mean, min-max).
-    Right: performance profiles with their bands."""
-    fig, (curves, profiles) = plt.subplots(1, 2, figsize=(12, 4.5))
+    """Left: IQM curves with their bands against env steps, each seed's curve thin where a grid point
+    has few seeds (and the reference's mean, min-max). Middle, when runs evaluated: each seed's held-out
+    evaluations. Right: performance profiles with their bands."""
+    evaluated = any(r["evaluations"] for s in summaries for r in s["runs"])
+    fig, panels = plt.subplots(1, 3 if evaluated else 2, figsize=(18 if evaluated else 12, 4.5))
+    curves, profiles = panels[0], panels[-1]
     for i, s in enumerate(summaries):
         color, curve, profile = f"C{i % 10}", s["curve"], s["profile"]
         curves.plot(curve["env_steps"], curve["iqm"]["value"], color=color, label=f"{s['label']} ({s['seeds']} seeds)")
         curves.fill_between(curve["env_steps"], curve["iqm"]["low"], curve["iqm"]["high"], color=color, alpha=0.25)
+        if s["seeds"] <= PER_SEED_LINES:
+            for seed_curve in curve["per_seed"]:
+                curves.plot(curve["env_steps"], seed_curve, color=color, linewidth=0.6, alpha=0.45)
+        if evaluated:
+            steps_at = dict(zip(curve["update"], curve["env_steps"]))
+            for run in s["runs"]:
+                if run["evaluations"]:
+                    at = [u for u in run["evaluations"]["update"] if u in steps_at]
+                    scores = [v for u, v in zip(run["evaluations"]["update"], run["evaluations"]["reward_mean"])
+                              if u in steps_at]
+                    panels[1].plot([steps_at[u] for u in at], scores, color=color, linewidth=0.8, alpha=0.7,
+                                   marker=".", markersize=3)
         # a fraction of runs is a step function of tau: it changes at each run's score
         profiles.plot(profile["tau"], profile["value"], color=color, drawstyle="steps-post")
         profiles.fill_between(profile["tau"], profile["low"], profile["high"], color=color, alpha=0.25, step="post")
@@ -443,11 +462,15 @@ def figure(summaries: list[dict], reference: Path | None, threshold: float | Non
         curves.fill_between(ref.env_steps, ref.low, ref.high, color="gray", alpha=0.2)
     if threshold is not None:
         profiles.axvline(threshold, color="gray", linestyle=":")
-    curves.set(xlabel="environment steps", ylabel="mean return, last 100 episodes", title="IQM over seeds, 95% CI")
+    curves.set(xlabel="environment steps", ylabel="mean return, last 100 episodes",
+               title="IQM over seeds, 95% CI; thin: each seed")
+    if evaluated:
+        panels[1].set(xlabel="environment steps", ylabel="held-out mean return (eval/reward_mean)",
+                      title="held-out evaluation, each seed")
     profiles.set(xlabel="final score τ", ylabel="fraction of runs with score > τ", title="performance profile",
                  ylim=(-0.02, 1.02))
     curves.legend(loc="best", fontsize="small")
-    for axes in (curves, profiles):
+    for axes in panels:
         axes.grid(alpha=0.3)
     fig.tight_layout()
     try:

@@ -222,6 +222,8 @@ def test_report_writes_the_table_json_and_figure(tmp_path):
     assert point["final_score"]["iqm"]["value"] == pytest.approx(1.1)
     assert point["steps_per_second"] == pytest.approx(1152)
     assert point["curve"]["env_steps"] == [2048, 4096, 6144] and point["curve"]["iqm"]["value"][0] == -1.0
+    # each seed's curve, in the order of "runs", for the figure's thin lines
+    assert point["curve"]["per_seed"] == [[-1.0, 0.0, pytest.approx(r["final_score"])] for r in point["runs"]]
     assert len(point["profile"]["tau"]) == len(point["profile"]["value"]) == 101
     assert result["reference"].endswith("poc_memory_env.csv") and result["n_resamples"] == 500
     assert (tmp_path / "out" / "poc.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -241,6 +243,7 @@ def test_the_final_held_out_evaluation_is_reported_over_seeds(tmp_path):
     assert point["final_evaluation"]["iqm"]["value"] == pytest.approx(0.955)  # the middle two: 0.95, 0.96
     assert point["runs"][0]["evaluations"] == {"update": [2, 3], "reward_mean": [pytest.approx(0.8),
                                                                                 pytest.approx(0.96)]}
+    assert (tmp_path / "out" / "e.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # with its held-out panel
     write_run(tmp_path / "late" / "s0", 0, [0.5, 0.9, 0.96], evaluations={2: 0.8})
     assert stats.load_runs([tmp_path / "late"])[0].final_evaluation is None
     assert "held-out" not in stats.report([tmp_path / "late"], tmp_path / "out" / "late", n_resamples=100)

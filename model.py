@@ -65,9 +65,9 @@ CORES = {"gru": Core(nn.GRU, torch.gru_cell, 1, _gru_gates, False),
          "lstm": Core(nn.LSTM, torch.lstm_cell, 2, _lstm_gates, True)}
 
 # Where the training pass takes the packed way (ActorCritic._packs) on a CPU, read off
-# results/speed/recurrent.md and recurrent_memory_gym.md (2-core Xeon with AMX); only for inputs at least
-# PACKED_MIN_FEATURES wide (an image encoder's), where every measured cell under this rule was faster
-# packed. An LSTM under bfloat16 (mkldnn's fused kernel) packs them when its sequences are at most
+# results/speed/recurrent.md and recurrent_memory_gym.md (2-core Xeon with AMX); only for core inputs F + P
+# at least PACKED_MIN_FEATURES wide (an image encoder's), where every measured cell under this rule was
+# faster packed. An LSTM under bfloat16 (mkldnn's fused kernel) packs them when its sequences are at most
 # PACKED_MAX_STEPS long, padding or not: 1.5-3.2x. Any other core packs them when the minibatch's
 # padding share reaches the least share for its L in PACKED_MIN_PADDING: 1.1-2.2x at half padding and
 # L <= 32, 1.7-4.0x at 75% (a Memory Gym minibatch early in training), 3.9-9.0x at 90%. Elsewhere torch's
@@ -136,6 +136,7 @@ def _step_rows(b: int) -> int:
 def _scatter(real: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """The real steps' rows (R, ...), in mask's row-major order, at their slots of (N, L, ...); 0 on padding."""
     N, L = mask.shape
+    # (N*L, ...) zeros with the real rows put at mask's True slots (mask (N, L) -> (N*L,)) -> (N, L, ...)
     return real.new_zeros(N * L, *real.shape[1:]).index_put((mask.reshape(-1),), real).reshape(N, L, *real.shape[1:])
 
 
@@ -472,7 +473,7 @@ class ActorCritic(nn.Module):
         The same function as _sequence on the real steps: each layer's input projection W_ih x + b_ih of
         all R steps as one matrix product, then the recurrence one time step at a time over the
         sequences still going (pack.batch_sizes, rounded up). The gates' arithmetic is float32 under
-        autocast too.
+        autocast too. Why by hand, and where it is faster than the fused layer: the PACKED_* comment.
         """
         H, parts, R = self.hidden_size, self._parts, x.shape[0]
         for k, names in enumerate(self._weight_names):
@@ -482,8 +483,8 @@ class ActorCritic(nn.Module):
             pieces = tuple(state[pack.order, col + j * H:col + (j + 1) * H] for j in range(parts))
             if k == 0:  # (R, F) -> (R' > R, F): row R is padding's input (zeros); -> packed order
                 gx = F.linear(_padded_rows(x, _round_up(R + 1)), w_ih, b_ih).float()[pack.to_time]
-            else:  # the later layers' inputs are packed already
-                gx = F.linear(x, w_ih, b_ih).float()  # (sum of batch_sizes, G*H), G gates
+            else:  # the later layers' inputs are packed already: (sum of batch_sizes, H), rows rounded up
+                gx = F.linear(_padded_rows(x, _round_up(len(x))), w_ih, b_ih).float()[:len(x)]  # (.., G*H), G gates
             outputs, start = [], 0
             for b in pack.batch_sizes:
                 pieces = tuple(p[:b] for p in pieces)  # the sequences still going are among the first b
@@ -493,17 +494,16 @@ class ActorCritic(nn.Module):
             x = torch.cat(outputs)  # L' x (b_t, H) -> (sum of batch_sizes, H) packed: the next layer's input
         return x[pack.to_rows]  # packed -> row-major
 
-    def _packs(self, width: int, steps: int, mask: torch.Tensor | None, device: torch.device) -> bool:
+    def _packs(self, width: int, steps: int, real: int, slots: int, device: torch.device) -> bool:
         """Whether the training pass takes the packed way for inputs `width` wide, sequences of `steps`
-        slots, mask (N, L) or None (no padding): only where it was measured faster (PACKED_*)."""
-        if device.type != "cpu" or width < PACKED_MIN_FEATURES:
+        slots, `real` real steps among `slots` slots (equal without padding): only where it was measured
+        faster (PACKED_*), and never without a real step."""
+        if device.type != "cpu" or width < PACKED_MIN_FEATURES or real == 0:
             return False
         if self._core.mkldnn_bfloat16 and compute_dtype("cpu") == torch.bfloat16:
             return steps <= PACKED_MAX_STEPS
-        if mask is None:
-            return False
         least = next(share for longest, share in PACKED_MIN_PADDING if steps <= longest)
-        return 1.0 - int(mask.sum()) / mask.numel() >= least  # exact counts: a share of 0.9 is 0.9
+        return 1.0 - real / slots >= least  # exact counts: a share of 0.9 is 0.9
 
     def _step(self, obs: torch.Tensor, state: torch.Tensor, previous: torch.Tensor | None):
         """One step for B environments: obs (B, *obs_shape), state (B, S), previous (B, P) -> core output,
@@ -582,12 +582,13 @@ class ActorCritic(nn.Module):
         heads and the distribution see the R real steps only and padding slots read 0.
         """
         N, L = actions.shape[:2]
-        if mask is not None and obs.shape != (expected := (int(mask.sum()), *self.observation_layout.shape)):
+        R = N * L if mask is None else int(mask.sum())  # real steps
+        if mask is not None and obs.shape != (expected := (R, *self.observation_layout.shape)):
             raise ValueError(f"with a mask, obs holds the real steps' observations alone: expected shape "
                              f"{expected}, got {tuple(obs.shape)}")
         if burn_in is not None:
             state = self.burn_in_state(state, burn_in)
-        if self._packs(self.encoder.out_features + self.previous_size, L, mask, obs.device):
+        if self._packs(self.encoder.out_features + self.previous_size, L, R, N * L, obs.device):
             return self._evaluate_packed(obs, state, actions, action_mask, mask, previous)
         x = self._sequence_inputs(obs, previous, mask)  # (N, L, F + P)
         y = self._sequence(0, self.core, x, state)  # (N, L, H)
@@ -609,7 +610,8 @@ class ActorCritic(nn.Module):
         if mask is None:  # every slot is a real step: (N, L, *obs) -> (R = N*L, *obs), row-major
             obs, mask = obs.reshape(N * L, *obs.shape[2:]), torch.ones(N, L, dtype=torch.bool, device=obs.device)
         pack = packing(mask)
-        x = self._with_previous(self.encoder(obs), None if previous is None else previous[mask])  # (R, F + P)
+        previous = None if previous is None else previous[mask]  # (N, L, P)[mask] -> (R, P)
+        x = self._with_previous(self.encoder(obs), previous)  # (R, F + P)
         y = self._packed_sequence(0, self.core, x, state, pack)  # (R, H)
         if self.critic_core is not None:
             y = torch.cat((y, self._packed_sequence(1, self.critic_core, x, state, pack)), dim=-1)  # (R, 2H)

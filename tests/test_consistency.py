@@ -209,28 +209,34 @@ def test_encoding_only_real_steps_leaves_outputs_and_gradients_unchanged(layer):
 @pytest.mark.parametrize("layer", ["gru", "lstm"])
 @pytest.mark.parametrize("padded", [False, True])
 @pytest.mark.parametrize("rows", [1, 4])  # 4: every step's rows rounded up to a multiple of 4
+@pytest.mark.parametrize("extras", [False, True])  # the previous action and reward, an action mask
 def test_the_packed_way_gives_the_fused_layers_outputs_and_gradients(monkeypatch, layer, layers, critic_core, padded,
-                                                                   rows):
+                                                                   rows, extras):
     """evaluate()'s two ways (torch's fused GRU/LSTM over every slot, or the core, heads and distribution
     over the real steps only, one time step at a time) are one function: the same outputs on real steps
-    and the same gradients in float32, with sequences of several lengths (padding trailing) or none;
-    the packed way reads 0 on padding; with rows rounded up, steps also run sequences that have ended."""
+    and the same gradients in float32, with sequences of several lengths (padding trailing) or none, with
+    the previous action and reward beside the observation and an action mask or without; the packed way
+    reads 0 on padding; with rows rounded up, steps also run sequences that have ended."""
     monkeypatch.setattr(model, "PACKED_ROWS", rows)
     monkeypatch.setattr(model, "_step_rows", lambda b: -(-b // rows) * rows)
     torch.manual_seed(0)
     recurrence = RecurrenceConfig(layer_type=layer, hidden_state_size=16, num_layers=layers,
-                                  separate_critic_core=critic_core)
+                                  separate_critic_core=critic_core, previous_action=extras, previous_reward=extras)
     net = ActorCritic(gym.spaces.Box(-1, 1, (24,), np.float32), gym.spaces.Discrete(3), 32, recurrence)
     N, L = 6, 7
     lengths = torch.tensor([7, 1, 3, 7, 2, 4]) if padded else torch.full((N,), L)
     mask = torch.arange(L) < lengths[:, None]  # (N, L): padding trails each sequence, as the buffer makes it
     obs, actions = torch.randn(N, L, 24) * mask[..., None], torch.randint(0, 3, (N, L, 1))
+    # (N, L, P = 3 + 1): the previous action one-hot and the previous reward, zeros on padding
+    previous = torch.cat((torch.eye(3)[torch.randint(0, 3, (N, L))], torch.randn(N, L, 1)), -1) * mask[..., None]
+    action_mask = (torch.rand(N, L, 3) < 0.5).scatter(-1, actions, True)  # (N, L, 3), the taken action allowed
     state = torch.randn(N, net.state_size) * 0.5
     results = []
     for packed in (False, True):
         monkeypatch.setattr(ActorCritic, "_packs", lambda self, *args: packed)
         net.zero_grad()
-        out = net.evaluate(obs[mask] if padded else obs, state, actions, mask=mask if padded else None)
+        out = net.evaluate(obs[mask] if padded else obs, state, actions, mask=mask if padded else None,
+                           previous=previous if extras else None, action_mask=action_mask if extras else None)
         ((out.log_probs + out.values.square() + out.entropy) * mask).sum().backward()
         results.append((out, [p.grad.clone() for p in net.parameters()]))
     (fused, fused_grads), (packed, packed_grads) = results
@@ -268,20 +274,19 @@ def test_packing_takes_each_time_step_longest_sequences_first_and_refuses_leadin
 
 
 def test_the_rule_packs_wide_inputs_by_padding_share_and_length():
-    """_packs: never for narrow inputs or off the CPU; for a GRU on an image encoder's features by the
-    padding share its L needs (PACKED_MIN_PADDING); never without a mask for it."""
+    """_packs: never for narrow inputs, off the CPU or without a real step; for a GRU on an image
+    encoder's features by the padding share its L needs (PACKED_MIN_PADDING); never without padding."""
     net = ActorCritic(gym.spaces.Box(-1, 1, (4,), np.float32), gym.spaces.Discrete(3), 32,
                       RecurrenceConfig(layer_type="gru", hidden_state_size=8))
     cpu = torch.device("cpu")
 
-    def mask(L: int, padding: float) -> torch.Tensor:
-        lengths = torch.full((100,), L)
-        lengths[:round(100 * padding)] = 0  # whole sequences of padding: the share is exact
-        return torch.arange(L) < lengths[:, None]
+    def packs(width: int, L: int, padding: float, device=cpu) -> bool:
+        """_packs for 100 sequences of L slots, this share of them padding"""
+        return net._packs(width, L, round(100 * (1 - padding)) * L, 100 * L, device)
 
-    assert not net._packs(64, 8, mask(8, 0.9), cpu)
-    assert not net._packs(3136, 8, None, cpu)
-    assert not net._packs(3136, 8, mask(8, 0.9), torch.device("meta"))
+    assert not packs(64, 8, 0.9)
+    assert not packs(3136, 8, 0.0) and not packs(3136, 8, 1.0)
+    assert not packs(3136, 8, 0.9, torch.device("meta"))
     for L, least in model.PACKED_MIN_PADDING[:2]:
-        assert net._packs(3136, L, mask(L, least), cpu) and not net._packs(3136, L, mask(L, least - 0.01), cpu)
-    assert net._packs(3136, 512, mask(512, 0.9), cpu) and not net._packs(3136, 512, mask(512, 0.89), cpu)
+        assert packs(3136, L, least) and not packs(3136, L, least - 0.01)
+    assert packs(3136, 512, 0.9) and not packs(3136, 512, 0.89)

@@ -262,7 +262,8 @@ class RolloutBuffer:
         f, P = self._train, self.previous_size
         order = torch.randperm(self.sequences).to(self.device)
         for ids in order.tensor_split(n_mini_batch):
-            rows, mask = f["index"][ids], f["mask"][ids]  # (n, L) flat step indices (padding: the zero row), real
+            # (n, L) each: flat step indices (padding: the zero row), and True on real steps
+            rows, mask = f["index"][ids], f["mask"][ids]
             burn_in = None
             if self.burn_in is not None:
                 before = f["burn_index"][ids]  # (n, K) flat step indices of the burn-in steps

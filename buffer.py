@@ -266,8 +266,9 @@ class RolloutBuffer:
             rows, mask = f["index"][ids], f["mask"][ids]
             burn_in = None
             if self.burn_in is not None:
-                before = f["burn_index"][ids]  # (n, K) flat step indices of the burn-in steps
-                burn_in = BurnIn(f["obs"][before], f["previous"][before] if P else None, f["burn_mask"][ids])
+                before, burn_mask = f["burn_index"][ids], f["burn_mask"][ids]  # (n, K) flat step indices, real
+                # observations of the real burn-in steps only, (n, K)[burn_mask] -> (R_b, *obs), as the minibatch's
+                burn_in = BurnIn(f["obs"][before[burn_mask]], f["previous"][before] if P else None, burn_mask)
             # the observations of the real steps only, (n, L)[mask] -> (R,) -> (R, *obs): no step reads padding's,
             # and the padded gather was the largest copy of a Memory Gym update (660 MB a minibatch)
             yield Minibatch(

@@ -100,7 +100,7 @@ class ActOutput(NamedTuple):
 class BurnIn(NamedTuple):
     """The K steps before each of N sequences (recurrence.burn_in), right-aligned: slot K - 1 is the
     step just before the sequence; a sequence with fewer burn-in steps has padding in its first slots."""
-    obs: torch.Tensor  # (N, K, *obs_shape)
+    obs: torch.Tensor  # (R_b, *obs_shape): the real burn-in steps' observations alone, in mask's row-major order
     previous: torch.Tensor | None  # (N, K, P); None when P = 0
     mask: torch.Tensor  # (N, K) True on real burn-in steps
 
@@ -631,7 +631,7 @@ class ActorCritic(nn.Module):
         first = K - int(burn.mask.sum(1).max())  # right-aligned: no row has a real step before this slot
         if first == K:  # no sequence here has burn-in steps (each begins its episode or the rollout)
             return state
-        x = self._sequence_inputs(burn.obs[burn.mask], burn.previous, burn.mask)  # (N, K, F + P), zeros on padding
+        x = self._sequence_inputs(burn.obs, burn.previous, burn.mask)  # (N, K, F + P), zeros on padding
         for i in range(first, K):
             _, new = self._advance(x[:, i], state)
             state = torch.where(burn.mask[:, i:i + 1], new, state)  # (N, 1): padding rows keep their state

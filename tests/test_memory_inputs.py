@@ -95,14 +95,15 @@ def test_rollout_stores_the_previous_action_and_raw_reward_with_zeros_at_episode
 
 # ------------------------------------------------------------------------- burn-in
 
-def loop_burn_in(model, state, burn: BurnIn):
-    """The oracle: each row on its own, one act() call per real burn-in step."""
+def loop_burn_in(model, state, burn: BurnIn, padded: torch.Tensor):
+    """The oracle: each row on its own, one act() call per real burn-in step; padded (N, K, *obs) holds
+    the burn-in observations at their slots."""
     rows = []
     for n in range(state.shape[0]):
         s = state[n:n + 1]
         for i in np.flatnonzero(burn.mask[n].numpy()):
             previous = None if burn.previous is None else burn.previous[n:n + 1, i]
-            s = model.act(burn.obs[n:n + 1, i], s, previous=previous).state
+            s = model.act(padded[n:n + 1, i], s, previous=previous).state
         rows.append(s)
     return torch.cat(rows)
 
@@ -115,12 +116,13 @@ def test_burn_in_unroll_equals_a_loop_of_single_steps(layer, previous):
     N, K, L, P = 6, 4, 3, model.previous_size
     before = torch.tensor([0, 1, 4, 2, 4, 3])  # burn-in steps per sequence, right-aligned as the buffer makes them
     mask = torch.arange(K) >= K - before[:, None]  # (N, K)
-    burn = BurnIn(torch.randn(N, K, 3) * mask[..., None], torch.randn(N, K, P) * mask[..., None] if P else None, mask)
+    padded = torch.randn(N, K, 3) * mask[..., None]  # (N, K, 3): the burn-in observations, zeros on padding
+    burn = BurnIn(padded[mask], torch.randn(N, K, P) * mask[..., None] if P else None, mask)
     state = torch.randn(N, model.state_size)
     warmed = model.burn_in_state(state, burn)
-    torch.testing.assert_close(warmed, loop_burn_in(model, state, burn), rtol=0, atol=1e-6)
+    torch.testing.assert_close(warmed, loop_burn_in(model, state, burn, padded), rtol=0, atol=1e-6)
     assert torch.equal(warmed[0], state[0]) and not warmed.requires_grad  # no burn-in steps: the state as given
-    none = BurnIn(burn.obs[:1], None if burn.previous is None else burn.previous[:1], mask[:1])
+    none = BurnIn(padded[:1][mask[:1]], None if burn.previous is None else burn.previous[:1], mask[:1])
     assert torch.equal(model.burn_in_state(state[:1], none), state[:1])  # a minibatch without any burn-in step
     # evaluate(burn_in=...) is evaluate from the warmed state
     obs, actions = torch.randn(N, L, 3), torch.randint(0, 3, (N, L, 1))
@@ -175,7 +177,7 @@ def test_burn_in_reproduces_the_stored_state_at_each_sequence_start(tmp_path, la
             trainer.collect(PhaseTimes())
             trainer.advantages()
             f = trainer.buffer._train
-            burn = BurnIn(f["obs"][f["burn_index"]], f["previous"][f["burn_index"]], f["burn_mask"])
+            burn = BurnIn(f["obs"][f["burn_index"][f["burn_mask"]]], f["previous"][f["burn_index"]], f["burn_mask"])
             counts = burn.mask.sum(1)
             assert set(counts.tolist()) == {0, 8, 12}
             warmed = trainer.model.burn_in_state(f["states"][f["first"]], burn)

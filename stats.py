@@ -417,10 +417,10 @@ def table(summaries: list[dict], settings: dict) -> str:
     if evaluated:
         lines += ["", "Final held-out evaluation: eval/reward_mean after each run's last update (config `evaluation`: "
                   "held-out episodes, scored as enjoy.py scores).", "",
-                  "| grid point | seeds | mean | median | IQM | per seed |", "|---|---:|---|---|---|---|"]
+                  "| grid point | seeds | mean | median | IQM | per seed (seed: score) |", "|---|---:|---|---|---|---|"]
         for s in evaluated:
             score = s["final_evaluation"]
-            per_seed = ", ".join(f"{r['final_evaluation']:.3f}" for r in s["runs"])
+            per_seed = ", ".join(f"{r['seed']}: {r['final_evaluation']:.3f}" for r in s["runs"])  # seed: score
             lines.append(f"| {s['label']} | {s['seeds']} | {_cell(score['mean'])} | {_cell(score['median'])} | "
                          f"{_cell(score['iqm'])} | {per_seed} |")
     return "\n".join(lines) + "\n"

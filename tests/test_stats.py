@@ -238,7 +238,7 @@ def test_the_final_held_out_evaluation_is_reported_over_seeds(tmp_path):
     markdown = stats.report([tmp_path / "runs"], tmp_path / "out" / "e", n_resamples=500)
     assert "Final held-out evaluation" in markdown
     row = markdown.splitlines()[-1]
-    assert row.startswith("| PocMemoryEnv | 4 |") and row.endswith("| 0.960, 0.500, 0.970, 0.950 |")
+    assert row.startswith("| PocMemoryEnv | 4 |") and row.endswith("| 0: 0.960, 1: 0.500, 2: 0.970, 3: 0.950 |")
     (point,) = json.loads((tmp_path / "out" / "e.json").read_text())["grid_points"]
     assert point["final_evaluation"]["iqm"]["value"] == pytest.approx(0.955)  # the middle two: 0.95, 0.96
     assert point["runs"][0]["evaluations"] == {"update": [2, 3], "reward_mean": [pytest.approx(0.8),

@@ -28,4 +28,4 @@ fi
 # with --seed-list (e.g. --seed-list 3,4 --sweep-id minigrid5_lr_rest) and are copied there the same way.
 # the statistics over the seeds (IQM and 95% CIs of the final held-out score and of the last 10
 # updates' training reward, each seed's curve beside the reference's 10 runs), from the committed runs
-$PY stats.py --runs results/minigrid/runs/minigrid5_lr --out results/minigrid/minigrid5_lr --final-updates 10
+$PY stats.py --runs results/minigrid/runs/minigrid5_lr --out results/minigrid/minigrid5_lr --final-updates 10 --threshold 0.85

@@ -23,6 +23,8 @@ $PY tools/benchmark.py --against 5176396 --own-configs --config configs/cartpole
 $PY tools/speed/optimizer_flat.py
 $PY tools/speed/rollout_step.py --against 3a3aeaa --config configs/cartpole_masked.yaml --config configs/poc_memory_env.yaml
 $PY tools/speed/precision.py --config configs/minigrid.yaml --set updates=10 --repeats 3
+# the same on the 2-core Xeon with AMX that ran the MiniGrid sweep's seeds (results/speed/precision_xeon.md)
+$PY tools/speed/precision.py --config configs/minigrid.yaml --set updates=10 --repeats 3 --name precision_xeon
 # the packed training pass (model.ActorCritic._packs): the core's two ways with padding, at MiniGrid's
 # minibatch (512 real steps) and at Memory Gym's (2048 real steps, GRU 512 on 3316 features)
 $PY tools/speed/recurrent.py --kinds gru --widths 3316 --lengths 32 128 512 --paddings 0.25 0.5 0.75 0.9 \

@@ -6,7 +6,7 @@ Alternates train.py runs of the config with precision float32 and precision bflo
 `auto` takes where bfloat16 is native: AVX-512 BF16 or AMX on a CPU); each run on the machine's
 cores (torch_threads = the core count), nothing else allowed beside it (benchmark.py's
 --require-idle rule: a run with other work beside it is refused). Medians of --repeats; the
-phases are train.py's own `timings:` line. Writes results/speed/precision.md and .json.
+phases are train.py's own `timings:` line. Writes results/speed/precision.md and .json (--name: another name).
 """
 from __future__ import annotations
 
@@ -31,6 +31,8 @@ def main() -> int:
     parser.add_argument("--config", required=True)
     parser.add_argument("--set", action="append", default=[], help="a config override for every run, key=value")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--name", default="precision",
+                        help="writes results/speed/<name>.md and .json (another machine's figures beside the first's)")
     args = parser.parse_args()
     import torch
     from model import bfloat16_is_fast
@@ -72,7 +74,7 @@ def main() -> int:
                      *(f"{median(p, phase + '_seconds'):.2f}" for phase in PHASES)] for p in PRECISIONS])
     ratio = median("bfloat16", "steps_per_second") / median("float32", "steps_per_second")
     lines += ["", f"bfloat16 / float32, steps/s: {ratio:.2f}x."]
-    write("precision", report, lines)
+    write(args.name, report, lines)
     return 0
 
 

@@ -77,7 +77,7 @@ def measure(kind: str, width: int, length: int, padding: float, bfloat16: bool, 
     state = torch.randn(N, net.state_size) * 0.1
     actions = torch.randint(0, 3, (N, length, 1))
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bfloat16):
-        chosen = RULE(net, width, length, mask, torch.device("cpu"))
+        chosen = RULE(net, width, length, int(mask.sum()), mask.numel(), torch.device("cpu"))  # real steps, slots
     times = {"fused": [], "packed": []}
     for i in range(repeats + 1):  # the first of each is a warm-up
         for way in times:

@@ -445,13 +445,11 @@ def figure(summaries: list[dict], reference: Path | None, threshold: float | Non
                 curves.plot(curve["env_steps"], seed_curve, color=color, linewidth=0.6, alpha=0.45)
         if evaluated:
             steps_at = dict(zip(curve["update"], curve["env_steps"]))
-            for run in s["runs"]:
-                if run["evaluations"]:
-                    at = [u for u in run["evaluations"]["update"] if u in steps_at]
-                    scores = [v for u, v in zip(run["evaluations"]["update"], run["evaluations"]["reward_mean"])
-                              if u in steps_at]
-                    panels[1].plot([steps_at[u] for u in at], scores, color=color, linewidth=0.8, alpha=0.7,
-                                   marker=".", markersize=3)
+            for run in (r for r in s["runs"] if r["evaluations"]):
+                points = [(steps_at[u], v) for u, v in zip(run["evaluations"]["update"],
+                                                           run["evaluations"]["reward_mean"]) if u in steps_at]
+                panels[1].plot([x for x, _ in points], [y for _, y in points], color=color, linewidth=0.8,
+                               alpha=0.7, marker=".", markersize=3)
         # a fraction of runs is a step function of tau: it changes at each run's score
         profiles.plot(profile["tau"], profile["value"], color=color, drawstyle="steps-post")
         profiles.fill_between(profile["tau"], profile["low"], profile["high"], color=color, alpha=0.25, step="post")

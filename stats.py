@@ -8,7 +8,9 @@ printed), <out>.json (every run's final score, the curves, the profiles) and <ou
 curves against the reference baseline's, and the performance profile). A run's final score
 is its episode/reward_mean_last100 averaged over its last K updates (--final-updates). A run
 with fewer updates than the longest of its grid point (stopped by a scheduler, or still
-running) is counted as stopped early and kept out of the statistics.
+running) is counted as stopped early and kept out of the statistics. --published draws figures
+other projects published (a point at some step, or a level such as a random policy's) beside the
+runs, for a task without the reference baseline's curves (Memory Gym, Atari).
 
 Follows Agarwal et al., "Deep Reinforcement Learning at the Edge of the Statistical
 Precipice" (NeurIPS 2021): report the interquartile mean (IQM) and percentile bootstrap
@@ -360,6 +362,31 @@ def _choose_reference(reference: str | Path | None, points: list[GridPoint]) -> 
     return Path(reference)
 
 
+class Published(NamedTuple):
+    """A figure another project published, drawn beside the runs (--published): a point at env_steps,
+    or with env_steps None a level at every step (a random policy's score, say)."""
+    env_steps: int | None
+    value: float
+    label: str
+
+
+def parse_published(text: str) -> Published:
+    """'STEPS:VALUE:LABEL' (STEPS empty: a level) -> Published; refuses anything else with InputError."""
+    parts = text.split(":", 2)
+    if len(parts) != 3 or not parts[2].strip():
+        raise InputError(f"--published {text!r}: expected STEPS:VALUE:LABEL (STEPS empty for a level), "
+                         "e.g. 8192000:0.42:GRU")
+    steps, value, label = parts
+    try:
+        number = float(value)
+        at = int(steps) if steps.strip() else None
+    except ValueError:
+        raise InputError(f"--published {text!r}: STEPS must be a whole number or empty, VALUE a number") from None
+    if not np.isfinite(number) or (at is not None and at < 0):
+        raise InputError(f"--published {text!r}: VALUE must be finite and STEPS at least 0")
+    return Published(at, number, label.strip())
+
+
 # ------------------------------------------------------------------ report
 def _as_json(interval_: Interval) -> dict[str, Any]:
     return {key: np.asarray(value).tolist() for key, value in zip(("value", "low", "high"), interval_)}
@@ -414,6 +441,10 @@ def table(summaries: list[dict], settings: dict) -> str:
                  *fraction, f"{s['steps_per_second']:.0f}", str(len(s["stopped_early"]))]
         lines.append("| " + " | ".join(cells) + " |")
     evaluated = [s for s in summaries if s.get("final_evaluation")]
+    if settings.get("published"):
+        lines += ["", "Figures drawn beside the runs (--published): " + "; ".join(
+            f"{p['label']} {p['value']:g}" + (f" at {p['env_steps']:,} steps" if p["env_steps"] is not None else "")
+            for p in settings["published"]) + "."]
     if evaluated:
         lines += ["", "Final held-out evaluation: eval/reward_mean after each run's last update (config `evaluation`: "
                   "held-out episodes, scored as enjoy.py scores).", "",
@@ -429,10 +460,12 @@ def table(summaries: list[dict], settings: dict) -> str:
 PER_SEED_LINES = 10  # a grid point with at most this many seeds also draws each seed's curve
 
 
-def figure(summaries: list[dict], reference: Path | None, threshold: float | None, path: Path) -> None:
+def figure(summaries: list[dict], reference: Path | None, threshold: float | None, path: Path,
+           published: list[Published] = ()) -> None:
     """Left: IQM curves with their bands against env steps, each seed's curve thin where a grid point
     has few seeds (and the reference's mean, min-max). Middle, when runs evaluated: each seed's held-out
-    evaluations. Right: performance profiles with their bands."""
+    evaluations. Right: performance profiles with their bands. Published figures go on the left and
+    middle panels: a point as a star, a level as a dotted line."""
     evaluated = any(r["evaluations"] for s in summaries for r in s["runs"])
     fig, panels = plt.subplots(1, 3 if evaluated else 2, figsize=(18 if evaluated else 12, 4.5))
     curves, profiles = panels[0], panels[-1]
@@ -458,6 +491,13 @@ def figure(summaries: list[dict], reference: Path | None, threshold: float | Non
         curves.plot(ref.env_steps, ref.mean, color="black", linestyle="--",
                     label=f"reference baseline (mean, min-max of {ref.runs} runs)")
         curves.fill_between(ref.env_steps, ref.low, ref.high, color="gray", alpha=0.2)
+    for k, p in enumerate(published):
+        for axes in panels[:-1]:
+            if p.env_steps is None:
+                axes.axhline(p.value, color=f"C{(len(summaries) + k) % 10}", linestyle=":", label=p.label)
+            else:
+                axes.plot([p.env_steps], [p.value], color=f"C{(len(summaries) + k) % 10}", marker="*",
+                          markersize=12, linestyle="none", label=p.label)
     if threshold is not None:
         profiles.axvline(threshold, color="gray", linestyle=":")
     curves.set(xlabel="environment steps", ylabel="mean return, last 100 episodes",
@@ -468,6 +508,8 @@ def figure(summaries: list[dict], reference: Path | None, threshold: float | Non
     profiles.set(xlabel="final score τ", ylabel="fraction of runs with score > τ", title="performance profile",
                  ylim=(-0.02, 1.02))
     curves.legend(loc="best", fontsize="small")
+    if evaluated and published:
+        panels[1].legend(loc="best", fontsize="small")
     for axes in panels:
         axes.grid(alpha=0.3)
     fig.tight_layout()
@@ -478,7 +520,8 @@ def figure(summaries: list[dict], reference: Path | None, threshold: float | Non
 
 
 def report(folders: list[str | Path], out_prefix: str | Path, threshold: float | None = None,
-           final_updates: int = 1, reference: str | Path | None = "auto", **bootstrap: Any) -> str:
+           final_updates: int = 1, reference: str | Path | None = "auto", published: list[Published] = (),
+           **bootstrap: Any) -> str:
     """Writes <out_prefix>.md, .json and .png for the runs below folders; returns the markdown."""
     points = group_runs(load_runs(folders))
     reference_path = _choose_reference(reference, points)
@@ -487,14 +530,15 @@ def report(folders: list[str | Path], out_prefix: str | Path, threshold: float |
     summaries = [summarise(point, taus, threshold, final_updates, **bootstrap) for point in points]
     settings = {"final_updates": final_updates, "threshold": threshold, "confidence": CONFIDENCE,
                 "n_resamples": N_RESAMPLES, "seed": SEED, **bootstrap,
-                "reference": str(reference_path) if reference_path else None}
+                "reference": str(reference_path) if reference_path else None,
+                "published": [p._asdict() for p in published]}
     markdown = table(summaries, settings)
     out = Path(out_prefix)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(out.with_name(out.name + ".md"), lambda tmp: tmp.write_text(markdown))
     text = json.dumps({**settings, "grid_points": summaries}, indent=1) + "\n"
     write_atomically(out.with_name(out.name + ".json"), lambda tmp: tmp.write_text(text))
-    figure(summaries, reference_path, threshold, out.with_name(out.name + ".png"))
+    figure(summaries, reference_path, threshold, out.with_name(out.name + ".png"), published)
     return markdown
 
 
@@ -516,13 +560,17 @@ def main(argv: list[str] | None = None) -> None:
                         help="a run's final score is its mean reward_mean_last100 over this many last updates")
     parser.add_argument("--reference", default="auto",
                         help="auto (the reference baseline's curve for the runs' environment), none, or a CSV path")
+    parser.add_argument("--published", action="append", default=[], metavar="STEPS:VALUE:LABEL",
+                        help="a published figure to draw beside the runs (repeatable): a point at STEPS "
+                             "environment steps, or with STEPS empty a level, e.g. 8192000:0.42:GRU or :0.017:random")
     args = parser.parse_args(argv)
     if args.threshold is not None and not np.isfinite(args.threshold):
         parser.error(f"--threshold must be a finite number, not {args.threshold}")
     if args.final_updates < 1:
         parser.error(f"--final-updates must be at least 1, not {args.final_updates}")
     try:
-        markdown = report(args.runs, args.out, args.threshold, args.final_updates, args.reference)
+        published = [parse_published(text) for text in args.published]
+        markdown = report(args.runs, args.out, args.threshold, args.final_updates, args.reference, published)
     except InputError as error:
         parser.error(str(error))
     print(markdown, end="")

@@ -249,6 +249,21 @@ def test_the_final_held_out_evaluation_is_reported_over_seeds(tmp_path):
     assert "held-out" not in stats.report([tmp_path / "late"], tmp_path / "out" / "late", n_resamples=100)
 
 
+def test_published_figures_are_parsed_listed_and_kept_in_the_json(tmp_path):
+    assert stats.parse_published("8192000:0.42:GRU: Memory Gym authors") == (8192000, 0.42, "GRU: Memory Gym authors")
+    assert stats.parse_published(":0.017:random") == (None, 0.017, "random")
+    write_run(tmp_path / "runs" / "s0", 0, [0.1, 0.3], evaluations={2: 0.25})
+    published = [stats.parse_published("4096:0.42:GRU"), stats.parse_published(":0.017:random")]
+    markdown = stats.report([tmp_path / "runs"], tmp_path / "out" / "p", published=published, n_resamples=100)
+    assert "Figures drawn beside the runs (--published): GRU 0.42 at 4,096 steps; random 0.017." \
+        in markdown
+    saved = json.loads((tmp_path / "out" / "p.json").read_text())["published"]
+    assert saved == [{"env_steps": 4096, "value": 0.42, "label": "GRU"},
+                     {"env_steps": None, "value": 0.017, "label": "random"}]
+    assert (tmp_path / "out" / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "Published" not in stats.report([tmp_path / "runs"], tmp_path / "out" / "q", n_resamples=100)
+
+
 def test_reference_for_picks_the_environments_curve():
     assert stats.reference_for({"environment": {"type": "PocMemoryEnv", "name": ""}}).name == "poc_memory_env.csv"
     assert stats.reference_for({"environment": {"type": "CartPoleMasked"}}).name == "cartpole_masked.csv"
@@ -275,6 +290,11 @@ def test_cli_refuses_bad_input_in_one_line_with_exit_code_2(tmp_path):
     (["--runs", "{tmp}/runs", "--threshold", "nan"], "--threshold must be a finite number"),
     (["--runs", "{tmp}/runs", "--final-updates", "0"], "--final-updates must be at least 1"),
     (["--runs", "{tmp}/runs", "--reference", "{tmp}/nowhere.csv"], "reference curve"),
+    (["--runs", "{tmp}/runs", "--published", "0.42:GRU"], "expected STEPS:VALUE:LABEL"),
+    (["--runs", "{tmp}/runs", "--published", "8M:0.42:GRU"], "STEPS must be a whole number"),
+    (["--runs", "{tmp}/runs", "--published", "100:inf:GRU"], "VALUE must be finite"),
+    (["--runs", "{tmp}/runs", "--published=-1:0.4:GRU"], "STEPS at least 0"),
+    (["--runs", "{tmp}/runs", "--published", "1:0.4: "], "expected STEPS:VALUE:LABEL"),
 ])
 def test_cli_errors_are_one_line(tmp_path, capsys, args, message):
     # the same path as above, in this process: a process start per case would cost 2 s

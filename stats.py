@@ -201,6 +201,14 @@ class Run:
         """The mean of reward_mean_last100 over the last `last` updates (all of them, if fewer)."""
         return float(np.mean(self.reward[-last:]))
 
+    def first_update_at(self, threshold: float) -> dict[str, int | None]:
+        """The first update whose reward_mean_last100 ("training") and whose held-out evaluation
+        ("evaluation") reached threshold; None where it never did (or the run never evaluated)."""
+        def first(updates, scores):
+            reached = np.flatnonzero(scores >= threshold) if scores is not None else []
+            return int(updates[reached[0]]) if len(reached) else None
+        return {"training": first(self.update, self.reward), "evaluation": first(self.evaluation_update, self.evaluation)}
+
 
 def _carry_forward(x: np.ndarray) -> np.ndarray:
     """Fill NaNs with the latest value before them. The trainer writes reward_mean_last100 only
@@ -402,6 +410,7 @@ def summarise(point: GridPoint, taus: np.ndarray, threshold: float | None, last:
         "label": point.label, "config": point.config, "seeds": len(scores),
         "runs": [{"seed": r.seed, "folder": str(r.folder), "updates": r.updates, "final_score": float(score),
                   "final_evaluation": r.final_evaluation,
+                  "first_update_at_threshold": r.first_update_at(threshold) if threshold is not None else None,
                   "evaluations": None if r.evaluation is None else {"update": r.evaluation_update.tolist(),
                                                                     "reward_mean": r.evaluation.tolist()}}
                  for r, score in zip(point.runs, scores)],
@@ -454,6 +463,15 @@ def table(summaries: list[dict], settings: dict) -> str:
             per_seed = ", ".join(f"{r['seed']}: {r['final_evaluation']:.3f}" for r in s["runs"])  # seed: score
             lines.append(f"| {s['label']} | {s['seeds']} | {_cell(score['mean'])} | {_cell(score['median'])} | "
                          f"{_cell(score['iqm'])} | {per_seed} |")
+    if threshold is not None:
+        lines += ["", f"First update at which each seed reached {threshold:g} (seed: training reward_mean_last100"
+                  + (" / held-out evaluation" if evaluated else "") + "; -: never):", ""]
+        for s in summaries:
+            reached = [r["first_update_at_threshold"] for r in s["runs"]]
+            lines.append(f"- {s['label']}: " + ", ".join(
+                f"{r['seed']}: " + " / ".join("-" if u is None else str(u)
+                                              for u in (f["training"], *([f["evaluation"]] if evaluated else [])))
+                for r, f in zip(s["runs"], reached)))
     return "\n".join(lines) + "\n"
 
 

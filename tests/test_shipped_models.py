@@ -55,13 +55,14 @@ def test_run_summary_counts_a_resumed_run_once_and_averages_its_last_updates(tmp
     import json
     train = [sys.executable, str(ROOT / "train.py")]
     config = str(ROOT / "configs/poc_memory_env.yaml")
-    printed = []  # the reward of each update as train.py printed it
+    printed, lengths = [], []  # the reward and episode length of each update as train.py printed them
     for command in (train + ["--config", config, "--run-id", "r", "--set", "updates=3"],
                     train + ["--resume", "models/r.pt", "--set", "updates=5"]):
         result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert result.returncode == 0, result.stderr
-        printed += [float(line.split("reward")[1].split()[0]) for line in result.stdout.splitlines()
-                    if line.startswith("update")]
+        lines = [line for line in result.stdout.splitlines() if line.startswith("update")]
+        printed += [float(line.split("reward")[1].split()[0]) for line in lines]
+        lengths += [float(line.split("length")[1].split()[0]) for line in lines]
     assert len(printed) == 5
     out = tmp_path / "summary"
     result = subprocess.run([sys.executable, str(ROOT / "tools/run_summary.py"), "--run", str(tmp_path / "summaries/r"),
@@ -71,6 +72,7 @@ def test_run_summary_counts_a_resumed_run_once_and_averages_its_last_updates(tmp
     summary = json.loads(out.with_suffix(".json").read_text())
     assert summary["updates"] == 5 and summary["env_steps"] == 5 * 16 * 128 and summary["processes"] == 2
     assert [round(row["reward"], 3) for row in summary["curve"]] == printed
+    assert [round(row["length"], 1) for row in summary["curve"]] == lengths
     assert summary["reward_mean_last_updates"] == pytest.approx(sum(printed[-2:]) / 2, abs=1e-3)
     assert [row["update"] for row in summary["curve"]] == [1, 2, 3, 4, 5]
     assert 0 < summary["wall_seconds"] and sum(summary["loop_seconds"].values()) < summary["wall_seconds"]

@@ -209,7 +209,8 @@ def test_report_writes_the_table_json_and_figure(tmp_path):
     out = tmp_path / "out" / "poc"
     markdown = stats.report([tmp_path / "runs"], out, threshold=1.1, n_resamples=500)
     assert markdown == (tmp_path / "out" / "poc.md").read_text()
-    row = markdown.splitlines()[-1]
+    row = next(line for line in markdown.splitlines() if line.startswith("| PocMemoryEnv"))
+    assert markdown.splitlines()[-1] == "- PocMemoryEnv: 0: 3, 1: -, 2: 3, 3: -"  # first update at 1.1, or never
     # mean 0.95, median 1.1, IQM of 0.4 1.0 1.2 1.2 drops one each end: 1.1; 2 of 4 seeds >= 1.1; 1 stopped
     # steps/s: the median over seeds 0-3 of each run's median (1002, 1102, 1202, 1302), the stopped one left out
     assert row.startswith("| PocMemoryEnv | 4 | 0.95 [") and row.endswith("| 1152 | 1 |")
@@ -247,6 +248,21 @@ def test_the_final_held_out_evaluation_is_reported_over_seeds(tmp_path):
     write_run(tmp_path / "late" / "s0", 0, [0.5, 0.9, 0.96], evaluations={2: 0.8})
     assert stats.load_runs([tmp_path / "late"])[0].final_evaluation is None
     assert "held-out" not in stats.report([tmp_path / "late"], tmp_path / "out" / "late", n_resamples=100)
+
+
+def test_the_first_update_at_the_threshold_is_reported_per_seed(tmp_path):
+    """How soon each seed learned: the first update its training curve and its held-out evaluations
+    reached the threshold, or never."""
+    write_run(tmp_path / "runs" / "s0", 0, [0.5, 0.9, 0.8, 0.95], evaluations={2: 0.7, 4: 0.9})
+    write_run(tmp_path / "runs" / "s1", 1, [0.5, 0.6, 0.7, 0.8], evaluations={2: 0.5, 4: 0.6})
+    markdown = stats.report([tmp_path / "runs"], tmp_path / "out" / "f", threshold=0.85, n_resamples=100)
+    assert "- PocMemoryEnv: 0: 2 / 4, 1: - / -" in markdown
+    runs = json.loads((tmp_path / "out" / "f.json").read_text())["grid_points"][0]["runs"]
+    assert [r["first_update_at_threshold"] for r in runs] == [{"training": 2, "evaluation": 4},
+                                                              {"training": None, "evaluation": None}]
+    write_run(tmp_path / "plain" / "s0", 0, [0.5, 0.9])  # never evaluated: the training column alone
+    assert "- PocMemoryEnv: 0: 2\n" in stats.report([tmp_path / "plain"], tmp_path / "out" / "g", threshold=0.85,
+                                                    n_resamples=100)
 
 
 def test_published_figures_are_parsed_listed_and_kept_in_the_json(tmp_path):

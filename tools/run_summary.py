@@ -33,6 +33,7 @@ from stats import TAG, accumulators, read_scalars  # noqa: E402
 PHASES = ("env", "inference", "buffer", "update", "evaluation")  # evaluation: held-out episodes, when due
 # a row's key per summary tag; a phase's seconds go under "<phase>_seconds", apart from the update's number
 TAGS = {"episode/reward_mean": "reward", TAG: "reward_last100", "episode/success_mean": "success",
+        "episode/length_mean": "length",
         "time/env_steps": "steps", "eval/reward_mean": "eval", **{f"time/{p}": f"{p}_seconds" for p in PHASES}}
 
 
@@ -117,13 +118,15 @@ def main():
         f"- Wall time: {summary['wall_seconds'] / 3600:.2f} h in {len(segments)} process(es) "
         f"({summary['wall_seconds'] / summary['env_steps'] * 1e3:.2f} ms per step); "
         "training loop: " + ", ".join(f"{p} {loop[p] / max(total, 1e-9):.0%}" for p in PHASES), "",
-        "| update | env steps | reward (update mean) | reward (last 100 episodes) | success | reference mean |",
-        "|---:|---:|---:|---:|---:|---:|",
+        "| update | env steps | reward (update mean) | reward (last 100 episodes) | success | episode length "
+        "| held-out | reference mean |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for r in rows:
+    for r in rows:  # held-out: the evaluation after this update, where one was due
         if r["update"] % 50 == 0 or r["update"] in (1, updates[-1]):
             lines.append(f"| {r['update']} | {int(r['steps'])} | {fmt(r.get('reward'))} | "
                          f"{fmt(r.get('reward_last100'))} | {fmt(r.get('success'), '.2f')} | "
+                         f"{fmt(r.get('length'), '.1f')} | {fmt(r.get('eval'))} | "
                          f"{fmt(reference.get(int(r['steps'])))} |")
     Path(args.out + ".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines[:8]))

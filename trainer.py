@@ -75,8 +75,9 @@ class Trainer:
     def run(self, on_update=None) -> list[UpdateLog]:
         """Trains until config.updates or a stop signal, saving every checkpoint_interval
         updates and at the end; on_update(trainer, log, scalars) follows every update."""
-        c, start = self.config, time.perf_counter()
-        self.summaries.open(self.update)
+        c = self.config
+        self.summaries.open(self.update)  # TensorBoard's import and writer: start-up, not the loop's time
+        start = time.perf_counter()
         try:
             while self.update < c.updates and self.stop_signal is None:
                 log = self.one_update()

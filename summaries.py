@@ -161,6 +161,8 @@ class Summaries:
         return {"updates": len(self.history), "env_steps": steps, "train_seconds": seconds,
                 "reward_mean_last100": float(np.mean(self.recent_rewards)) if self.recent_rewards else None,
                 "steps_per_second": steps / seconds, "peak_rss_mb": peak_kib / 1024,
+                # the GPU memory torch's allocator held at most (None: no GPU was used)
+                "peak_gpu_mb": torch.cuda.max_memory_allocated() / 2 ** 20 if torch.cuda.is_initialized() else None,
                 "torch_threads": torch.get_num_threads(),
                 **{f"{k}_seconds": v for k, v in phases.items()}}
 

@@ -323,3 +323,30 @@ def test_the_report_says_when_runs_were_measured_beside_other_work():
     assert benchmark.load_line(quiet).startswith("idle")
     assert benchmark.load_line(noisy).startswith("BUSY: 1 of 2 measured runs") and "0.90 cores" in benchmark.load_line(noisy)
     assert benchmark.load_line({"configs": {"a.yaml": [run(0.5)]}}).startswith("BUSY")  # plain mode's runs
+
+
+def test_precision_on_a_gpu_is_refused_in_one_line_where_torch_sees_none(monkeypatch, capsys):
+    """tools/speed/precision.py --device cuda (the GPU row of issue 24): on a machine without a GPU, one
+    line and exit code 2 before any run starts; the peak GPU memory it tabulates is train.py's timings'."""
+    import torch
+
+    from tools.speed import precision
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the refusal cannot happen here")
+    monkeypatch.setattr(sys, "argv", ["precision.py", "--config", "configs/minigrid.yaml", "--device", "cuda"])
+    assert precision.main() == 2
+    err = capsys.readouterr().err
+    assert err == "--device cuda: torch sees no GPU on this machine\n"
+
+
+def test_timings_carry_the_peak_gpu_memory_only_where_a_gpu_was_used(tmp_path):
+    import torch
+
+    from config import config_from_dict
+    from summaries import Summaries
+    summaries = Summaries(tmp_path, config_from_dict({}), verbose=False)
+    if torch.cuda.is_available():
+        on_gpu = torch.zeros(2 ** 20, device="cuda")  # 4 MiB held by torch's allocator
+        assert summaries.timings(1.0)["peak_gpu_mb"] >= 4 and on_gpu.is_cuda
+    else:
+        assert summaries.timings(1.0)["peak_gpu_mb"] is None

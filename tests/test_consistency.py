@@ -11,6 +11,7 @@ import torch
 import model
 from config import ConfigError, RecurrenceConfig, config_from_dict
 from model import ActorCritic
+from tests.devices import BFLOAT16_DEVICES, DEVICES
 from trainer import PhaseTimes, Trainer
 
 
@@ -26,9 +27,10 @@ def small_config(env: str, layer: str, L: int, reset: bool, seed: int = 0):
 @pytest.mark.parametrize("reset", [True, False])
 @pytest.mark.parametrize("L", [8, 0])
 @pytest.mark.parametrize("layer", ["gru", "lstm"])
-def test_recomputed_log_probs_and_values_match_rollout(tmp_path, layer, L, reset, env):
-    trainer = Trainer(small_config(env, layer, L, reset), summaries_dir=tmp_path, models_dir=tmp_path,
-                      verbose=False)
+@pytest.mark.parametrize("device", DEVICES)
+def test_recomputed_log_probs_and_values_match_rollout(tmp_path, device, layer, L, reset, env):
+    trainer = Trainer(small_config(env, layer, L, reset), device=device, summaries_dir=tmp_path,
+                      models_dir=tmp_path, verbose=False)
     # A fresh policy head (gain 0.01) makes nearly uniform actions whatever the state;
     # sharpen it so that a wrong initial state or a shuffled step shows in the log-probs.
     with torch.no_grad():
@@ -118,12 +120,11 @@ def test_bfloat16_is_refused_where_it_does_not_run_natively(tmp_path, monkeypatc
         assert not torch.is_autocast_enabled("cpu")  # auto: float32 there
 
 
-@pytest.mark.skipif(not model.bfloat16_is_fast(torch.device("cpu")),
-                    reason="this CPU runs bfloat16 only emulated (no AVX-512 BF16 or AMX): refused there")
 @pytest.mark.parametrize("packed", [False, True])
 @pytest.mark.parametrize("layer", ["gru", "lstm"])
 @pytest.mark.parametrize("env", ["tests.memory_tasks:CueImage-v0", "tests.memory_tasks:CueDict-v0"])
-def test_recomputed_log_probs_match_the_rollout_under_bfloat16(tmp_path, monkeypatch, env, layer, packed):
+@pytest.mark.parametrize("device", BFLOAT16_DEVICES)
+def test_recomputed_log_probs_match_the_rollout_under_bfloat16(tmp_path, monkeypatch, device, env, layer, packed):
     """precision bfloat16: the rollout's inference (one step, 4 rows) and the training pass (sequences,
     all rows) round differently, so they agree to a stated tolerance, not to 1e-5: log-probs within
     0.01 for a sharp policy (a ratio within 1% of 1; PPO clips at 20%; 0.002 was the largest seen),
@@ -133,7 +134,8 @@ def test_recomputed_log_probs_match_the_rollout_under_bfloat16(tmp_path, monkeyp
     raw = {"environment": {"type": "gym", "name": env}, "n_workers": 4, "worker_steps": 32, "n_mini_batch": 2,
            "hidden_layer_size": 32, "precision": "bfloat16",
            "recurrence": {"sequence_length": 8, "hidden_state_size": 16, "layer_type": layer}}
-    trainer = Trainer(config_from_dict(raw), summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
+    trainer = Trainer(config_from_dict(raw), device=device, summaries_dir=tmp_path, models_dir=tmp_path,
+                      verbose=False)
     with torch.no_grad():
         trainer.model.policy_out.weight.mul_(300.0)
     try:

@@ -7,6 +7,7 @@ import torch
 
 from checkpoint import load_checkpoint, restore
 from config import config_from_dict, load_config
+from tests.devices import DEVICES
 from trainer import Trainer
 
 pytestmark = pytest.mark.slow  # processes, Ray or whole configs: make test-fast leaves these out
@@ -15,17 +16,19 @@ CONFIGS = sorted(Path(__file__).resolve().parent.parent.glob("configs/*.yaml"))
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
-def test_config_trains_two_updates(path, tmp_path):
+@pytest.mark.parametrize("device", DEVICES)
+def test_config_trains_two_updates(path, device, tmp_path):
     config = load_config(path, ["updates=2", "n_workers=4", "worker_steps=32", "n_mini_batch=2",
                                 "evaluation.episodes=2"])  # a config that evaluates does so after update 2
-    trainer = Trainer(config, run_id=path.stem, summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
+    trainer = Trainer(config, run_id=path.stem, device=device, summaries_dir=tmp_path, models_dir=tmp_path,
+                      verbose=False)
     history = trainer.run()
     assert len(history) == 2
     for log in history:
         assert all(math.isfinite(v) for v in log.metrics.values()), log.metrics
     checkpoint = load_checkpoint(tmp_path / f"{path.stem}.pt")
     assert checkpoint["update"] == 2
-    again = Trainer(config_from_dict(checkpoint["config"]), run_id="again", summaries_dir=tmp_path,
+    again = Trainer(config_from_dict(checkpoint["config"]), run_id="again", device=device, summaries_dir=tmp_path,
                     models_dir=tmp_path, verbose=False)
     restore(again, checkpoint)
     for a, b in zip(trainer.model.parameters(), again.model.parameters()):

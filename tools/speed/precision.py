@@ -7,6 +7,7 @@ Alternates train.py runs of the config with precision float32 and precision bflo
 cores (torch_threads = the core count), nothing else allowed beside it (benchmark.py's
 --require-idle rule: a run with other work beside it is refused). Medians of --repeats; the
 phases are train.py's own `timings:` line. Writes results/speed/precision.md and .json (--name: another name).
+On a GPU (--device cuda, bfloat16 where torch.cuda.is_bf16_supported) the table adds the peak GPU memory.
 """
 from __future__ import annotations
 
@@ -33,12 +34,17 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--name", default="precision",
                         help="writes results/speed/<name>.md and .json (another machine's figures beside the first's)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="where the runs train (config key device); cuda: the table adds the peak GPU memory")
     args = parser.parse_args()
     import torch
     from model import bfloat16_is_fast
-    if not bfloat16_is_fast(torch.device("cpu")):
-        print("this CPU has no native bfloat16 (AVX-512 BF16 or AMX): auto is float32 here, nothing to compare",
-              file=sys.stderr)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("--device cuda: torch sees no GPU on this machine", file=sys.stderr)
+        return 2
+    if not bfloat16_is_fast(torch.device(args.device)):
+        print(f"this {'GPU' if args.device == 'cuda' else 'CPU'} has no native bfloat16: auto is float32 here, "
+              "nothing to compare", file=sys.stderr)
         return 2
     try:
         require_idle()
@@ -50,8 +56,8 @@ def main() -> int:
     try:
         for _ in range(args.repeats):
             for precision in PRECISIONS:  # alternated: the machine's speed drifts
-                run = measure(ROOT, config, [*args.set, f"torch_threads={cores}", f"precision={precision}"], 0, ROOT,
-                              idle=True)
+                run = measure(ROOT, config, [*args.set, f"torch_threads={cores}", f"precision={precision}",
+                                             f"device={args.device}"], 0, ROOT, idle=True)
                 runs[precision].append(run)
                 print(f"{precision}: {run['wall_seconds']:.1f} s, {run['steps_per_second']:.0f} steps/s", flush=True)
     except RunError as error:
@@ -61,17 +67,22 @@ def main() -> int:
     def median(precision: str, key: str) -> float:
         return statistics.median(r.get(key, 0.0) for r in runs[precision])
 
-    report = {"command": command(), "machine": machine(), "config": args.config, "sets": args.set,
+    gpu = torch.cuda.get_device_name() if args.device == "cuda" else None
+    report = {"command": command(), "machine": machine(), "gpu": gpu, "config": args.config, "sets": args.set,
               "threads": cores, "repeats": args.repeats, "runs": runs}
+    where = f"{gpu} beside " if gpu else ""
     lines = [f"# {args.config}: bfloat16 (`precision: auto` here) against float32", "",
-             f"`{report['command']}` on {report['machine']['cpu']}, {cores} cores, torch_threads {cores}; "
+             f"`{report['command']}` on {where}{report['machine']['cpu']}, {cores} cores, torch_threads {cores}; "
              f"alternated, median of {args.repeats} whole runs each (start-up included in the wall time; steps/s "
              "and the phases, in seconds, are train.py's training loop). Every run was measured idle: other "
              "processes used at most "
              f"{max(r['load']['other_cores'] for p in PRECISIONS for r in runs[p]):.2f} cores beside it.", ""]
-    lines += table(["precision", "wall s", "steps/s", *(f"{p} s" for p in PHASES)], "l" + "r" * (2 + len(PHASES)),
+    memory = ["peak GPU MB"] if gpu else []  # the most torch's allocator held on the GPU, over the runs
+    lines += table(["precision", "wall s", "steps/s", *(f"{p} s" for p in PHASES), *memory],
+                   "l" + "r" * (2 + len(PHASES) + len(memory)),
                    [[p, f"{median(p, 'wall_seconds'):.1f}", f"{median(p, 'steps_per_second'):.0f}",
-                     *(f"{median(p, phase + '_seconds'):.2f}" for phase in PHASES)] for p in PRECISIONS])
+                     *(f"{median(p, phase + '_seconds'):.2f}" for phase in PHASES),
+                     *([f"{max(r['peak_gpu_mb'] for r in runs[p]):.0f}"] if gpu else [])] for p in PRECISIONS])
     ratio = median("bfloat16", "steps_per_second") / median("float32", "steps_per_second")
     lines += ["", f"bfloat16 / float32, steps/s: {ratio:.2f}x."]
     write(args.name, report, lines)

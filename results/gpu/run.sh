@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Issue 24, point 5: the GPU checks, as one command on a lent GPU machine (about 6-8 minutes of its
+# time; it has Python 3.12 and a CUDA torch, no network). Here, first: `bash results/gpu/wheels.sh`
+# (the missing packages as wheels in .whl/). Then, through the device tool, from the repository root:
+#   run(command="bash results/gpu/run.sh", carry=[".whl"], timeout_s=590)
+# What it leaves in $OUT (results/gpu/out when run by hand): gpu.txt (the card and torch), tests.txt
+# (the log-prob consistency checks and every shipped config's two updates, on cuda), and
+# precision_cuda.md/.json (configs/minigrid.yaml on cuda: steps/s, phases, peak GPU memory,
+# bfloat16 against float32). Copy them under results/gpu/ and say on which card they were taken.
+set -uo pipefail
+OUT=${OUT:-results/gpu/out}
+mkdir -p "$OUT"
+export SDL_VIDEODRIVER=dummy PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    || { echo "wheels: run results/gpu/wheels.sh here and carry .whl"; exit 2; }
+export PYTHONPATH=/tmp/site
+
+{ nvidia-smi -L; python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda,
+torch.cuda.get_device_name(), 'bfloat16', torch.cuda.is_bf16_supported())"; } 2>&1 | tee "$OUT/gpu.txt"
+
+# the cuda cases only (tests/devices.py): consistency of the training pass with the rollout (float32 to
+# 1e-5, bfloat16 to its stated tolerance), every shipped config's two updates and its checkpoint, the
+# timings' GPU memory
+timeout 240 python3 -m pytest -q -p no:cacheprovider -n 8 -k "cuda or gpu" tests/test_consistency.py \
+    tests/test_shipped_configs.py tests/test_benchmark.py 2>&1 | tee "$OUT/tests.txt"
+
+# MiniGrid on the GPU, bfloat16 against float32: 10 updates a run, 2 runs each, alternated
+timeout 300 python3 tools/speed/precision.py --config configs/minigrid.yaml --set updates=10 --device cuda \
+    --repeats 2 --name precision_cuda 2>&1 | tail -20
+cp results/speed/precision_cuda.md results/speed/precision_cuda.json "$OUT"/ 2>/dev/null
+ls -l "$OUT"

@@ -207,7 +207,8 @@ class Run:
         def first(updates, scores):
             reached = np.flatnonzero(scores >= threshold) if scores is not None else []
             return int(updates[reached[0]]) if len(reached) else None
-        return {"training": first(self.update, self.reward), "evaluation": first(self.evaluation_update, self.evaluation)}
+        return {"training": first(self.update, self.reward),
+                "evaluation": first(self.evaluation_update, self.evaluation)}
 
 
 def _carry_forward(x: np.ndarray) -> np.ndarray:

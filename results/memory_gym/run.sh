@@ -5,9 +5,9 @@ PY=${PY:-.venv/bin/python}
 # a uniform random policy, scored by the config's own held-out evaluation (150 novel-seed episodes)
 SDL_VIDEODRIVER=dummy $PY tools/random_policy.py --config configs/mortar_mayhem_b_grid.yaml --out results/memory_gym/random_b_grid
 # the published point: the first 500 updates (8,192,000 steps) of the reference's schedule, evaluation
-# on 150 novel-seed episodes every 25 updates (about 3 h on 2 idle cores of the Xeon at the 847 steps/s of
-# results/speed/packed_memory_gym.md, if later episodes pad alike: run it from a clone of main
-# outside the work tree, in the background; after an interrupted session, go on with the second command)
+# on 150 novel-seed episodes every 25 updates (about 3.5 h on the 2 cores of the Xeon with AMX: 21-40 s an
+# update as episodes lengthen; run it from a clone of main outside the work tree, in the background, with
+# nothing beside it; after an interrupted session, go on with the second command)
 # SDL_VIDEODRIVER=dummy nice $PY train.py --config configs/mortar_mayhem_b_grid.yaml --set updates=500 \
 #     --set checkpoint_interval=5 --run-id mmb_grid_seed0
 # SDL_VIDEODRIVER=dummy nice $PY train.py --resume models/mmb_grid_seed0.pt

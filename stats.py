@@ -511,12 +511,13 @@ def figure(summaries: list[dict], reference: Path | None, threshold: float | Non
                     label=f"reference baseline (mean, min-max of {ref.runs} runs)")
         curves.fill_between(ref.env_steps, ref.low, ref.high, color="gray", alpha=0.2)
     for k, p in enumerate(published):
+        color = f"C{(len(summaries) + k) % 10}"  # after the grid points' colours
         for axes in panels[:-1]:
             if p.env_steps is None:
-                axes.axhline(p.value, color=f"C{(len(summaries) + k) % 10}", linestyle=":", label=p.label)
+                axes.axhline(p.value, color=color, linestyle=":", label=p.label)
             else:
-                axes.plot([p.env_steps], [p.value], color=f"C{(len(summaries) + k) % 10}", marker="*",
-                          markersize=12, linestyle="none", label=p.label)
+                axes.plot([p.env_steps], [p.value], color=color, marker="*", markersize=12, linestyle="none",
+                          label=p.label)
     if threshold is not None:
         profiles.axvline(threshold, color="gray", linestyle=":")
     curves.set(xlabel="environment steps", ylabel="mean return, last 100 episodes",

@@ -350,3 +350,10 @@ def test_timings_carry_the_peak_gpu_memory_only_where_a_gpu_was_used(tmp_path):
         assert summaries.timings(1.0)["peak_gpu_mb"] >= 4 and on_gpu.is_cuda
     else:
         assert summaries.timings(1.0)["peak_gpu_mb"] is None
+
+
+def test_runs_train_on_the_cpu_unless_an_override_names_the_device():
+    # precision.py --device cuda sets device=cuda: a --cpu beside it would train on the CPU unnoticed
+    assert "--cpu" in benchmark.train_command(Path("."), Path("c.yaml"), ["updates=2"])
+    command = benchmark.train_command(Path("."), Path("c.yaml"), ["updates=2", "device=cuda"])
+    assert "--cpu" not in command and command[-2:] == ["--set", "device=cuda"]

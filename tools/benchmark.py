@@ -31,7 +31,8 @@ steps/s and old/new of wall seconds; also the best runs' steps/s ratio, a second
 view when other work slowed some runs (it slows runs, never speeds them). Writes results/benchmark_against.json and .md
 (`--out PREFIX`) with the machine, both commits, the command line and the date.
 
-Every run is `python <tree>/train.py --config <config> --cpu --set ...` with the
+Every run is `python <tree>/train.py --config <config> --cpu --set ...` (without --cpu where a --set
+names the device) with the
 same interpreter (sys.executable), in its own new empty working directory (its
 models/ and summaries/ land there), with PYTHONPATH set to <tree> so that each
 side imports its own modules. Both sides train the working tree's config file,
@@ -197,7 +198,9 @@ def tree_rss_mb(root: int) -> float:
 # ---------------------------------------------------------------- one train.py process
 
 def train_command(tree: Path, config: Path, overrides: list[str], run_id: str = "bench") -> list[str]:
-    return [sys.executable, str(tree / "train.py"), "--config", str(config), "--run-id", run_id, "--cpu",
+    """train.py on the CPU (--cpu), unless an override names the device (`device=cuda`: precision.py on a GPU)."""
+    device = [] if any(o.startswith("device=") for o in overrides) else ["--cpu"]
+    return [sys.executable, str(tree / "train.py"), "--config", str(config), "--run-id", run_id, *device,
             *(a for o in overrides for a in ("--set", o))]
 
 

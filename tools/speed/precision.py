@@ -58,6 +58,8 @@ def main() -> int:
             for precision in PRECISIONS:  # alternated: the machine's speed drifts
                 run = measure(ROOT, config, [*args.set, f"torch_threads={cores}", f"precision={precision}",
                                              f"device={args.device}"], 0, ROOT, idle=True)
+                if args.device == "cuda" and not run["peak_gpu_mb"]:  # a run that fell back to the CPU
+                    raise RunError(f"the {precision} run allocated no GPU memory: it did not train on the GPU")
                 runs[precision].append(run)
                 print(f"{precision}: {run['wall_seconds']:.1f} s, {run['steps_per_second']:.0f} steps/s", flush=True)
     except RunError as error:
@@ -68,7 +70,7 @@ def main() -> int:
         return statistics.median(r.get(key, 0.0) for r in runs[precision])
 
     gpu = torch.cuda.get_device_name() if args.device == "cuda" else None
-    report = {"command": command(), "machine": machine(), "gpu": gpu, "config": args.config, "sets": args.set,
+    report = {"command": command(), "machine": {**machine(), "device": args.device}, "gpu": gpu, "config": args.config, "sets": args.set,
               "threads": cores, "repeats": args.repeats, "runs": runs}
     where = f"{gpu} beside " if gpu else ""
     lines = [f"# {args.config}: bfloat16 (`precision: auto` here) against float32", "",

@@ -83,8 +83,9 @@ class Agent:
                                   "(another architecture or environment)") from None
         normalizers = Normalizers(config, spaces.observation)
         normalizers.load_state_dict(arrays(checkpoint["normalization"]))
+        action_space = env.action_space  # read before close: a closed Memory Gym environment has none
         env.close()
-        return cls(model.to(device), config, env.action_space, device, normalizers)
+        return cls(model.to(device), config, action_space, device, normalizers)
 
     def initial_state(self, n: int) -> torch.Tensor:
         return self.model.initial_state(n, self.device)

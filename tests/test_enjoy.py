@@ -262,3 +262,30 @@ def test_act_checks_its_arguments_where_they_enter():
     branches.act(o, None, None, action_mask=np.array([[True, False, False, False, True]]))
     with pytest.raises(ValueError, match="row 0 allows no action in one of its branches"):
         branches.act(o, None, None, action_mask=np.array([[True, True, False, False, False]]))
+
+
+def test_load_reads_the_action_space_before_closing_the_environment(monkeypatch):
+    # Memory Gym's environments have no action space once closed (its wrapper's inner env is None):
+    # Agent.load of models/mortar_mayhem_b_grid.pt ended in an AttributeError
+    import gymnasium as gym
+
+    import config as config_module
+
+    class NoSpaceOnceClosed(gym.Wrapper):
+        closed = False
+
+        @property
+        def action_space(self):
+            if self.closed:
+                raise AttributeError("closed environment")
+            return self.env.action_space
+
+        def close(self):
+            self.closed = True
+            super().close()
+
+    make = config_module.EnvironmentConfig.make
+    monkeypatch.setattr(config_module.EnvironmentConfig, "make",
+                        lambda self, *a, **k: NoSpaceOnceClosed(make(self, *a, **k)))
+    agent = Agent.load(ROOT / "models/poc_memory_env.pt")
+    assert agent.act(np.zeros((1, *agent._obs_shape), np.float32), None, None).actions.shape == (1,)

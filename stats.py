@@ -490,7 +490,7 @@ def figure(summaries: list[dict], reference: Path | None, threshold: float | Non
     curves, profiles = panels[0], panels[-1]
     for i, s in enumerate(summaries):
         color, curve, profile = f"C{i % 10}", s["curve"], s["profile"]
-        curves.plot(curve["env_steps"], curve["iqm"]["value"], color=color, label=f"{s['label']} ({s['seeds']} seeds)")
+        curves.plot(curve["env_steps"], curve["iqm"]["value"], color=color, label=f"{s['label']} ({s['seeds']} seed{'s' if s['seeds'] > 1 else ''})")
         curves.fill_between(curve["env_steps"], curve["iqm"]["low"], curve["iqm"]["high"], color=color, alpha=0.25)
         if s["seeds"] <= PER_SEED_LINES:
             for seed_curve in curve["per_seed"]:
@@ -546,7 +546,10 @@ def report(folders: list[str | Path], out_prefix: str | Path, threshold: float |
     points = group_runs(load_runs(folders))
     reference_path = _choose_reference(reference, points)
     all_scores = np.concatenate([point.scores(final_updates) for point in points])
-    taus = np.linspace(np.nanmin(all_scores), np.nanmax(all_scores), 101)  # one axis, so profiles compare
+    low, high = np.nanmin(all_scores), np.nanmax(all_scores)
+    if low == high:  # one run, or equal scores: a span around the score, so the profile's step shows
+        low, high = low - 0.1 * max(abs(low), 1.0), high + 0.1 * max(abs(high), 1.0)
+    taus = np.linspace(low, high, 101)  # one axis, so profiles compare
     summaries = [summarise(point, taus, threshold, final_updates, **bootstrap) for point in points]
     settings = {"final_updates": final_updates, "threshold": threshold, "confidence": CONFIDENCE,
                 "n_resamples": N_RESAMPLES, "seed": SEED, **bootstrap,

@@ -10,22 +10,28 @@
 # event files and checkpoints included; it was started again from scratch at 8df78aa. Since then each
 # finished seed's summaries (config.json and TensorBoard events, under 1 MB) are committed under
 # results/minigrid/runs/minigrid5_lr/seed<N>, so a lost machine costs at most the seed in progress.
+#
+# A candidate config on its own five seeds: the sweep id, then the candidate's overrides, e.g. (seed 4's
+# stall, docs/results.md; a ten-times entropy bonus at the start, back to 0.001 by update 200):
+#   bash results/minigrid/run.sh minigrid5_beta --set beta_schedule.initial=0.01 --set beta_schedule.max_decay_steps=200
 set -euo pipefail
 PY=${PY:-.venv/bin/python}
+SWEEP=${1:-minigrid5_lr}
+shift $(( $# > 0 ? 1 : 0 ))
 # headless MiniGrid rendering; RAY_worker_niceness=0: Ray would run the trials at niceness 15, behind any other work
 export SDL_VIDEODRIVER=dummy RAY_worker_niceness=0
-if [ -d sweeps/minigrid5_lr ]; then
+if [ -d "sweeps/$SWEEP" ]; then
     # go on after an interrupted session: finished seeds are kept, the others resume from their
     # last checkpoint (every 10 updates)
-    $PY sweep.py --resume sweeps/minigrid5_lr
+    $PY sweep.py --resume "sweeps/$SWEEP"
 else
     $PY sweep.py --config configs/minigrid.yaml --seeds 5 \
-        --cpus-per-trial 2 --sweep-id minigrid5_lr --set checkpoint_interval=10
+        --cpus-per-trial 2 --sweep-id "$SWEEP" --set checkpoint_interval=10 "$@"
 fi
 # a finished seed, kept in main (from this clone's root; MAIN is main's work tree):
-# mkdir -p $MAIN/results/minigrid/runs/minigrid5_lr && cp -r summaries/minigrid5_lr/seed<N> $MAIN/results/minigrid/runs/minigrid5_lr/
+# mkdir -p $MAIN/results/minigrid/runs/$SWEEP && cp -r summaries/$SWEEP/seed<N> $MAIN/results/minigrid/runs/$SWEEP/
 # If the machine is lost mid-sweep: the seeds not yet under results/minigrid/runs/minigrid5_lr run again
 # with --seed-list (e.g. --seed-list 3,4 --sweep-id minigrid5_lr_rest) and are copied there the same way.
 # the statistics over the seeds (IQM and 95% CIs of the final held-out score and of the last 10
 # updates' training reward, each seed's curve beside the reference's 10 runs), from the committed runs
-$PY stats.py --runs results/minigrid/runs/minigrid5_lr --out results/minigrid/minigrid5_lr --final-updates 10 --threshold 0.85
+$PY stats.py --runs "results/minigrid/runs/$SWEEP" --out "results/minigrid/$SWEEP" --final-updates 10 --threshold 0.85

@@ -23,8 +23,11 @@ values) 89 against 356 us a step, masked CartPole's (59,651 values) 159 against
 434 us; but MiniGrid's (4.2M values) 33.7 against 11.1 ms, where gathering the
 gradients costs more than the dispatches it saves. The arithmetic is
 elementwise and the same, so the steps are the same to the bit. A larger group,
-one whose parameters differ in device or dtype, or a step where some parameter
-has no gradient, is updated one parameter at a time.
+one whose parameters differ in device or dtype, a group on a GPU, or a step where some
+parameter has no gradient, is updated one parameter at a time. On a GPU the dispatches
+that flattening saves are cheap, and views into our flat tensor take a GRU's or LSTM's
+weights out of cuDNN's own flat buffer, which it then compacts again at every call
+(torch warned so in the masked-Pendulum configs' tests on an H200, results/gpu/README.md).
 Parameter groups work as in torch.optim: pass a list of dicts, each with its
 "params" and any of lr, betas, eps, weight_decay.
 """
@@ -64,7 +67,7 @@ class AdamW:
     @staticmethod
     def _flatten(params: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
         """Moves the parameters' values into one flat tensor and makes each parameter a view of it."""
-        if (not params or len({(p.device, p.dtype) for p in params}) > 1
+        if (not params or len({(p.device, p.dtype) for p in params}) > 1 or params[0].device.type != "cpu"
                 or sum(p.numel() for p in params) > FLAT_MAX_VALUES):
             return None
         with torch.no_grad():

@@ -1,7 +1,11 @@
 """Our AdamW takes the same steps as torch.optim.AdamW with the same settings."""
+import warnings
+
+import pytest
 import torch
 
 from optimizer import AdamW
+from tests.devices import DEVICES
 
 
 def test_adamw_matches_torch():
@@ -110,3 +114,15 @@ def test_a_large_group_is_updated_one_parameter_at_a_time():
     from optimizer import FLAT_MAX_VALUES
     big = [torch.zeros(FLAT_MAX_VALUES + 1, requires_grad=True)]
     assert AdamW(big)._flat == [None]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_group_is_flattened_on_the_cpu_only(device):
+    # on a GPU, views into one flat tensor would take an RNN's weights out of cuDNN's flat buffer
+    rnn = torch.nn.GRU(3, 4).to(device)
+    optimizer = AdamW(rnn.parameters())
+    assert (optimizer._flat[0] is not None) == (device == "cpu")
+    if device == "cuda":
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # "RNN module weights are not part of single contiguous chunk"
+            rnn(torch.zeros(2, 1, 3, device=device))

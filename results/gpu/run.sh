@@ -7,6 +7,10 @@
 # (the log-prob consistency checks and every shipped config's two updates, on cuda), and
 # precision_cuda.md/.json (configs/minigrid.yaml on cuda: steps/s, phases, peak GPU memory,
 # bfloat16 against float32). Copy them under results/gpu/ and say on which card they were taken.
+# Size: the device takes at most 64 MiB of tracked files and carried paths. Since the Memory Gym model
+# (27 MB) ships, the tree is 55 MB and, with these 16 MB of wheels, over it; a check without Memory Gym or
+# Atari carries only gymnasium, farama-notifications, minigrid and docopt (0.6 MB, as results/gpu/
+# tests_optimizer.txt was made); for this whole script, move models/*.pt aside for the call (not yet tried).
 set -uo pipefail
 OUT=${OUT:-results/gpu/out}
 mkdir -p "$OUT"

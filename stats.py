@@ -490,7 +490,8 @@ def figure(summaries: list[dict], reference: Path | None, threshold: float | Non
     curves, profiles = panels[0], panels[-1]
     for i, s in enumerate(summaries):
         color, curve, profile = f"C{i % 10}", s["curve"], s["profile"]
-        curves.plot(curve["env_steps"], curve["iqm"]["value"], color=color, label=f"{s['label']} ({s['seeds']} seed{'s' if s['seeds'] > 1 else ''})")
+        seeds = f"{s['seeds']} seed{'s' if s['seeds'] > 1 else ''}"
+        curves.plot(curve["env_steps"], curve["iqm"]["value"], color=color, label=f"{s['label']} ({seeds})")
         curves.fill_between(curve["env_steps"], curve["iqm"]["low"], curve["iqm"]["high"], color=color, alpha=0.25)
         if s["seeds"] <= PER_SEED_LINES:
             for seed_curve in curve["per_seed"]:

@@ -17,8 +17,8 @@ from trainer import PhaseTimes, Trainer
 
 # float32 rounding only. On a GPU the rollout's one-step calls and the training pass's whole sequences
 # run different kernels (cuDNN's sequence RNN), whose sums round differently: up to 1.7e-5 on an H200
-# (results/gpu/tests_before_tolerance.txt), against at most 1e-5 on the CPU. A wrong initial state or a shuffled step moves the
-# sharpened log-probs by orders of magnitude more.
+# (results/gpu/tests_before_tolerance.txt), against at most 1e-5 on the CPU. A wrong initial state or a
+# shuffled step moves the sharpened log-probs by orders of magnitude more.
 TOLERANCE = {"cpu": 1e-5, "cuda": 1e-4}
 
 

@@ -70,8 +70,8 @@ def main() -> int:
         return statistics.median(r.get(key, 0.0) for r in runs[precision])
 
     gpu = torch.cuda.get_device_name() if args.device == "cuda" else None
-    report = {"command": command(), "machine": {**machine(), "device": args.device}, "gpu": gpu, "config": args.config, "sets": args.set,
-              "threads": cores, "repeats": args.repeats, "runs": runs}
+    report = {"command": command(), "machine": {**machine(), "device": args.device}, "gpu": gpu,
+              "config": args.config, "sets": args.set, "threads": cores, "repeats": args.repeats, "runs": runs}
     where = f"{gpu} beside " if gpu else ""
     lines = [f"# {args.config}: bfloat16 (`precision: auto` here) against float32", "",
              f"`{report['command']}` on {where}{report['machine']['cpu']}, {cores} cores, torch_threads {cores}; "

@@ -20,6 +20,8 @@ $PY tools/benchmark.py --against 5176396 --own-configs --config configs/minigrid
 $PY tools/benchmark.py --against 5176396 --own-configs --config configs/cartpole_masked.yaml \
     --config configs/poc_memory_env.yaml --set torch_threads=2 --repeats 11 --require-idle \
     --out results/speed/fast_against_5176396
+# (the same on the 2-core Xeon, 2026-11-26: --out results/speed/fast_against_5176396_xeon, its per-run lines
+# saved as fast_against_5176396_xeon.log)
 $PY tools/speed/optimizer_flat.py
 $PY tools/speed/rollout_step.py --against 3a3aeaa --config configs/cartpole_masked.yaml --config configs/poc_memory_env.yaml
 $PY tools/speed/precision.py --config configs/minigrid.yaml --set updates=10 --repeats 3

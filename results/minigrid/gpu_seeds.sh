@@ -4,13 +4,18 @@
 # the same run as the sweep's trial (configs/minigrid.yaml, the same --seed and overrides, checkpoint
 # every 10 updates), through train.py, with more processes stepping its environments (the result does
 # not depend on their number; the GPU machine has 16 cores). Through the device tool, from the root:
-#   run(command="SEEDS='3 4' bash results/minigrid/gpu_seeds.sh --set beta_schedule.initial=0.01 \
-#       --set beta_schedule.max_decay_steps=200", carry=[".whl_small"], timeout_s=600)
-# .whl_small holds gymnasium, farama-notifications, minigrid and docopt (results/gpu/run.sh): the
-# machine has torch and the rest. A 51 MB checkpoint cannot come back (16 MiB a file), so a seed
-# counts only if it ends inside the command: after the first updates, if the seeds' pace says they
-# would not all end by BUDGET seconds, the last seed is stopped (its partial curve still comes back)
-# so the others go faster. What comes back in $OUT: seed<N>/ (the summaries: config.json and the
+#   run(command="SEEDS='4 3' BUDGET=565 ENV_PROCESSES=6 bash results/minigrid/gpu_seeds.sh \
+#       --set beta_schedule.initial=0.01 --set beta_schedule.max_decay_steps=200", carry=[".whl_small"],
+#       timeout_s=600)
+# as run on an H200 on 2026-11-26: seed 3 was stopped after 22 updates (both would have ended past the
+# budget), seed 4 ended in 545 s of training (results/minigrid/minigrid5_beta_seed4_h200.log).
+# .whl_small holds gymnasium, farama-notifications, minigrid, docopt and pygame-ce (copied from the
+# .whl of results/gpu/wheels.sh): the machine has torch and the rest. The tree must stay under the
+# device's 64 MiB: move the large shipped models (models/mortar_mayhem_b_grid.pt and
+# models/breakout_noframeskip.pt) out of the checkout for the call, and back after.
+# A 51 MB checkpoint cannot come back (16 MiB a file), so a seed counts only if it ends inside the
+# command: after the first updates, if the seeds' pace says they would not all end by BUDGET seconds,
+# the last seed is stopped (its partial curve still comes back) so the others go faster. What comes back in $OUT: seed<N>/ (the summaries: config.json and the
 # TensorBoard events, as results/minigrid/runs/<sweep>/seed<N> holds them) and seed<N>.log.
 set -uo pipefail
 OUT=${OUT:-results/minigrid/gpu_out}

@@ -10,7 +10,8 @@
 # Size: the device takes at most 64 MiB of tracked files and carried paths. Since the Memory Gym model
 # (27 MB) ships, the tree is 55 MB and, with these 16 MB of wheels, over it; a check without Memory Gym or
 # Atari carries only gymnasium, farama-notifications, minigrid and docopt (0.6 MB, as results/gpu/
-# tests_optimizer.txt was made); for this whole script, move models/*.pt aside for the call (not yet tried).
+# tests_optimizer.txt was made); for this whole script, move the two large models out of the checkout for the call (done so for
+# results/minigrid/gpu_seeds.sh: the tree was then 31 MiB).
 set -uo pipefail
 OUT=${OUT:-results/gpu/out}
 mkdir -p "$OUT"

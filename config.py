@@ -172,6 +172,12 @@ class Config:
         return dataclasses.asdict(self)
 
 
+# The keys that say where and how a run is computed, not what it trains: stats.py counts runs that
+# differ only in these (and the seed) as seeds of one config, e.g. a sweep's seeds split between this
+# machine and a GPU machine. Their arithmetic can differ, as it does between any two machines.
+EXECUTION_KEYS = ("device", "worker_processes", "torch_threads", "checkpoint_interval")
+
+
 
 class IdleCores:
     """What torch_threads 0 means: the cores this process may use less those other processes kept busy

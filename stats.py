@@ -42,6 +42,7 @@ import numpy as np  # noqa: E402
 from scipy import stats as scipy_stats  # noqa: E402
 
 from atomic import write_atomically  # noqa: E402
+from config import EXECUTION_KEYS  # noqa: E402
 
 N_RESAMPLES = 2000
 CONFIDENCE = 0.95
@@ -260,7 +261,7 @@ def load_runs(paths: list[str | Path]) -> list[Run]:
 class GridPoint:
     """The runs of one config, seeds apart."""
     label: str  # the config keys that tell grid points apart, or the environment when there is one
-    config: dict  # the config, seed removed
+    config: dict  # the config, seed and EXECUTION_KEYS removed
     runs: list[Run]  # runs that reached the last update of the grid point: these are scored
     stopped: list[Run]  # runs with fewer updates (stopped by a scheduler, or still running): not scored
 
@@ -310,11 +311,13 @@ def _label(config: dict, flat: dict[str, Any], differing: list[str]) -> str:
 
 
 def group_runs(runs: list[Run]) -> list[GridPoint]:
-    """Runs whose configs are equal once `seed` is removed form a grid point; grid points are
-    labelled by the keys whose values differ between them, and sorted by those values."""
+    """Runs whose configs are equal once `seed` and the EXECUTION_KEYS (device, threads, ...) are
+    removed form a grid point; grid points are labelled by the keys whose values differ between
+    them, and sorted by those values."""
     members: dict[str, list[Run]] = {}
     for run in runs:
-        key = json.dumps({k: v for k, v in run.config.items() if k != "seed"}, sort_keys=True)
+        what = {k: v for k, v in run.config.items() if k not in ("seed", *EXECUTION_KEYS)}
+        key = json.dumps(what, sort_keys=True)
         members.setdefault(key, []).append(run)
     configs = [json.loads(key) for key in members]
     flat = [flatten(config) for config in configs]

@@ -170,6 +170,18 @@ def test_runs_are_grouped_by_config_without_seed_and_labelled_by_what_differs(tm
     assert np.allclose(curves, [[0.2, 0.6, 0.9]] * 3)
 
 
+def test_runs_that_differ_only_in_where_they_ran_are_seeds_of_one_config(tmp_path):
+    # a sweep's seeds split between this machine and a GPU machine (results/minigrid/gpu_seeds.sh)
+    write_run(tmp_path / "seed0", 0, [0.5, 0.9], hidden_layer_size=512, device="cpu", torch_threads=2,
+              worker_processes=2)
+    write_run(tmp_path / "seed4", 4, [0.4, 0.8], hidden_layer_size=512, device="auto", torch_threads=0,
+              worker_processes=6, checkpoint_interval=10)
+    write_run(tmp_path / "other", 1, [0.1, 0.2], device="cpu", hidden_layer_size=64)
+    points = stats.group_runs(stats.load_runs([tmp_path]))
+    assert [sorted(r.seed for r in p.runs) for p in points] == [[1], [0, 4]]
+    assert [p.label for p in points] == ["hidden_layer_size=64", "hidden_layer_size=512"]
+
+
 def test_one_grid_point_is_labelled_by_its_environment(tmp_path):
     write_run(tmp_path / "a", 0, [1.0])
     write_run(tmp_path / "b", 1, [2.0])

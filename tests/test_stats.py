@@ -180,6 +180,13 @@ def test_runs_that_differ_only_in_where_they_ran_are_seeds_of_one_config(tmp_pat
     points = stats.group_runs(stats.load_runs([tmp_path]))
     assert [sorted(r.seed for r in p.runs) for p in points] == [[1], [0, 4]]
     assert [p.label for p in points] == ["hidden_layer_size=64", "hidden_layer_size=512"]
+    # one steps/s for seeds of different machines would mean nothing: the table says so, each run's is kept
+    markdown = stats.report([tmp_path], tmp_path / "out" / "split", n_resamples=100)
+    assert "| hidden_layer_size=512 | 2 |" in markdown and "| mixed | 0 |" in markdown
+    assert "0: 1002 (device cpu, worker_processes 2, torch_threads 2, checkpoint_interval None)" in markdown
+    result = json.loads((tmp_path / "out" / "split.json").read_text())
+    assert [p["steps_per_second"] for p in result["grid_points"]] == [pytest.approx(1101.5), None]
+    assert sorted(r["steps_per_second"] for r in result["grid_points"][1]["runs"]) == [1001.5, 1401.5]
 
 
 def test_one_grid_point_is_labelled_by_its_environment(tmp_path):

@@ -178,7 +178,6 @@ class Config:
 EXECUTION_KEYS = ("device", "worker_processes", "torch_threads", "checkpoint_interval")
 
 
-
 class IdleCores:
     """What torch_threads 0 means: the cores this process may use less those other processes kept busy
     (rounded), at least 1, sampled while the run starts.

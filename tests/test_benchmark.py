@@ -179,6 +179,9 @@ def test_runs_alternate_old_new_and_each_side_runs_its_own_commit(repo, tmp_path
     assert not tiny["ref_config_differs"] and report["configs"]["configs/other.yaml"]["ref_config_differs"]
     assert tiny["ratio"]["best_steps_per_second_new_over_old"] == pytest.approx(6 / 5)
     assert "| configs/tiny.yaml | 0 | 1.333 |" in (tmp_path / "out.md").read_text()
+    # pairs (100, 200), (300, 400), (500, 600): all won by the new tree, too few for an interval
+    assert tiny["paired"]["pairs_new_faster"] == 3 and tiny["paired"]["pair_ratio_median"] == pytest.approx(4 / 3)
+    assert "| 3 of 3 | 1.333 (too few pairs for an interval) |" in (tmp_path / "out.md").read_text()
 
 
 @pytest.mark.parametrize("error, code", [(benchmark.RunError("train.py failed"), 1), (KeyboardInterrupt(), 130)])
@@ -233,6 +236,24 @@ def alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
     except OSError:
         return False
+
+
+def test_pairs_won_and_the_median_pair_ratio_with_its_order_statistic_interval():
+    # 11 pairs, new / old = 0.95, 0.96, ..., 1.05: the sign test's interval is [2nd, 10th] (98.8%)
+    old = [{"steps_per_second": 1000.0} for _ in range(11)]
+    new = [{"steps_per_second": 1000.0 * (0.95 + 0.01 * i)} for i in range(11)]
+    p = benchmark.paired(old, new[::-1])
+    assert p["pairs"] == 11 and p["pairs_new_faster"] == 5 and p["pair_ratio_median"] == pytest.approx(1.0)
+    assert (p["pair_ratio_low"], p["pair_ratio_high"]) == (pytest.approx(0.96), pytest.approx(1.04))
+    assert p["pair_ratio_coverage"] == pytest.approx(1 - 2 * 12 / 2048)
+    # a drift that slows both runs of every pair alike cancels: all 6 pairs won, the interval above 1
+    drift = [1.0, 0.5, 0.8, 0.6, 0.9, 0.7]
+    p = benchmark.paired([{"steps_per_second": 100 * d} for d in drift],
+                         [{"steps_per_second": 103 * d} for d in drift])
+    assert p["pairs_new_faster"] == 6 and p["pair_ratio_low"] == pytest.approx(1.03)
+    assert p["pair_ratio_coverage"] == pytest.approx(1 - 2 / 64)
+    p = benchmark.paired(old[:5], new[:5])  # 5 pairs cannot give 95%
+    assert p["pair_ratio_low"] is None and p["pair_ratio_coverage"] is None
 
 
 def test_medians_and_ratios_from_given_measurements():

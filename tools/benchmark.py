@@ -65,6 +65,7 @@ import argparse
 import compileall
 import contextlib
 import json
+import math
 import os
 import platform
 import re
@@ -466,6 +467,25 @@ def ratios(old: dict, new: dict) -> dict:
             "best_steps_per_second_new_over_old": new["steps_per_second_max"] / old["steps_per_second_max"]}
 
 
+def paired(old_runs: list[dict], new_runs: list[dict], coverage: float = 0.95) -> dict:
+    """Each old run with the new run right after it (the order alternates): how many pairs the new tree
+    won, and the median of the pairs' steps/s ratios with its distribution-free interval from order
+    statistics (the sign test's: coverage at least `coverage`, None with too few pairs for it). Drift
+    that slows both runs of a pair cancels in its ratio, so this tells a small speed-up from noise
+    where the two sides' medians cannot."""
+    ratios = sorted(n["steps_per_second"] / o["steps_per_second"] for o, n in zip(old_runs, new_runs))
+    count = len(ratios)
+    # the largest k with P(Binomial(count, 1/2) < k) <= (1 - coverage) / 2: [ratios[k - 1], ratios[count - k]]
+    tail, k = 0.0, 0
+    while k < count and tail + math.comb(count, k) / 2 ** count <= (1 - coverage) / 2:
+        tail += math.comb(count, k) / 2 ** count
+        k += 1
+    low, high = (ratios[k - 1], ratios[count - k]) if k else (None, None)
+    return {"pairs": count, "pairs_new_faster": sum(r > 1 for r in ratios),
+            "pair_ratio_median": statistics.median(ratios), "pair_ratio_low": low, "pair_ratio_high": high,
+            "pair_ratio_coverage": 1 - 2 * tail if k else None}
+
+
 def against_markdown(report: dict) -> list[str]:
     m, old, new = report["machine"], report["old"], report["new"]
     busy = f", with {report['busy']} busy load(s) running during every measured run" if report["busy"] else ""
@@ -495,14 +515,20 @@ def against_markdown(report: dict) -> list[str]:
                          + " | ".join(f"{s[f'{p}_seconds_median']:.3f}" for p in PHASES)
                          + f" | {s['peak_rss_mb_max']:.0f} | {s['peak_rss_all_processes_mb_max']:.0f} |")
     lines += ["", "| config | busy | steps/s new / old (medians) | wall old / new (medians) "
-              "| steps/s new / old (best runs) |", "|---|---:|---:|---:|---:|"]
+              "| steps/s new / old (best runs) | pairs the new tree won | steps/s new / old per pair, median "
+              "[interval] |", "|---|---:|---:|---:|---:|---:|---|"]
     for config, entry in report["configs"].items():
-        r = entry["ratio"]
+        r, p = entry["ratio"], paired(entry["runs"]["old"], entry["runs"]["new"])
+        interval = (f"[{p['pair_ratio_low']:.3f}, {p['pair_ratio_high']:.3f}] ({p['pair_ratio_coverage']:.1%})"
+                    if p["pair_ratio_low"] is not None else "(too few pairs for an interval)")
         lines.append(f"| {config} | {entry['busy']} | {r['steps_per_second_new_over_old']:.3f} | "
-                     f"{r['wall_old_over_new']:.3f} | {r['best_steps_per_second_new_over_old']:.3f} |")
+                     f"{r['wall_old_over_new']:.3f} | {r['best_steps_per_second_new_over_old']:.3f} | "
+                     f"{p['pairs_new_faster']} of {p['pairs']} | {p['pair_ratio_median']:.3f} {interval} |")
     lines += ["", "Above 1: the working tree is faster. Where a side's min-max spans more than a few percent, other "
               "work disturbed the runs: repeat with more --repeats, and trust the ratio only as far as both "
-              "columns agree."]
+              "columns agree. A pair is an old run and the new run right after it; its ratio cancels drift that "
+              "slows both. The interval is the median pair ratio's distribution-free one (order statistics, "
+              "its coverage in brackets): where it holds 1.0, the runs do not tell the two trees apart."]
     if report.get("own_configs"):
         lines += ["Each side trained its own tree's copy of each config (as shipped at that commit)."]
     elif any(e["ref_config_differs"] for e in report["configs"].values()):
@@ -630,6 +656,7 @@ def against(args, root: Path, configs: dict[str, Path], prefix: Path, command: s
             summary = {side: summarize(runs[side]) for side in SIDES}
             report["configs"][name] = {
                 "config": str(config), "busy": args.busy, **summary, "ratio": ratios(summary["old"], summary["new"]),
+                "paired": paired(runs["old"], runs["new"]),
                 "ref_config_differs": ref_copy_differs(config, root, ref_tree), "runs": runs}
     report["load_average_end"] = os.getloadavg()[0]
     write(prefix, report, against_markdown(report))

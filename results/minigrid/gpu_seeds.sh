@@ -16,7 +16,7 @@
 # A 51 MB checkpoint cannot come back (16 MiB a file), so a seed counts only if it ends inside the
 # command: after the first updates, if the seeds' pace says they would not all end by BUDGET seconds,
 # the last seed is stopped (its partial curve still comes back) so the others go faster. What comes back in $OUT: seed<N>/ (the summaries: config.json and the
-# TensorBoard events, as results/minigrid/runs/<sweep>/seed<N> holds them) and seed<N>.log.
+# TensorBoard events; kept under results/minigrid/runs/<sweep>_h200/seed<N>) and seed<N>.log.
 set -uo pipefail
 OUT=${OUT:-results/minigrid/gpu_out}
 SEEDS=(${SEEDS:-4})

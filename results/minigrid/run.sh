@@ -32,9 +32,9 @@ fi
 # mkdir -p $MAIN/results/minigrid/runs/$SWEEP && cp -r summaries/$SWEEP/seed<N> $MAIN/results/minigrid/runs/$SWEEP/
 # If the machine is lost mid-sweep: the seeds not yet under results/minigrid/runs/minigrid5_lr run again
 # with --seed-list (e.g. --seed-list 3,4 --sweep-id minigrid5_lr_rest) and are copied there the same way.
-# A seed trained whole on a lent GPU (results/minigrid/gpu_seeds.sh, with the sweep's overrides) is copied
-# there too, and this sweep is stopped (kill -INT on sweep.py) before it reaches that seed; minigrid5_beta's
-# seed 4 was trained so.
+# A seed trained whole on a lent GPU (results/minigrid/gpu_seeds.sh, with the sweep's overrides) goes under
+# results/minigrid/runs/<sweep>_h200: a sample beside the sweep's, not one of its seeds, as Tune chooses
+# which seed runs next (minigrid5_beta's seed 4 on an H200; Tune started this machine's seed 4 after seed 1).
 # the statistics over the seeds (IQM and 95% CIs of the final held-out score and of the last 10
 # updates' training reward, each seed's curve beside the reference's 10 runs), from the committed runs
 $PY stats.py --runs "results/minigrid/runs/$SWEEP" --out "results/minigrid/$SWEEP" --final-updates 10 --threshold 0.85

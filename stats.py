@@ -410,15 +410,16 @@ def summarise(point: GridPoint, taus: np.ndarray, threshold: float | None, last:
     updates, steps, curves = point.curves()  # (updates,), (updates,), (seeds, updates)
     at_least = fraction_at_least([scores], threshold, **bootstrap) if threshold is not None else None
     evaluations = point.evaluation_scores()  # (seeds,) or None
+    settings = [{k: r.config.get(k) for k in EXECUTION_KEYS} for r in point.runs]  # where each seed ran
     return {
         "label": point.label, "config": point.config, "seeds": len(scores),
         "runs": [{"seed": r.seed, "folder": str(r.folder), "updates": r.updates, "final_score": float(score),
-                  "steps_per_second": r.speed, "execution": {k: r.config.get(k) for k in EXECUTION_KEYS},
+                  "steps_per_second": r.speed, "execution": setting,
                   "final_evaluation": r.final_evaluation,
                   "first_update_at_threshold": r.first_update_at(threshold) if threshold is not None else None,
                   "evaluations": None if r.evaluation is None else {"update": r.evaluation_update.tolist(),
                                                                     "reward_mean": r.evaluation.tolist()}}
-                 for r, score in zip(point.runs, scores)],
+                 for r, score, setting in zip(point.runs, scores, settings)],
         "final_evaluation": None if evaluations is None else
         {name: _as_json(i) for name, i in aggregates([evaluations], **bootstrap).items()},
         "stopped_early": [{"seed": r.seed, "folder": str(r.folder), "updates": r.updates} for r in point.stopped],
@@ -426,18 +427,14 @@ def summarise(point: GridPoint, taus: np.ndarray, threshold: float | None, last:
         "fraction_at_least_threshold": _as_json(at_least) if at_least is not None else None,
         # the cost side: the median over seeds of each run's median steps/s (one machine, one load); None
         # where the seeds ran in different settings (a GPU's seeds beside a CPU's): each run's is above
-        "steps_per_second": float(np.median([r.speed for r in point.runs])) if _one_setting(point.runs) else None,
+        "steps_per_second": (float(np.median([r.speed for r in point.runs]))
+                             if all(setting == settings[0] for setting in settings) else None),
         "curve": {"update": updates.tolist(), "env_steps": steps.tolist(),
                   "per_seed": curves.tolist(),  # (seeds, updates), seeds in the order of "runs"
                   "iqm": _as_json(curve_interval(curves, iqm, **bootstrap)),
                   "mean": _as_json(curve_interval(curves, np.mean, **bootstrap))},
         "profile": {"tau": taus.tolist(), **_as_json(performance_profile([scores], taus, **bootstrap))},
     }
-
-
-def _one_setting(runs: list[Run]) -> bool:
-    """Whether the runs agree in every EXECUTION_KEYS value: only then is one steps/s theirs."""
-    return len({json.dumps([r.config.get(k) for k in EXECUTION_KEYS]) for r in runs}) <= 1
 
 
 def _setting(run: dict) -> str:
@@ -466,11 +463,10 @@ def table(summaries: list[dict], settings: dict) -> str:
                  str(len(s["stopped_early"]))]
         lines.append("| " + " | ".join(cells) + " |")
     evaluated = [s for s in summaries if s.get("final_evaluation")]
-    if any(s["steps_per_second"] is None for s in summaries):
-        lines += ["", "steps/s mixed: the grid point's seeds ran in different settings (device, processes or threads); "
-                  "per seed: " + "; ".join(", ".join(f"{r['seed']}: {r['steps_per_second']:.0f} ({_setting(r)})"
-                                                   for r in s["runs"]) for s in summaries
-                                         if s["steps_per_second"] is None) + "."]
+    for s in (s for s in summaries if s["steps_per_second"] is None):
+        per_seed = ", ".join(f"{r['seed']}: {r['steps_per_second']:.0f} ({_setting(r)})" for r in s["runs"])
+        lines += ["", "steps/s mixed: the grid point's seeds ran in different settings (device, processes or "
+                  f"threads); per seed: {per_seed}."]
     if settings.get("published"):
         lines += ["", "Figures drawn beside the runs (--published): " + "; ".join(
             f"{p['label']} {p['value']:g}" + (f" at {p['env_steps']:,} steps" if p["env_steps"] is not None else "")

@@ -518,7 +518,7 @@ def against_markdown(report: dict) -> list[str]:
               "| steps/s new / old (best runs) | pairs the new tree won | steps/s new / old per pair, median "
               "[interval] |", "|---|---:|---:|---:|---:|---:|---|"]
     for config, entry in report["configs"].items():
-        r, p = entry["ratio"], paired(entry["runs"]["old"], entry["runs"]["new"])
+        r, p = entry["ratio"], entry["paired"]
         interval = (f"[{p['pair_ratio_low']:.3f}, {p['pair_ratio_high']:.3f}] ({p['pair_ratio_coverage']:.1%})"
                     if p["pair_ratio_low"] is not None else "(too few pairs for an interval)")
         lines.append(f"| {config} | {entry['busy']} | {r['steps_per_second_new_over_old']:.3f} | "

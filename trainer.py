@@ -181,7 +181,7 @@ class Trainer:
                 break  # too far from the rollout's policy: skip this step and the update's remaining epochs
             self.optimizer.zero_grad()
             losses.total.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), c.max_grad_norm, foreach=True)
+            grad_norm = self.optimizer.clip_grad_norm(c.max_grad_norm)  # torch's clip_grad_norm_, on flat gradients
             require_finite(losses, grad_norm, self.update + 1)
             self.optimizer.step()
             steps.append(StepStats(losses, grad_norm))

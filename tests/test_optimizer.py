@@ -126,3 +126,53 @@ def test_a_group_is_flattened_on_the_cpu_only(device):
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # "RNN module weights are not part of single contiguous chunk"
             rnn(torch.zeros(2, 1, 3, device=device))
+
+
+def _twins(seed: int):
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Tanh(), torch.nn.GRU(5, 4, batch_first=True))
+    twin = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Tanh(), torch.nn.GRU(5, 4, batch_first=True))
+    twin.load_state_dict(model.state_dict())
+    return model, twin
+
+
+@pytest.mark.parametrize("max_norm", [1e-3, 1e3])  # clipped, and left as it is
+def test_the_flat_gradients_clip_as_torch_clips(max_norm):
+    """backward() adds into views of one flat gradient (zero_grad() points .grad at them), and
+    clip_grad_norm() gives the norm and the scaled gradients torch.nn.utils.clip_grad_norm_ gives."""
+    model, twin = _twins(3)
+    flat = AdamW(model.parameters())
+    x = torch.randn(3, 7, 6)
+    flat.zero_grad()
+    model(x)[0].square().sum().backward()
+    twin.zero_grad()
+    twin(x)[0].square().sum().backward()
+    gradient = flat._flat[0][3]
+    assert all(p.grad.untyped_storage().data_ptr() == gradient.untyped_storage().data_ptr()
+               for p in model.parameters())
+    assert flat._flat_grad(0) is gradient
+    ours = flat.clip_grad_norm(max_norm)
+    reference = torch.nn.utils.clip_grad_norm_(twin.parameters(), max_norm)
+    torch.testing.assert_close(ours, reference)
+    for p, q in zip(model.parameters(), twin.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)
+    assert (ours > max_norm) == (max_norm == 1e-3)  # the first case really clips
+
+
+def test_a_gradient_set_from_outside_takes_the_step_without_the_flat_gradient():
+    """A .grad replaced after zero_grad() (not the view any more): clipping and the step read the
+    parameters' own gradients, and the step still equals one parameter at a time to the bit."""
+    model, twin = _twins(4)
+    flat, loop = AdamW(model.parameters(), lr=1e-2), AdamW(twin.parameters(), lr=1e-2, flat=False)
+    x = torch.randn(2, 5, 6)
+    for step in range(6):
+        for net, optimizer in ((model, flat), (twin, loop)):
+            optimizer.zero_grad()
+            net(x)[0].sum().backward()
+            if step % 2:
+                net[0].weight.grad = net[0].weight.grad * 3  # a new tensor, not the flat gradient's view
+            optimizer.clip_grad_norm(0.1)
+            optimizer.step()
+        assert (flat._flat_grad(0) is None) == bool(step % 2)
+        for a, b in zip(model.parameters(), twin.parameters()):
+            torch.testing.assert_close(a, b, rtol=0, atol=1e-7)

@@ -39,3 +39,6 @@ $PY tools/benchmark.py --against 8df78aa --config configs/minigrid.yaml --set up
     --set evaluation.interval=0 --repeats 3 --out results/speed/packed_minigrid
 $PY tools/benchmark.py --against 8df78aa --own-configs --config configs/cartpole_masked.yaml \
     --config configs/poc_memory_env.yaml --set torch_threads=2 --repeats 5 --out results/speed/packed_fast
+# AdamW's flat gradients (optimizer.py): a minibatch step's parts, model.py and optimizer.py against the commit before
+$PY tools/speed/update_step.py --against 37cb1f2 --config configs/poc_memory_env.yaml \
+    --config configs/cartpole_masked.yaml --repeats 101

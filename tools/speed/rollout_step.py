@@ -14,8 +14,6 @@ Writes results/speed/rollout_step.md and .json.
 """
 from __future__ import annotations
 
-import argparse
-import importlib.util
 import statistics
 import sys
 import tempfile
@@ -25,20 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent.parent  # the repository root
 sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
-from tools.benchmark import UsageError, git, machine, resolve_ref  # noqa: E402
+from tools.benchmark import machine  # noqa: E402
+from tools.speed.at_ref import module_at, parse  # noqa: E402
 from tools.speed.output import command, table, write  # noqa: E402
 
 STEPS = 512
-
-
-def load_model_module(commit: str, folder: Path):
-    """model.py as it was at `commit`, imported under the name model_at_ref."""
-    path = folder / "model_at_ref.py"
-    path.write_text(git(ROOT, "show", f"{commit}:model.py") + "\n")
-    spec = importlib.util.spec_from_file_location("model_at_ref", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def measure(config_path: str, modules: dict, repeats: int) -> dict:
@@ -83,21 +72,12 @@ def measure(config_path: str, modules: dict, repeats: int) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--against", required=True, help="a git ref whose model.py is the old side")
-    parser.add_argument("--config", action="append", required=True)
-    parser.add_argument("--repeats", type=int, default=15)
-    args = parser.parse_args()
-    try:
-        commit = resolve_ref(ROOT, args.against)
-    except UsageError as error:
-        print(error, file=sys.stderr)
-        return 2
+    args, commit = parse(__doc__, "model.py is")
     import torch
     import model
     torch.set_num_threads(1)  # the rollout's thread count for vector observations (config.rollout_threads)
     with tempfile.TemporaryDirectory() as folder:
-        modules = {"old": load_model_module(commit, Path(folder)), "new": model}
+        modules = {"old": module_at("model", commit, Path(folder)), "new": model}
         rows = [measure(c, modules, args.repeats) for c in args.config]
     ref = commit[:7]
     report = {"command": command(), "machine": machine(), "against": ref, "repeats": args.repeats, "rows": rows}

@@ -19,8 +19,6 @@ Writes results/speed/update_step.md and .json.
 """
 from __future__ import annotations
 
-import argparse
-import importlib.util
 import statistics
 import sys
 import tempfile
@@ -30,20 +28,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent.parent  # the repository root
 sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
-from tools.benchmark import UsageError, git, load_snapshot, machine, resolve_ref  # noqa: E402
+from tools.benchmark import load_snapshot, machine  # noqa: E402
+from tools.speed.at_ref import module_at, parse  # noqa: E402
 from tools.speed.output import command, table, write  # noqa: E402
 
 PARTS = ("forward", "backward", "clip", "step")
-
-
-def load_module(name: str, commit: str, folder: Path):
-    """<name>.py as it was at `commit`, imported under the name <name>_at_ref."""
-    path = folder / f"{name}_at_ref.py"
-    path.write_text(git(ROOT, "show", f"{commit}:{name}.py") + "\n")
-    spec = importlib.util.spec_from_file_location(f"{name}_at_ref", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def measure(config_path: str, modules: dict, repeats: int) -> dict:
@@ -114,21 +103,12 @@ def measure(config_path: str, modules: dict, repeats: int) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--against", required=True, help="a git ref whose model.py and optimizer.py are the old side")
-    parser.add_argument("--config", action="append", required=True)
-    parser.add_argument("--repeats", type=int, default=15)
-    args = parser.parse_args()
-    try:
-        commit = resolve_ref(ROOT, args.against)
-    except UsageError as error:
-        print(error, file=sys.stderr)
-        return 2
+    args, commit = parse(__doc__, "model.py and optimizer.py are")
     import model
     import optimizer
     before = load_snapshot()
     with tempfile.TemporaryDirectory() as folder:
-        modules = {"old": (load_module("model", commit, Path(folder)), load_module("optimizer", commit, Path(folder))),
+        modules = {"old": (module_at("model", commit, Path(folder)), module_at("optimizer", commit, Path(folder))),
                    "new": (model, optimizer)}
         rows = [measure(c, modules, args.repeats) for c in args.config]
     load = load_snapshot(before)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# results/minigrid/minigrid5_lr.*: MiniGrid Memory (configs/minigrid.yaml, its learning rate decaying from
+# results/minigrid/minigrid5_lr.*: MiniGrid Memory (configs/minigrid.yaml as it was then, its learning rate decaying from
 # 2e-4 to 1e-5 over the 500 updates) over five seeds at the full 500 updates (2,048,000 steps), held-out
 # evaluation on (issue 24, point 2). From the root of a clone of main outside the work tree: it runs for
 # hours (about 1 h a seed on 2 idle cores).
@@ -11,12 +11,15 @@
 # finished seed's summaries (config.json and TensorBoard events, under 1 MB) are committed under
 # results/minigrid/runs/minigrid5_lr/seed<N>, so a lost machine costs at most the seed in progress.
 #
-# A candidate config on its own five seeds: the sweep id, then the candidate's overrides, e.g. (seed 4's
-# stall, docs/results.md; a ten-times entropy bonus at the start, back to 0.001 by update 200):
+# A candidate config on its own five seeds: the sweep id, then the candidate's overrides. results/minigrid/
+# minigrid5_beta.* (2026-11-26, the config shipped since): seed 4's stall (docs/results.md) led to a
+# ten-times entropy bonus at the start, back to 0.001 by update 200; it ran, before it was shipped, as
 #   bash results/minigrid/run.sh minigrid5_beta --set beta_schedule.initial=0.01 --set beta_schedule.max_decay_steps=200
+# which is the shipped config now (run.sh with no arguments). minigrid5_lr, the config before it (a
+# constant 0.001), is today's config with --set beta_schedule.initial=0.001 --set beta_schedule.max_decay_steps=300.
 set -euo pipefail
 PY=${PY:-.venv/bin/python}
-SWEEP=${1:-minigrid5_lr}
+SWEEP=${1:-minigrid5_beta}
 shift $(( $# > 0 ? 1 : 0 ))
 # headless MiniGrid rendering; RAY_worker_niceness=0: Ray would run the trials at niceness 15, behind any other work
 export SDL_VIDEODRIVER=dummy RAY_worker_niceness=0
@@ -30,7 +33,7 @@ else
 fi
 # a finished seed, kept in main (from this clone's root; MAIN is main's work tree):
 # mkdir -p $MAIN/results/minigrid/runs/$SWEEP && cp -r summaries/$SWEEP/seed<N> $MAIN/results/minigrid/runs/$SWEEP/
-# If the machine is lost mid-sweep: the seeds not yet under results/minigrid/runs/minigrid5_lr run again
+# If the machine is lost mid-sweep: the seeds not yet under results/minigrid/runs/<sweep> run again
 # with --seed-list (e.g. --seed-list 3,4 --sweep-id minigrid5_lr_rest) and are copied there the same way.
 # A seed trained whole on a lent GPU (results/minigrid/gpu_seeds.sh, with the sweep's overrides) goes under
 # results/minigrid/runs/<sweep>_h200: a sample beside the sweep's, not one of its seeds, as Tune chooses

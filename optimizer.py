@@ -34,10 +34,10 @@ into those views in place, so step() reads the flat gradient as it is (no
 torch.cat), and clip_grad_norm() scales it by the total norm with one norm
 and one multiplication, where torch.nn.utils.clip_grad_norm_ takes a norm per
 parameter, a stack and its grouping of the tensors: the clipping went from
-about 300 to 80 us a minibatch step and the step 5-9% faster, 3-4% of the
-whole minibatch step, for the PoC and masked-CartPole models (results/speed/
-update_step.md, one thread, measured beside a MiniGrid training run; backward()
-adding into the views cost no more than handing over a new gradient). As with
+266 to 67 us a minibatch step (PoC) and 313 to 79 us (masked CartPole), the
+step 6-8% faster, 5.9% and 3.4% of the whole minibatch step (results/speed/
+update_step.md, one thread, idle; backward() adding into the views cost about
+what handing over a new gradient did). As with
 torch.optim's zero_grad(set_to_none=False), a parameter
 of a flat group that the loss does not reach gets a zero gradient and is
 still decayed; a .grad replaced from outside (None, or another tensor) makes

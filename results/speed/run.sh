@@ -42,3 +42,8 @@ $PY tools/benchmark.py --against 8df78aa --own-configs --config configs/cartpole
 # AdamW's flat gradients (optimizer.py): a minibatch step's parts, model.py and optimizer.py against the commit before
 $PY tools/speed/update_step.py --against 37cb1f2 --config configs/poc_memory_env.yaml \
     --config configs/cartpole_masked.yaml --repeats 101
+# after AdamW's flat gradients (717bd67), the fast configs' benchmark again on the 2-core Xeon, idle, 2026-11-26
+# (its per-run lines saved as fast_against_5176396_xeon_flat_grads.log)
+$PY tools/benchmark.py --against 5176396 --own-configs --config configs/cartpole_masked.yaml \
+    --config configs/poc_memory_env.yaml --set torch_threads=2 --repeats 11 --require-idle \
+    --out results/speed/fast_against_5176396_xeon_flat_grads

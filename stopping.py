@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -39,3 +40,27 @@ def blocked():
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+@contextlib.contextmanager
+def deferred():
+    """SIGINT and SIGTERM held back for the block: one that arrives meanwhile is handed, when the block
+    ends, to the handler that was in place before it. For a step that must not be cut in the middle:
+    starting a worker hands the forkserver's new child its start-up data through a pipe, and a handler
+    that exits at once (leave()) while the parent writes it left the child reading half of it, which
+    printed its EOFError traceback (test_trust's start-up test, once in a CI run on 2026-11-26).
+    Python runs signal handlers in the main thread alone, so elsewhere (a Ray trial's thread) this
+    holds nothing back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = {number: signal.signal(number, lambda number, frame: caught.append(number))
+                for number in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for number in dict.fromkeys(caught):  # each signal once, in the order it came
+            signal.raise_signal(number)

@@ -155,8 +155,12 @@ def _deaf_to_stop_signals():
     (bpo-33613), whatever the mask was: the forkserver, and every worker forked from it,
     then began with them unblocked, and a Ctrl-C while the forkserver was still importing
     printed its KeyboardInterrupt traceback (about 1 start-up Ctrl-C in 24 beside a busy
-    core). So the tracker is started first, and the mask blocked again after it."""
-    with stopping.blocked():
+    core). So the tracker is started first, and the mask blocked again after it.
+
+    A stop signal that reaches the trainer meanwhile waits until the workers have started
+    (stopping.deferred): acted on while a worker's start-up data was half written, it left that
+    worker reading a broken pipe."""
+    with stopping.deferred(), stopping.blocked():
         resource_tracker.ensure_running()  # a no-op once it runs; else it unblocks both signals on its way out
         with stopping.blocked():
             yield

@@ -512,3 +512,26 @@ def test_the_best_evaluation_checkpoint_is_never_another_runs(tmp_path):
     # a run whose name is that of a best checkpoint
     result = script(tmp_path, "train.py", "--config", config, "--run-id", "a-best")
     assert result.returncode == 2 and "'-best'" in one_line(result)
+
+
+def test_a_stop_signal_during_a_deferred_block_reaches_the_handler_when_it_ends():
+    """stopping.deferred (around the workers' start): a SIGINT or SIGTERM that comes inside the block is
+    not acted on there (a handler that exits would cut a worker's start-up data in half), and reaches
+    the handler that was in place, once each, as soon as the block ends; the handlers are restored."""
+    import stopping
+    seen = []
+    before = {number: signal.signal(number, lambda number, frame: seen.append(number))
+              for number in stopping.STOP_SIGNALS}
+    try:
+        handlers = {number: signal.getsignal(number) for number in stopping.STOP_SIGNALS}
+        with stopping.deferred():
+            for number in (signal.SIGTERM, signal.SIGINT, signal.SIGTERM):
+                os.kill(os.getpid(), number)
+            for _ in range(1000):  # bytecodes: Python checks for pending signals between them
+                pass
+            assert seen == []
+        assert seen == [signal.SIGTERM, signal.SIGINT]
+        assert {number: signal.getsignal(number) for number in stopping.STOP_SIGNALS} == handlers
+    finally:
+        for number, handler in before.items():
+            signal.signal(number, handler)

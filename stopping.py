@@ -60,7 +60,7 @@ def deferred():
     try:
         yield
     finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+        for number, handler in previous.items():  # None: a handler not set from Python, put back as the default
+            signal.signal(number, signal.SIG_DFL if handler is None else handler)
         for number in dict.fromkeys(caught):  # each signal once, in the order it came
             signal.raise_signal(number)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.hang import HANG_S, wait_until
 from tools import benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -224,10 +225,7 @@ def test_busy_loads_run_through_each_measurement_and_are_killed_after(repo, tmp_
     assert [run["loads_alive"] for side in ("old", "new") for run in entry["runs"][side]] == [2, 2]
     started = [int(pid) for name in os.listdir(loads) for pid in name.split("-")[1:]]
     assert len(started) == 2 * 2 * 2  # two loads per measurement, each with a child
-    deadline = time.time() + 120  # only a bound on a hang: they go at once when nothing else runs
-    while any(alive(pid) for pid in started) and time.time() < deadline:
-        time.sleep(0.05)
-    assert not any(alive(pid) for pid in started)
+    wait_until(lambda: not any(alive(pid) for pid in started), "end of every load process")
     assert "| old, busy 2" in (tmp_path / "out.md").read_text()
 
 
@@ -290,7 +288,7 @@ def test_real_short_run_against_head(tmp_path):
     result = subprocess.run([sys.executable, "tools/benchmark.py", "--against", "HEAD",
                              "--config", "configs/poc_memory_env.yaml", "--set", "updates=1", "--repeats", "1",
                              "--allow-few-repeats", "--out", str(tmp_path / "against")],
-                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+                            cwd=ROOT, capture_output=True, text=True, timeout=HANG_S)
     assert result.returncode == 0, result.stderr
     assert "warning: 1 run(s) per side" in result.stderr
     report = json.loads((tmp_path / "against.json").read_text())

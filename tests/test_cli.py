@@ -11,6 +11,7 @@ from checkpoint import load_checkpoint
 from config import config_from_dict
 from model import ActorCritic
 from worker import VecEnv
+from tests.hang import HANG_S
 
 pytestmark = pytest.mark.slow  # processes, Ray or whole configs: make test-fast leaves these out
 
@@ -19,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def run_train(tmp_path, *args):
     return subprocess.run([sys.executable, str(ROOT / "train.py"), *args], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=HANG_S)
 
 
 def test_train_two_updates_writes_checkpoint_and_summaries(tmp_path):
@@ -69,7 +70,7 @@ def test_inference_only_checkpoint_acts_the_same_and_refuses_to_resume(tmp_path)
     assert run_train(tmp_path, "--config", "small.yaml", "--run-id", "r").returncode == 0
     full, small = tmp_path / "models/r.pt", tmp_path / "small.pt"
     result = subprocess.run([sys.executable, str(ROOT / "checkpoint.py"), "--inference-only", str(full), str(small)],
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=HANG_S)
     assert result.returncode == 0, result.stderr
     assert small.stat().st_size < full.stat().st_size / 2
 

@@ -16,6 +16,7 @@ from environments import HELD_OUT
 from evaluation import evaluate, evaluation_seeds
 from trainer import PhaseTimes, Trainer
 from worker import environment_seeds
+from tests.hang import HANG_S
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -89,7 +90,7 @@ def test_gif_has_one_frame_per_step_plus_one_per_episode(tmp_path):
 def run_enjoy(tmp_path, *args):
     env = {"SDL_VIDEODRIVER": "dummy", "PATH": "/usr/bin:/bin"}
     return subprocess.run([sys.executable, str(ROOT / "enjoy.py"), *args], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300, env=env)
+                          text=True, timeout=HANG_S, env=env)
 
 
 @pytest.mark.slow

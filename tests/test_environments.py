@@ -11,6 +11,7 @@ from normalization import Normalizers
 from spaces import layout
 from worker import environment_seeds
 from worker import VecEnv, WorkerError
+from tests.hang import wait_until
 
 RIGHT, LEFT = 1, 0
 
@@ -191,7 +192,6 @@ def test_a_stop_signal_while_worker_processes_start_still_reaches_the_trainer():
     after a Ctrl-C sent while its workers started on a busy machine.)"""
     import os
     import signal
-    import time
 
     from worker import _deaf_to_stop_signals
     received = []
@@ -201,9 +201,7 @@ def test_a_stop_signal_while_worker_processes_start_still_reaches_the_trainer():
             assert signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, set())  # what the workers inherit
             assert signal.SIGTERM in signal.pthread_sigmask(signal.SIG_BLOCK, set())
             os.kill(os.getpid(), signal.SIGINT)
-        deadline = time.time() + 60  # the handler runs at the main thread's next bytecode: the bound is a hang's
-        while not received and time.time() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: bool(received), "SIGINT handled")  # at the main thread's next bytecode
         assert received == [signal.SIGINT]
         assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())  # the mask is back
     finally:

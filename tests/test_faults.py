@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from checkpoint import load_checkpoint, restore
 from config import config_from_dict, load_config
 from losses import NonFiniteError
 from trainer import Trainer
+from tests.hang import HANG_S, wait_until
 
 pytestmark = pytest.mark.slow  # processes, Ray or whole configs: make test-fast leaves these out
 
@@ -46,10 +46,7 @@ def parent(pid: int) -> int:
 
 
 def assert_no_process_left(marker: str):
-    deadline = time.time() + 120  # only a bound on a hang: they leave at once when the machine is idle
-    while processes_with(marker) and time.time() < deadline:
-        time.sleep(0.1)
-    assert processes_with(marker) == []
+    wait_until(lambda: processes_with(marker) == [], f"end of every process marked {marker}")
 
 
 class Run:
@@ -61,17 +58,13 @@ class Run:
         self.process = subprocess.Popen([sys.executable, str(ROOT / "train.py"), *args], cwd=tmp_path, env=env,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    def wait_for_line(self, prefix: str, timeout: float = 120) -> str:
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            line = self.process.stdout.readline()
+    def wait_for_line(self, prefix: str) -> str:
+        for line in self.process.stdout:  # until the process closes its output
             if line.startswith(prefix):
                 return line
-            if not line and self.process.poll() is not None:
-                break
         raise AssertionError(f"no line starting with {prefix!r}; stderr: {self.process.stderr.read()}")
 
-    def finish(self, timeout: float = 120):
+    def finish(self, timeout: float = HANG_S):
         out, err = self.process.communicate(timeout=timeout)
         assert_no_process_left(self.marker)
         return self.process.returncode, out, err
@@ -117,7 +110,7 @@ def test_a_killed_worker_is_noticed_at_the_next_step_not_waited_on(tmp_path):
     os.kill(workers[0], signal.SIGKILL)
     # noticed through the process's sentinel, not a timeout: without it the run would wait forever on the
     # dead worker's pipe, which is what the bound below catches (it is no measure of speed)
-    code, out, err = run.finish(timeout=300)
+    code, out, err = run.finish()
     assert code == 1 and "died" in err
 
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.hang import HANG_S
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = sorted([*ROOT.glob("*.py"), *ROOT.glob("environments/*.py")])
@@ -53,7 +54,22 @@ def test_every_tool_starts_from_any_folder(tmp_path):
                                    stderr=subprocess.PIPE, text=True) for p in scripts}
     failed = []
     for path, process in started.items():
-        out, err = process.communicate(timeout=180)
+        out, err = process.communicate(timeout=HANG_S)
         if process.returncode != 0 or "usage:" not in out:
             failed.append(f"{path.relative_to(ROOT)}: exit {process.returncode}\n{err[-800:]}")
     assert not failed, "\n".join(failed)
+
+
+def test_no_test_bounds_a_wait_by_a_clock_of_its_own():
+    """A test awaits events; the one bound on a hang is tests/hang.py's HANG_S. A literal timeout or a
+    deadline read from a clock is a time limit that a busy machine overruns (three sweep tests failed
+    so beside two spinning cores, their 120-240 s bounds outrun by a slow Ray start)."""
+    clocks = {"time", "monotonic", "perf_counter"}
+    wrong = []
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.keyword) and node.arg == "timeout" and isinstance(node.value, ast.Constant):
+                wrong.append(f"{path.name}:{node.value.lineno} timeout={node.value.value}")
+            if isinstance(node, ast.Attribute) and node.attr in clocks and getattr(node.value, "id", "") == "time":
+                wrong.append(f"{path.name}:{node.lineno} time.{node.attr}")
+    assert not wrong, wrong

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.hang import HANG_S
 
 pytestmark = pytest.mark.slow  # processes, Ray or whole configs: make test-fast leaves these out
 
@@ -19,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_fast_probes_end_right(tmp_path):
     report = tmp_path / "probes.json"
     run = subprocess.run([sys.executable, str(ROOT / "tests/probes.py"), "--fast", "--jobs", "2",
-                          "--json", str(report)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                          "--json", str(report)], cwd=ROOT, capture_output=True, text=True, timeout=HANG_S)
     assert report.exists(), f"tests/probes.py --fast wrote no report (exit {run.returncode}):\n{run.stderr}"
     probes = json.loads(report.read_text())["probes"]
     points = {p["point"] for p in probes}

@@ -7,6 +7,7 @@ import pytest
 
 from agent import Agent
 from evaluation import evaluate
+from tests.hang import HANG_S
 
 pytestmark = pytest.mark.slow  # processes, Ray or whole configs: make test-fast leaves these out
 
@@ -66,7 +67,7 @@ def test_plot_script_writes_a_png_with_the_reference(tmp_path):
                str(tmp_path / "seed1"), "--out", str(out)]
     if reference.exists():
         command += ["--reference", str(reference)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=HANG_S)
     assert result.returncode == 0, result.stderr
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -79,7 +80,7 @@ def test_run_summary_counts_a_resumed_run_once_and_averages_its_last_updates(tmp
     printed, lengths = [], []  # the reward and episode length of each update as train.py printed them
     for command in (train + ["--config", config, "--run-id", "r", "--set", "updates=3"],
                     train + ["--resume", "models/r.pt", "--set", "updates=5"]):
-        result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=HANG_S)
         assert result.returncode == 0, result.stderr
         lines = [line for line in result.stdout.splitlines() if line.startswith("update")]
         printed += [float(line.split("reward")[1].split()[0]) for line in lines]
@@ -88,7 +89,7 @@ def test_run_summary_counts_a_resumed_run_once_and_averages_its_last_updates(tmp
     out = tmp_path / "summary"
     result = subprocess.run([sys.executable, str(ROOT / "tools/run_summary.py"), "--run", str(tmp_path / "summaries/r"),
                              "--last", "2", "--command", "train it", "--out", str(out)],
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=HANG_S)
     assert result.returncode == 0, result.stderr
     summary = json.loads(out.with_suffix(".json").read_text())
     assert summary["updates"] == 5 and summary["env_steps"] == 5 * 16 * 128 and summary["processes"] == 2

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import stats
+from tests.hang import HANG_S
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -314,7 +315,7 @@ def test_reference_for_picks_the_environments_curve():
 def test_cli_refuses_bad_input_in_one_line_with_exit_code_2(tmp_path):
     # as a user meets it: a process that ends with one line and exit code 2, no traceback
     result = subprocess.run([sys.executable, str(ROOT / "stats.py"), "--runs", str(tmp_path / "missing"),
-                             "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
+                             "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=HANG_S)
     assert result.returncode == 2
     assert result.stderr == f"stats.py: error: {tmp_path / 'missing'} does not exist\n"
 

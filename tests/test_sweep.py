@@ -10,7 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,7 @@ import yaml
 import sweep
 from checkpoint import load_checkpoint
 from config import ConfigError, config_from_dict
+from tests.hang import HANG_S, wait_until
 
 pytestmark = pytest.mark.slow  # processes, Ray or whole configs: make test-fast leaves these out
 
@@ -39,7 +40,7 @@ def start_sweep(tmp_path: Path, *args: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def run_sweep(tmp_path: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+def run_sweep(tmp_path: Path, *args: str, timeout: float = HANG_S) -> subprocess.CompletedProcess:
     process = start_sweep(tmp_path, *args)
     out, err = process.communicate(timeout=timeout)
     return subprocess.CompletedProcess(process.args, process.returncode, out, err)
@@ -68,10 +69,10 @@ def read(*argv: str) -> sweep.Sweep:
 def test_an_object_store_that_does_not_answer_is_refused_in_time(monkeypatch):
     """pyarrow retried an unreachable gs:// for more than 5 minutes, deaf to Ctrl-C."""
     monkeypatch.setattr(sweep, "STORAGE_SECONDS", 0.5)
-    start = time.monotonic()
+    answered = threading.Event()  # the store answers only when the test says so: after the refusal
     with pytest.raises(ConfigError, match="no answer within 0.5 s"):
-        sweep._in_time(lambda: time.sleep(30), "gs://bucket/x")
-    assert time.monotonic() - start < 5
+        sweep._in_time(lambda: answered.wait(HANG_S), "gs://bucket/x")
+    answered.set()  # the abandoned thread ends
     assert sweep._in_time(lambda: 7, "x") == 7
     with pytest.raises(KeyError):
         sweep._in_time(lambda: {}["missing"], "x")
@@ -249,14 +250,12 @@ def test_resume_after_ctrl_c_keeps_finished_trials_and_completes_the_others(tmp_
             *sets(*TINY, "updates=20", "checkpoint_interval=5")]
     summaries = tmp_path / "summaries/cut"
     process = start_sweep(tmp_path, *args)
-    deadline = time.time() + 180
-    while len(list(summaries.glob("*"))) < 2 and process.poll() is None and time.time() < deadline:
-        time.sleep(0.1)
+    wait_until(lambda: len(list(summaries.glob("*"))) >= 2, "second trial's summaries folder", process)
     # one trial at a time: the first trial has ended once the second has started
     first = min(summaries.iterdir(), key=lambda p: p.stat().st_mtime).name
     before = {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in (summaries / first).rglob("*")}
     process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=120)
+    out, err = process.communicate(timeout=HANG_S)
     assert process.returncode == 130, err
     folder = tmp_path / "sweeps/cut"
     assert f"resume with: python sweep.py --resume {folder}" in out
@@ -330,7 +329,7 @@ def test_bad_input_is_one_line_exit_2_and_starts_nothing(tmp_path, args, says):
              "print('ray imported' if 'ray' in sys.modules else 'no ray'); sys.exit(code)")
     config = [] if "--config" in args else ["--config", POC]
     done = subprocess.run([sys.executable, "-c", probe, *config, *args], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          text=True, timeout=HANG_S, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: ") and says in done.stderr, done.stderr
     assert done.stdout == "no ray\n"

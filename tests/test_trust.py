@@ -19,6 +19,7 @@ import yaml
 
 from checkpoint import load_checkpoint, save_checkpoint
 from tests.test_faults import SMALL, Run, assert_no_process_left, write_config
+from tests.hang import HANG_S
 
 pytestmark = pytest.mark.slow  # processes, Ray or whole configs: make test-fast leaves these out
 
@@ -29,7 +30,7 @@ TINY = dict(SMALL, updates=2, hidden_layer_size=8, recurrence={"hidden_state_siz
 def script(tmp_path, name, *args, **kwargs):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, str(ROOT / name), *args], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300, env=env, **kwargs)
+                          text=True, timeout=HANG_S, env=env, **kwargs)
 
 
 def one_line(result) -> str:
@@ -126,7 +127,7 @@ def test_a_lock_or_a_folder_check_that_cannot_write_leaves_one_line_and_no_file(
              "print(writable('models'))\n"
              "try:\n    RunLock('models/r.lock').acquire()\nexcept CheckpointError as e:\n    print(e)\n")
     (tmp_path / "models").mkdir()
-    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=HANG_S,
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, preexec_fn=file_size_limit(0))
     assert result.stdout.splitlines() == ["File too large", "cannot write the lock models/r.lock (File too large)"], \
         result.stdout + result.stderr
@@ -348,7 +349,7 @@ def test_the_forkserver_and_every_worker_begin_with_the_stop_signals_blocked(tmp
             else:
                 assert blocked == {signal.SIGINT, signal.SIGTERM}, command
     finally:
-        process.communicate("\n", timeout=60)
+        process.communicate("\n", timeout=HANG_S)
     assert process.returncode == 0
 
 
@@ -386,7 +387,7 @@ def test_a_stop_signal_at_any_moment_of_start_up_ends_quietly_and_leaves_no_proc
     await_own_handlers(process)
     time.sleep(delay)  # the moment under test; every moment must give the same outcome
     os.killpg(process.pid, number)
-    out, err = process.communicate(timeout=120)
+    out, err = process.communicate(timeout=HANG_S)
     assert process.returncode == 128 + number, err
     assert "Traceback" not in out + err and "Error" not in err, err
     name = signal.Signals(number).name
@@ -414,7 +415,7 @@ def test_a_stop_signal_while_a_sweep_starts_ray_ends_quietly_and_leaves_no_proce
     await_own_handlers(process)
     time.sleep(delay)
     os.killpg(process.pid, number)
-    out, err = process.communicate(timeout=300)
+    out, err = process.communicate(timeout=HANG_S)
     assert process.returncode == 128 + number, err
     assert "Traceback" not in out + err and "Error" not in out + err, err
     name = signal.Signals(number).name
@@ -435,7 +436,7 @@ def test_ctrl_c_to_the_process_group_mid_run_saves_and_the_workers_keep_serving(
     while not process.stdout.readline().startswith("update    2/"):
         assert process.poll() is None, process.stderr.read()
     os.killpg(process.pid, signal.SIGINT)
-    out, err = process.communicate(timeout=60)
+    out, err = process.communicate(timeout=HANG_S)
     assert process.returncode == 130 and "Traceback" not in err, err
     assert load_checkpoint(tmp_path / "models/group.pt")["update"] >= 2
 

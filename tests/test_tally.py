@@ -1,7 +1,10 @@
 """tools/test_tally.py: what it reads from pytest's output, and that every finished clone is on disk."""
 import json
+import os
+from pathlib import Path
 
-from tools import test_tally
+from tests.hang import wait_until
+from tools import benchmark, test_tally
 
 FAILED = """\
 FAILED tests/test_trust.py::test_ctrl_c[1.5] - AssertionError: traceback
@@ -45,7 +48,7 @@ def test_each_clone_is_written_as_it_ends(tmp_path, monkeypatch):
         pass
     rows = json.loads((tmp_path / "tally.json").read_text())["rows"]
     assert [r["passed"] for r in rows] == [3]
-    assert "| 1 | abc1234 | idle |" in (tmp_path / "tally.md").read_text()
+    assert "| 1 | ? | abc1234 | idle |" in (tmp_path / "tally.md").read_text()
 
 
 def test_a_clone_is_beside_a_heavy_job_by_what_was_measured_not_by_its_label():
@@ -53,11 +56,9 @@ def test_a_clone_is_beside_a_heavy_job_by_what_was_measured_not_by_its_label():
     def row(load, cores):
         return {"commit": "abc1234", "load": load, "exit_code": 0, "wall_seconds": 60.0, "other_cores": cores,
                 **test_tally.counts("3 passed in 1.0s")}
-    report = {"machine": {"cpu": "cpu", "cores": 2}}
-    lines = test_tally.markdown([row("idle", 0.01), row("beside", 1.6), row("beside", 0.4), row("busy", 2.0)],
-                                report)
+    lines = test_tally.markdown([row("idle", 0.01), row("beside", 1.6), row("beside", 0.4), row("busy", 2.0)])
     assert lines[-1] == ("4 clones, 0 with a failure; 2 of them beside a CPU-heavy job "
-                         "(other processes used >= 1.0 cores on average), 2 not.")
+                         "(a busy loop per core, or other processes used >= 1.0 cores on average), 2 not.")
 
 
 def test_the_machine_is_described_before_the_first_clone(tmp_path, monkeypatch):
@@ -75,3 +76,33 @@ def test_the_machine_is_described_before_the_first_clone(tmp_path, monkeypatch):
     except ModuleNotFoundError:
         pass
     assert ran == []
+
+
+def test_the_failure_report_is_pytests_own_without_pips_noise():
+    output = ("....F.\n=================================== FAILURES ===================================\n"
+              "___ test_resume ___\nE   FileNotFoundError: summaries/cut\n"
+              "=========================== short test summary info ============================\n"
+              + FAILED + "\nWARNING: Location 'file:///opt/pypi/simple/torch/' is ignored: it is neither a file nor "
+              "a directory.\n" * 70 + "make: *** [Makefile:30: test] Error 1")
+    report = test_tally.failure_report(output)
+    assert report[0].strip("= ") == "FAILURES" and "E   FileNotFoundError: summaries/cut" in report
+    assert not any(line.startswith("WARNING: Location") for line in report) and report[-1].startswith("make: ***")
+
+
+def test_the_busy_loops_count_as_other_work_and_end_when_stopped():
+    """They stand for a neighbour's job: load_snapshot leaves out the tally's own tree, so they must
+    not be in it (as children of the tally they were, and a busy clone recorded 0.04 other cores)."""
+    pids = test_tally.busy_job()
+    try:
+        assert len(pids) == len(os.sched_getaffinity(0))
+        ours = benchmark._descendants(benchmark._processes(), os.getpid())
+        assert all(Path(f"/proc/{pid}").exists() for pid in pids) and not set(pids) & ours
+    finally:
+        test_tally.stop(pids)
+
+    def ended(pid: int) -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"  # a zombie has ended
+        except (OSError, IndexError):
+            return True
+    wait_until(lambda: all(ended(pid) for pid in pids), "end of the busy loops")

@@ -10,12 +10,13 @@ installed first, then the whole suite spread over the cores). With --load busy, 
 keeps every core busy at normal priority during the whole clone's run (one `while True: pass`
 process per core, killed after it). With --load beside, the tally starts no job: the CPU-heavy job
 is one you run yourself at normal priority (say a training sweep), and the measured CPU of other
-processes says how heavy it really was. Recorded per clone: the commit, the load asked for, what the
-machine really did beside it (other processes' CPU, from /proc, as tools/benchmark.py measures it),
-passed, failed, skipped, errors, the failures' names, and the wall time (install included). Writes
-results/test_tally.{md,json}; --append adds to the rows already there (the idle and busy rounds of
-one tally). A clone counts as beside a CPU-heavy job when other processes used at least
-HEAVY_CORES cores on average during it, whatever its label. Exits 1 if any clone's suite failed.
+processes says how heavy it really was. Recorded per clone: the machine, the commit, the load asked
+for, what the machine really did beside it (other processes' CPU, from /proc, as tools/benchmark.py
+measures it), passed, failed, skipped, errors, the failures' names and pytest's report of them, and
+the wall time (install included). Writes results/test_tally.{md,json}; --append adds to the rows
+already there (the idle and busy rounds of one tally). A clone counts as beside a CPU-heavy job when
+it ran busy or other processes used at least HEAVY_CORES cores on average during it, whatever its
+label. Exits 1 if any clone's suite failed.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -40,9 +42,23 @@ OUT = ROOT / "results" / "test_tally"
 HEAVY_CORES = 1.0  # other processes' average use that makes a clone "beside a CPU-heavy job": half of 2 cores
 
 
-def busy_job() -> list[subprocess.Popen]:
-    """One busy loop per core this process may use, at normal priority."""
-    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in os.sched_getaffinity(0)]
+def busy_job() -> list[int]:
+    """One busy loop per core this process may use, at normal priority; their pids. Each is started through
+    a shell that exits at once, so that it is no descendant of the tally: load_snapshot then counts it
+    among the other processes, the work it stands for (as a child it was left out: 0.04 cores were
+    recorded for a clone run beside two spinning cores)."""
+    loop = f"'{sys.executable}' -c 'while True: pass' </dev/null >/dev/null 2>&1 & echo $!"
+    return [int(subprocess.run(["sh", "-c", loop], capture_output=True, text=True, check=True).stdout)
+            for _ in os.sched_getaffinity(0)]
+
+
+def stop(pids: list[int]) -> None:
+    """Kills the busy loops by pid (they are not our children: init reaps them)."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 SUMMARY = re.compile(r"^=*\s*(?:\d+ (?:passed|failed|skipped|errors?|deselected|warnings?|xfailed|xpassed)"
@@ -59,57 +75,74 @@ def counts(output: str) -> dict:
         "failures": re.findall(r"^(?:FAILED|ERROR) (\S+)", output, re.MULTILINE), "closing_line": tail}
 
 
+NOISE = "WARNING: Location "  # pip's warnings about the local package indexes, after pytest's output
+REPORT_LINES = 400
+
+
+def failure_report(output: str) -> list[str]:
+    """What pytest said about the failures (its FAILURES section, then the short summary), without pip's
+    noise, at most its first REPORT_LINES lines; the output's last 80 lines where there is no such section."""
+    lines = [line for line in output.splitlines() if not line.startswith(NOISE)]
+    start = next((i for i, line in enumerate(lines) if re.fullmatch(r"=+ (FAILURES|ERRORS) =+", line.strip())),
+                 max(0, len(lines) - 80))
+    return lines[start:start + REPORT_LINES]
+
+
 def one_clone(commit: str, load: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="tally-") as tmp:
         clone = Path(tmp) / "clone"
         subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
         subprocess.run(["git", "-C", str(clone), "checkout", "-q", commit], check=True)
-        job = busy_job() if load == "busy" else []
+        job = busy_job() if load == "busy" else []  # before the first snapshot: counted as other work
         before = load_snapshot()
         start = time.perf_counter()
         try:
             result = subprocess.run(["bash", ".ci/run"], cwd=clone, capture_output=True, text=True)
             output = result.stdout + "\n" + result.stderr
+            wall = time.perf_counter() - start
+            seen = load_snapshot(before)
         finally:
-            for process in job:
-                process.kill()
-                process.wait()
-        wall = time.perf_counter() - start
-        seen = load_snapshot(before)
-    return {"commit": commit[:7], "load": load, "exit_code": result.returncode, "wall_seconds": wall,
-            "other_cores": seen["other_cores"], "load_average_start": seen["load_average_start"],
+            stop(job)
+    return {"commit": commit[:7], "machine": machine_name(), "load": load, "exit_code": result.returncode,
+            "wall_seconds": wall, "other_cores": seen["other_cores"], "load_average_start": seen["load_average_start"],
             "load_average_end": seen["load_average_end"], **counts(output),
-            "output_tail": output.splitlines()[-80:] if result.returncode else [],
+            "failure_report": failure_report(output) if result.returncode else [],
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
 
 
-def markdown(rows: list[dict], report: dict) -> list[str]:
-    m = report["machine"]
+def machine_name() -> str:
+    described = machine()
+    return f"{described['cpu']}, {described['cores']} cores"
+
+
+def markdown(rows: list[dict]) -> list[str]:
     lines = ["# make test on fresh clones, idle and beside a CPU-heavy job", "",
              f"Commands: `python tools/test_tally.py --clones 5 --load idle`, then `... --load busy --append` "
              f"or `... --load beside --append`. "
-             f"Machine: {m['cpu']}, {m['cores']} cores. Each clone ran `.ci/run` (install, then `make test`). "
+             "Each clone ran `.ci/run` (install, then `make test`). "
              "busy: one `while True: pass` process per core, at normal priority, during the whole run; beside: "
              "next to a job started outside the tally (named in the note that goes with the rows); other "
-             "cores: what processes outside the tally used meanwhile (the busy job counts there).", "",
-             "| clone | commit | load | other cores (average) | passed | failed | skipped | errors | wall | failures |",
-             "|---:|---|---|---:|---:|---:|---:|---:|---:|---|"]
+             "cores: what processes outside the tally used meanwhile (the busy job counts there, from clone 25 on; "
+             "before, it was left out). results/test_tally.json keeps pytest's report of each failure.", "",
+             "| clone | machine | commit | load | other cores (average) | passed | failed | skipped | errors | wall "
+             "| failures |",
+             "|---:|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for i, r in enumerate(rows, 1):
-        lines.append(f"| {i} | {r['commit']} | {r['load']} | {r['other_cores']:.2f} | {r['passed']} | {r['failed']} | "
+        lines.append(f"| {i} | {r.get('machine', '?')} | {r['commit']} | {r['load']} | {r['other_cores']:.2f} | {r['passed']} | {r['failed']} | "
                      f"{r['skipped']} | {r['errors']} | {r['wall_seconds'] / 60:.1f} min | "
                      f"{', '.join(r['failures']) or '-'} |")
     failed = sum(r["failed"] + r["errors"] > 0 or r["exit_code"] != 0 for r in rows)
-    heavy = sum(r["other_cores"] >= HEAVY_CORES for r in rows)
+    heavy = sum(r["load"] == "busy" or r["other_cores"] >= HEAVY_CORES for r in rows)  # busy: a loop per core
     lines += ["", f"{len(rows)} clones, {failed} with a failure; {heavy} of them beside a CPU-heavy job "
-              f"(other processes used >= {HEAVY_CORES:.1f} cores on average), {len(rows) - heavy} not."]
+              f"(a busy loop per core, or other processes used >= {HEAVY_CORES:.1f} cores on average), {len(rows) - heavy} not."]
     return lines
 
 
-def write(rows: list[dict], described: dict) -> None:
-    report = {"machine": described, "rows": rows}
+def write(rows: list[dict]) -> None:
+    report = {"rows": rows}  # each row names its machine
     OUT.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(OUT.with_suffix(".json"), lambda path: path.write_text(json.dumps(report, indent=1) + "\n"))
-    write_atomically(OUT.with_suffix(".md"), lambda path: path.write_text("\n".join(markdown(rows, report)) + "\n"))
+    write_atomically(OUT.with_suffix(".md"), lambda path: path.write_text("\n".join(markdown(rows)) + "\n"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,13 +154,13 @@ def main(argv: list[str] | None = None) -> int:
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
                             check=True).stdout.strip()
     rows = json.loads(OUT.with_suffix(".json").read_text())["rows"] if args.append else []
-    described = machine()  # before the first clone: a python without torch fails here, not 13 min later
+    machine_name()  # before the first clone: a python without torch fails here, not 13 min later
     for i in range(args.clones):
         rows.append(one_clone(commit, args.load))
         r = rows[-1]
         print(f"clone {len(rows)} ({args.load}): {r['closing_line']} ({r['wall_seconds'] / 60:.1f} min, other cores "
               f"{r['other_cores']:.2f})", flush=True)
-        write(rows, described)  # after every clone: a tally stopped half-way keeps the clones it finished
+        write(rows)  # after every clone: a tally stopped half-way keeps the clones it finished
     return 1 if any(r["failed"] or r["errors"] or r["exit_code"] for r in rows) else 0
 
 

@@ -657,6 +657,11 @@ def start_ray(address: str | None, sweep: Sweep) -> None:
     # and Tune ended the whole sweep on that error instead of restarting them; the kernel's OOM killer
     # takes the largest process, and a trial it kills is restarted from its checkpoint (--max-failures).
     os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
+    # Ray starts its workers 15 niceness steps below itself: beside a job at normal priority its trials
+    # got almost no CPU (beside two spinning loops, a trial of the tests' tiny sweep had 36 s of CPU in
+    # 14 min; train.py would have had its share). Trials run at the sweep's own priority, as the runs
+    # they are; `nice python sweep.py` lowers them all, and RAY_worker_niceness set outside still wins.
+    os.environ.setdefault("RAY_worker_niceness", "0")
     # address "local": never join a cluster that `ray start` left running on this machine
     with stopping.blocked():
         ray.init(address="local", num_cpus=cpus, include_dashboard=False, **common)

@@ -157,6 +157,21 @@ def test_what_a_trial_writes_stays_in_rays_logs_not_on_the_sweeps_console(tmp_pa
     assert done.stderr == "" and "1 of 1 trials ended" in done.stdout
 
 
+def test_trials_run_at_the_sweeps_own_priority(tmp_path):
+    """Ray starts its workers 15 niceness steps below itself: beside two spinning loops a trial of a
+    tiny sweep got 36 s of CPU in 14 min. A trial is a run, at the priority the sweep was started with."""
+    probe = ("import os, types, ray, sweep\n"
+             "sweep.start_ray(None, types.SimpleNamespace(gpus=0))\n"
+             "print(os.nice(0), ray.get(ray.remote(lambda: os.nice(0)).remote()))\n"
+             "ray.shutdown()\n")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_worker_niceness"} | {"PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=HANG_S, env=env, preexec_fn=lambda: os.nice(2))
+    assert done.returncode == 0, done.stderr
+    driver, trial = map(int, done.stdout.split())
+    assert trial == driver >= 2
+
+
 def test_two_seeds_locally_give_two_normal_runs_and_the_statistics(tmp_path):
     done = run_sweep(tmp_path, "--config", POC, "--seeds", "2", "--sweep-id", "two", "--grid", "gamma=0.95",
                      *sets(*TINY))
@@ -188,12 +203,13 @@ def test_two_seeds_locally_give_two_normal_runs_and_the_statistics(tmp_path):
     assert any(not torch.equal(a, b) for a, b in zip(models[0].values(), models[1].values()))
 
 
-def test_trials_land_on_both_nodes_of_a_cluster(tmp_path):
+def test_trials_land_on_both_nodes_of_a_cluster(tmp_path, monkeypatch):
     """The driver (sweep.py --address) runs in its own process, as a user starts it, and has ended
     before the cluster goes down: a driver still connected in this process when the test's cluster
     shut down crashed pytest's worker once (a segfault in Ray's io thread, in a full `make test` run
     on 2026-11-25 beside a niced sweep)."""
     from ray.cluster_utils import Cluster
+    monkeypatch.setenv("RAY_worker_niceness", "0")  # as docs/sweeps.md says to start a cluster's nodes
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
     try:
         cluster.add_node(num_cpus=1)
@@ -223,11 +239,13 @@ def test_killed_trial_resumes_from_its_checkpoint_to_the_same_weights(tmp_path):
     assert done.returncode == 0, done.stderr
     assert marker.exists() and "seed7 failed (1 of 3 restarts)" in done.stdout
     reported = results(tmp_path / "sweeps/kill/seed7")
-    first, second = sorted({r["pid"] for r in reported}, key=[r["pid"] for r in reported].index)
-    # killed in update 4 (a last result or two may die with the process before Tune reads them) ...
-    assert [r["update"] for r in reported if r["pid"] == first] in ([1, 2, 3], [1, 2], [1])
-    # ... and restarted from the checkpoint of update 2
-    assert [r["update"] for r in reported if r["pid"] == second] == [3, 4, 5, 6]
+    pids = sorted({r["pid"] for r in reported}, key=[r["pid"] for r in reported].index)
+    # killed in update 4: the results it had sent and Tune had not read die with it (on a busy
+    # machine all three may), so the first process shows a prefix of [1, 2, 3], perhaps none ...
+    assert len(pids) in (1, 2)
+    assert [r["update"] for r in reported if r["pid"] != pids[-1]] in ([1, 2, 3], [1, 2], [1], [])
+    # ... and the second restarted from the checkpoint of update 2
+    assert [r["update"] for r in reported if r["pid"] == pids[-1]] == [3, 4, 5, 6]
     run = run_folder(tmp_path / "summaries/kill", "seed7")  # the resumed trial kept its folder
 
     from trainer import Trainer

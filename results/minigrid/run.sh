@@ -21,8 +21,8 @@ set -euo pipefail
 PY=${PY:-.venv/bin/python}
 SWEEP=${1:-minigrid5_beta}
 shift $(( $# > 0 ? 1 : 0 ))
-# headless MiniGrid rendering; RAY_worker_niceness=0: Ray would run the trials at niceness 15, behind any other work
-export SDL_VIDEODRIVER=dummy RAY_worker_niceness=0
+# headless MiniGrid rendering (sweep.py runs the trials at its own priority: no RAY_worker_niceness needed)
+export SDL_VIDEODRIVER=dummy
 if [ -d "sweeps/$SWEEP" ]; then
     # go on after an interrupted session: finished seeds are kept, the others resume from their
     # last checkpoint (every 10 updates)

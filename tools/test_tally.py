@@ -128,13 +128,14 @@ def markdown(rows: list[dict]) -> list[str]:
              "| failures |",
              "|---:|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for i, r in enumerate(rows, 1):
-        lines.append(f"| {i} | {r.get('machine', '?')} | {r['commit']} | {r['load']} | {r['other_cores']:.2f} | {r['passed']} | {r['failed']} | "
-                     f"{r['skipped']} | {r['errors']} | {r['wall_seconds'] / 60:.1f} min | "
+        lines.append(f"| {i} | {r.get('machine', '?')} | {r['commit']} | {r['load']} | {r['other_cores']:.2f} | "
+                     f"{r['passed']} | {r['failed']} | {r['skipped']} | {r['errors']} | {r['wall_seconds'] / 60:.1f} min | "
                      f"{', '.join(r['failures']) or '-'} |")
     failed = sum(r["failed"] + r["errors"] > 0 or r["exit_code"] != 0 for r in rows)
     heavy = sum(r["load"] == "busy" or r["other_cores"] >= HEAVY_CORES for r in rows)  # busy: a loop per core
     lines += ["", f"{len(rows)} clones, {failed} with a failure; {heavy} of them beside a CPU-heavy job "
-              f"(a busy loop per core, or other processes used >= {HEAVY_CORES:.1f} cores on average), {len(rows) - heavy} not."]
+              f"(a busy loop per core, or other processes used >= {HEAVY_CORES:.1f} cores on average), "
+              f"{len(rows) - heavy} not."]
     return lines
 
 

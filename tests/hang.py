@@ -13,7 +13,8 @@ import subprocess
 import time
 from typing import Callable
 
-HANG_S = 1200.0  # seconds; alone beside two spinning cores the slowest sweep test took 423 s, its three waits together
+HANG_S = 1200.0  # seconds; beside two spinning cores the slowest sweep test took 423 s, its three waits together
+# (before sweep.py ran its trials at its own priority; 62 s since)
 
 
 def wait_until(condition: Callable[[], bool], what: str, process: subprocess.Popen | None = None,

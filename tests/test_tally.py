@@ -4,6 +4,7 @@ import os
 from pathlib import Path
 
 from tests.hang import wait_until
+from tests.test_benchmark import alive
 from tools import benchmark, test_tally
 
 FAILED = """\
@@ -99,10 +100,4 @@ def test_the_busy_loops_count_as_other_work_and_end_when_stopped():
         assert all(Path(f"/proc/{pid}").exists() for pid in pids) and not set(pids) & ours
     finally:
         test_tally.stop(pids)
-
-    def ended(pid: int) -> bool:
-        try:
-            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"  # a zombie has ended
-        except (OSError, IndexError):
-            return True
-    wait_until(lambda: all(ended(pid) for pid in pids), "end of the busy loops")
+    wait_until(lambda: not any(alive(pid) for pid in pids), "end of the busy loops")

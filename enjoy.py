@@ -21,22 +21,30 @@ Options:
 
 Without --video or --render the episodes run in parallel across the config's
 number of environments. Every episode prints one line (a progress bar on a terminal);
-a summary follows. Exit codes: 0 done, 2 refused (bad flag or file), 130 stopped by Ctrl-C.
+a summary follows. Exit codes: 0 done, 2 refused (bad flag or file), 130 / 143 stopped by
+Ctrl-C / SIGTERM (at any moment, start-up included: one line, no traceback).
 """
 from __future__ import annotations
 
-import errno
-import importlib.util
-import os
+import signal
 import sys
-from pathlib import Path
 
-import numpy as np
-import torch
+import stopping
 
-from atomic import temporary_beside
-from checkpoint import CheckpointError
-from config import MAX_EPISODES, ConfigError, command_line, start_up_warnings
+if __name__ == "__main__":
+    stopping.leave_at_once_on_stop_signals()  # until main() takes over: nothing is open or running yet
+
+import errno  # noqa: E402  (the imports below take about a second: a Ctrl-C among them is handled above)
+import importlib.util  # noqa: E402
+import os  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from atomic import temporary_beside  # noqa: E402
+from checkpoint import CheckpointError  # noqa: E402
+from config import MAX_EPISODES, ConfigError, command_line, start_up_warnings  # noqa: E402
 
 def record(agent, episodes: int, seed: int = 0, deterministic: bool = False, on_episode=None,
            max_steps: int | None = None):
@@ -183,35 +191,44 @@ def _options(args: dict) -> tuple[int, int, Path | None, bool, int | None]:
 
 def main(argv=None) -> int:
     from agent import Agent
-    from evaluation import evaluate, summary
     from spaces import SpaceError
+    stopped = []  # the stop signal that ended the episodes, once one has come
     try:
         with start_up_warnings():  # a refusal is its one line alone; a start that succeeds shows them
             args = command_line(__doc__, argv)
             episodes, seed, video, window, max_steps = _options(args)
             agent = Agent.load(args["--model"])
-        with Progress(episodes) as progress:
-            if video or window:
-                results, frames = record(agent, episodes, seed, args["--deterministic"], progress.episode, max_steps)
-            else:
-                results = evaluate(agent, episodes, seed, args["--deterministic"], on_episode=progress.episode,
-                                   max_steps=max_steps)
-        if video:
-            try:
-                write_video(video, frames, overwrite=args["--overwrite"])
-            except OSError as error:  # e.g. a full disk: the episodes' scores are still printed below
-                print(f"error: could not write {video} ({error.strerror or error})", file=sys.stderr)
-                print(summary(results))
-                return 1
-            print(f"wrote {video} ({len(frames)} frames)")
-        if window:
-            show(frames)
+        with stopping.raising(stopped):  # from here SIGINT and SIGTERM stop with KeyboardInterrupt
+            return _episodes(agent, args, episodes, seed, video, window, max_steps)
     except (CheckpointError, ConfigError, SpaceError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("stopped by SIGINT", file=sys.stderr)
-        return 130
+        number = stopped[0] if stopped else signal.SIGINT  # none caught: raised by Python's own handler
+        print(f"stopped by {signal.Signals(number).name}", file=sys.stderr)
+        return 128 + number
+
+
+def _episodes(agent, args: dict, episodes: int, seed: int, video: Path | None, window: bool,
+              max_steps: int | None) -> int:
+    """main()'s work once started: the episodes, then the video or the window, then the summary."""
+    from evaluation import evaluate, summary
+    with Progress(episodes) as progress:
+        if video or window:
+            results, frames = record(agent, episodes, seed, args["--deterministic"], progress.episode, max_steps)
+        else:
+            results = evaluate(agent, episodes, seed, args["--deterministic"], on_episode=progress.episode,
+                               max_steps=max_steps)
+    if video:
+        try:
+            write_video(video, frames, overwrite=args["--overwrite"])
+        except OSError as error:  # e.g. a full disk: the episodes' scores are still printed below
+            print(f"error: could not write {video} ({error.strerror or error})", file=sys.stderr)
+            print(summary(results))
+            return 1
+        print(f"wrote {video} ({len(frames)} frames)")
+    if window:
+        show(frames)
     print(summary(results))
     return 0
 

@@ -64,3 +64,25 @@ def deferred():
             signal.signal(number, signal.SIG_DFL if handler is None else handler)
         for number in dict.fromkeys(caught):  # each signal once, in the order it came
             signal.raise_signal(number)
+
+
+@contextlib.contextmanager
+def raising(caught: list):
+    """SIGINT and SIGTERM raise KeyboardInterrupt in the main thread for the block, and each appends
+    its number to `caught` first (which one came: 130 or 143). Set here whatever the process
+    inherited: a shell without job control starts a background job with SIGINT ignored, and Python
+    then installs no handler of its own, so enjoy.py ran all its episodes through a Ctrl-C sent to
+    its group (a probe round started from a script, 2026-11-26). The previous handlers come back after."""
+    if threading.current_thread() is not threading.main_thread():  # signal handlers are the main thread's
+        yield
+        return
+
+    def stop(number, frame):
+        caught.append(number)
+        raise KeyboardInterrupt
+    previous = {number: signal.signal(number, stop) for number in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():  # None: a handler not set from Python, put back as the default
+            signal.signal(number, signal.SIG_DFL if handler is None else handler)

@@ -424,6 +424,42 @@ def test_a_stop_signal_while_a_sweep_starts_ray_ends_quietly_and_leaves_no_proce
     assert_no_process_left(marker)
 
 
+ENJOY_MOMENTS = [round(i * 3.0 / 9, 2) for i in range(10)]  # 0 to 3 s: its imports and model, then episodes
+ENJOY_LONG = [str(ROOT / "enjoy.py"), "--model", str(ROOT / "models/poc_memory_env.pt"), "--episodes", "100000"]  # about 20 s
+
+
+@pytest.mark.parametrize("delay", ENJOY_MOMENTS)
+def test_a_stop_signal_at_any_moment_of_enjoy_ends_quietly(tmp_path, busy_core, delay):
+    """enjoy.py answers Ctrl-C (to its group) and SIGTERM as train.py does, at any moment: while it
+    imports torch and loads the model (before, a KeyboardInterrupt traceback, or a silent death by
+    SIGTERM) and during the episodes: 130 or 143 and the one line it says."""
+    number = (signal.SIGINT, signal.SIGTERM)[ENJOY_MOMENTS.index(delay) % 2]
+    process = subprocess.Popen([sys.executable, *ENJOY_LONG], cwd=tmp_path, env={**os.environ, "SDL_VIDEODRIVER": "dummy"},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    await_own_handlers(process)
+    time.sleep(delay)  # the moment under test; every moment must give the same outcome
+    os.killpg(process.pid, number)
+    _, err = process.communicate(timeout=HANG_S)
+    assert process.returncode == 128 + number, err
+    assert len(err.splitlines()) == 1 and err.startswith(f"stopped by {signal.Signals(number).name}"), err
+    assert not list(tmp_path.iterdir())  # nothing written where it was not asked to
+
+
+def test_enjoy_answers_ctrl_c_when_it_inherited_sigint_ignored(tmp_path):
+    """A shell without job control (a script's `command &`) starts its background jobs with SIGINT
+    ignored, and Python then installs no handler of its own: enjoy.py ran every episode through a
+    Ctrl-C sent to its group and exited 0 (a probe round started that way). It takes the signal over,
+    as train.py and sweep.py do."""
+    process = subprocess.Popen([sys.executable, *ENJOY_LONG], cwd=tmp_path, env={**os.environ, "SDL_VIDEODRIVER": "dummy"},
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    assert process.stdout.readline().startswith("episode"), process.stderr.read()
+    assert signal.SIGINT not in signal_masks(process.pid)[1]  # it ignores SIGINT no more
+    os.killpg(process.pid, signal.SIGINT)
+    _, err = process.communicate(timeout=HANG_S)
+    assert process.returncode == 130 and err == "stopped by SIGINT\n", err
+
+
 def test_ctrl_c_to_the_process_group_mid_run_saves_and_the_workers_keep_serving(tmp_path):
     """A terminal's Ctrl-C reaches the workers too: they must ignore it, so the run can finish
     its update with them and save."""

@@ -1769,6 +1769,14 @@ def build_probes() -> list[Probe]:
               "SIGINT to enjoy.py's group after its first episode: exit 130, no traceback",
               enjoy_long, action=interrupt_after_line([signal.SIGINT], enjoy_long, line="episode", group=True),
               code=(130,), serial=True, check=at_most_one_line))
+    # as a background job of a shell without job control (a script's `command &`) starts: SIGINT ignored
+    ignored = ["-c", "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+               "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])", *enjoy_long]
+    add(Probe("ctrl-c-enjoy-sigint-ignored", "10", "Ctrl-C in enjoy.py started with SIGINT ignored",
+              "enjoy.py started with SIGINT ignored (a script's background job); SIGINT to its group after its "
+              "first episode: exit 130, no traceback (it takes the signal over, as train.py does)",
+              ignored, action=interrupt_after_line([signal.SIGINT], ignored, line="episode", group=True),
+              code=(130,), serial=True, check=at_most_one_line))
 
     # ---------------------------------------------------------------- 11: stops by signal, NaN, faults
     long_run = ["train.py", "--run-id", "r", *LONG]
@@ -2261,6 +2269,12 @@ def main(argv=None) -> int:
     parser.add_argument("--list", action="store_true", help="list the chosen probes and stop")
     parser.add_argument("-v", "--verbose", action="store_true", help="print each probe's stdout and stderr")
     args = parser.parse_args(argv)
+    # Every script starts with SIGINT and SIGTERM at their defaults, as a terminal's foreground job does,
+    # however this harness was started: a background job of a shell without job control has SIGINT
+    # ignored, its children inherit that, and ctrl-c-enjoy then failed (2026-11-26). The probe that
+    # starts a script with SIGINT ignored does so itself (ctrl-c-enjoy-sigint-ignored).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     probes = select(args)
     if not probes:
         print("no probe matches", file=sys.stderr)

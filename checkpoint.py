@@ -24,22 +24,27 @@ model (no optimizer moments, environment states or generators).
 """
 from __future__ import annotations
 
-import errno
-import fcntl
-import hashlib
-import os
-import pickle
-import secrets
-import sys
-import zipfile
-from pathlib import Path
+import stopping
 
-import numpy as np
-import torch
+if __name__ == "__main__":
+    stopping.leave_at_once_on_stop_signals()  # until main() takes over: nothing is open or written yet
 
-from atomic import temporary_beside
-from config import ConfigError, require_small
-from losses import NonFiniteError
+import errno  # noqa: E402  (the imports below take about a second: a Ctrl-C among them is handled above)
+import fcntl  # noqa: E402
+import hashlib  # noqa: E402
+import os  # noqa: E402
+import pickle  # noqa: E402
+import secrets  # noqa: E402
+import sys  # noqa: E402
+import zipfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from atomic import temporary_beside  # noqa: E402
+from config import ConfigError, require_small  # noqa: E402
+from losses import NonFiniteError  # noqa: E402
 
 FORMAT = 2  # 1: pickled Python objects, no digest (before weights-only loading)
 # The most values (dict entries, list items; a tensor is one) a checkpoint may hold, counting shared
@@ -209,6 +214,9 @@ def save_checkpoint(path: str | Path, payload: dict) -> Path:
         failure = CheckpointError(f"could not write {path} ({reason}); {kept}")
         failure.path = path  # which file: train.py names the run's last good checkpoint beside another's
         raise failure from None
+    except BaseException:  # a Ctrl-C mid-write (checkpoint.py's export): no temporary file left either
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 
@@ -358,8 +366,11 @@ Usage:
 
 def main(argv=None) -> int:
     from config import command_line, start_up_warnings
+    stopped = []  # the stop signal that ended it, once one has come
     try:
-        with start_up_warnings():  # a refusal is its one line alone (torch's warnings on a bad file with it)
+        # a refusal is its one line alone (torch's warnings on a bad file with it); SIGINT and SIGTERM
+        # stop with their one line (a temporary file being written is removed: save_checkpoint)
+        with stopping.raising(stopped), start_up_warnings():
             try:
                 args = command_line(USAGE, argv)
             except ConfigError as error:
@@ -373,6 +384,8 @@ def main(argv=None) -> int:
     except CheckpointError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        return stopping.report(stopped)
     print(f"wrote {target} ({Path(target).stat().st_size / 2 ** 20:.1f} MiB)")
     return 0
 

@@ -26,7 +26,6 @@ Ctrl-C / SIGTERM (at any moment, start-up included: one line, no traceback).
 """
 from __future__ import annotations
 
-import signal
 import sys
 
 import stopping
@@ -204,9 +203,7 @@ def main(argv=None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        number = stopped[0] if stopped else signal.SIGINT  # none caught: raised by Python's own handler
-        print(f"stopped by {signal.Signals(number).name}", file=sys.stderr)
-        return 128 + number
+        return stopping.report(stopped)
 
 
 def _episodes(agent, args: dict, episodes: int, seed: int, video: Path | None, window: bool,

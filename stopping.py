@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -86,3 +87,11 @@ def raising(caught: list):
     finally:
         for number, handler in previous.items():  # None: a handler not set from Python, put back as the default
             signal.signal(number, signal.SIG_DFL if handler is None else handler)
+
+
+def report(caught: list) -> int:
+    """For a KeyboardInterrupt out of a raising() block: its one line on stderr, and the exit code,
+    128 + the signal's number (SIGINT when none was caught: Python's own handler raised it)."""
+    number = caught[0] if caught else signal.SIGINT
+    print(f"stopped by {signal.Signals(number).name}", file=sys.stderr)
+    return 128 + number

@@ -115,6 +115,38 @@ def test_a_save_that_fails_keeps_the_previous_checkpoint_and_removes_its_tempora
     assert not list((tmp_path / "models").glob("*.tmp")) and not list((tmp_path / "models").glob(".*.tmp"))
 
 
+def test_a_save_cut_by_ctrl_c_leaves_no_temporary_file(tmp_path, monkeypatch):
+    """A KeyboardInterrupt in the middle of torch.save (checkpoint.py's export stopped by Ctrl-C) leaves
+    neither the target nor the temporary file beside it (before, only OSError and RuntimeError
+    removed it)."""
+    import checkpoint
+
+    def cut(payload, file):
+        file.write(b"half a checkpoint")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(checkpoint.torch, "save", cut)
+    with pytest.raises(KeyboardInterrupt):
+        checkpoint.save_checkpoint(tmp_path / "x.pt", {"model": {}})
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_signal_while_the_export_starts_is_one_line(tmp_path, number):
+    """checkpoint.py --inference-only stopped while it imports torch (a second, where any signal lands
+    when sent as soon as the script has taken the signals over): its one line and 130 or 143, no
+    traceback, no file (before, a KeyboardInterrupt traceback, or a silent death by SIGTERM)."""
+    process = subprocess.Popen([sys.executable, str(ROOT / "checkpoint.py"), "--inference-only",
+                                str(ROOT / "models/poc_memory_env.pt"), "out.pt"], cwd=tmp_path,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    await_own_handlers(process)
+    os.killpg(process.pid, number)
+    out, err = process.communicate(timeout=HANG_S)
+    assert process.returncode == 128 + number, err
+    assert out == "" and err == f"stopped by {signal.Signals(number).name} during start-up\n", err
+    assert not list(tmp_path.iterdir())
+
+
 def file_size_limit(size: int):
     """A preexec_fn: files past `size` bytes cannot be written (EFBIG: a full disk, as far as they go)."""
     return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (size, resource.RLIM_INFINITY))

@@ -61,8 +61,7 @@ def deferred():
     try:
         yield
     finally:
-        for number, handler in previous.items():  # None: a handler not set from Python, put back as the default
-            signal.signal(number, signal.SIG_DFL if handler is None else handler)
+        _restore(previous)
         for number in dict.fromkeys(caught):  # each signal once, in the order it came
             signal.raise_signal(number)
 
@@ -85,8 +84,14 @@ def raising(caught: list):
     try:
         yield
     finally:
-        for number, handler in previous.items():  # None: a handler not set from Python, put back as the default
-            signal.signal(number, signal.SIG_DFL if handler is None else handler)
+        _restore(previous)
+
+
+def _restore(previous: dict) -> None:
+    """Puts back the handlers signal.signal() returned, {number: handler}; None (a handler not set
+    from Python) as the default."""
+    for number, handler in previous.items():
+        signal.signal(number, signal.SIG_DFL if handler is None else handler)
 
 
 def report(caught: list) -> int:

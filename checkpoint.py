@@ -42,7 +42,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from atomic import temporary_beside  # noqa: E402
+from atomic import write_atomically  # noqa: E402
 from config import ConfigError, require_small  # noqa: E402
 from losses import NonFiniteError  # noqa: E402
 
@@ -198,25 +198,24 @@ def save_checkpoint(path: str | Path, payload: dict) -> Path:
     `path` as it was, and raises CheckpointError.
     """
     path = Path(path)
-    tmp = temporary_beside(path)
     writer = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(tmp: Path) -> None:
+        nonlocal writer
         with open(tmp, "xb") as file:
             writer = _NotedWrites(file)
             torch.save({**payload, "digest": digest(payload)}, writer)
-        os.replace(tmp, path)
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, write)  # the temporary file is removed whatever stops the write (a Ctrl-C too)
     except (OSError, RuntimeError) as error:  # torch.save reports a failed write as RuntimeError
-        tmp.unlink(missing_ok=True)
         error = getattr(writer, "error", None) or error  # the file's own error (ENOSPC, EFBIG), not torch's words
         reason = os.strerror(error.errno) if getattr(error, "errno", None) else " ".join(str(error).split())[:120]
         kept = f"the previous {path} is intact" if path.exists() else f"no earlier {path} exists"
         failure = CheckpointError(f"could not write {path} ({reason}); {kept}")
         failure.path = path  # which file: train.py names the run's last good checkpoint beside another's
         raise failure from None
-    except BaseException:  # a Ctrl-C mid-write (checkpoint.py's export): no temporary file left either
-        tmp.unlink(missing_ok=True)
-        raise
     return path
 
 

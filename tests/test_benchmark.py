@@ -344,20 +344,6 @@ def test_the_report_says_when_runs_were_measured_beside_other_work():
     assert benchmark.load_line({"configs": {"a.yaml": [run(0.5)]}}).startswith("BUSY")  # plain mode's runs
 
 
-def test_precision_on_a_gpu_is_refused_in_one_line_where_torch_sees_none(monkeypatch, capsys):
-    """tools/speed/precision.py --device cuda (the GPU row of issue 24): on a machine without a GPU, one
-    line and exit code 2 before any run starts; the peak GPU memory it tabulates is train.py's timings'."""
-    import torch
-
-    from tools.speed import precision
-    if torch.cuda.is_available():
-        pytest.skip("this machine has a GPU: the refusal cannot happen here")
-    monkeypatch.setattr(sys, "argv", ["precision.py", "--config", "configs/minigrid.yaml", "--device", "cuda"])
-    assert precision.main() == 2
-    err = capsys.readouterr().err
-    assert err == "--device cuda: torch sees no GPU on this machine\n"
-
-
 def test_timings_carry_the_peak_gpu_memory_only_where_a_gpu_was_used(tmp_path):
     import torch
 
@@ -372,7 +358,7 @@ def test_timings_carry_the_peak_gpu_memory_only_where_a_gpu_was_used(tmp_path):
 
 
 def test_runs_train_on_the_cpu_unless_an_override_names_the_device():
-    # precision.py --device cuda sets device=cuda: a --cpu beside it would train on the CPU unnoticed
+    # --set device=cuda on a GPU machine: a --cpu beside it would train on the CPU unnoticed
     assert "--cpu" in benchmark.train_command(Path("."), Path("c.yaml"), ["updates=2"])
     command = benchmark.train_command(Path("."), Path("c.yaml"), ["updates=2", "device=cuda"])
     assert "--cpu" not in command and command[-2:] == ["--set", "device=cuda"]

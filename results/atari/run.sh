@@ -4,10 +4,10 @@ set -euo pipefail
 PY=${PY:-.venv/bin/python}
 # a uniform random policy, scored by the config's own held-out evaluation
 $PY tools/random_policy.py --config configs/breakout_noframeskip.yaml --episodes 400 --out results/atari/random_noframeskip
-# stepping 8 environments: our worker processes against ale-py's AtariVectorEnv (idle machine)
-$PY tools/atari_vector.py --steps 2000 --repeats 3
-# what a lost life does: ours against AtariVectorEnv (a few seconds of one core)
-$PY tools/atari_lives.py --games 8
+# stepping 8 environments: our worker processes against ale-py's AtariVectorEnv (idle machine), and what a
+# lost life does there; both instruments answered their question and were removed after accca2c:
+# at accca2c: tools/atari_vector.py --steps 2000 --repeats 3
+# at accca2c: tools/atari_lives.py --games 8
 # CleanRL's 2M point: the first 1954 updates of the 10M schedule, evaluation on 16 whole games every
 # 100 updates (about 2 h on 2 cores here; from a clone of main outside the work tree, in the background;
 # after an interrupted session, go on with the second command)

@@ -9,13 +9,14 @@ copy() { cp "sweeps/$1/stats.md" "$out/$1.md"; cp "sweeps/$1/stats.json" "$out/$
 
 $PY sweep.py --config configs/poc_memory_env.yaml --seeds 10 --sweep-id poc10 --threshold 1.1 | tee "$out/poc10.log"
 copy poc10
-$PY tools/sequential.py --config configs/poc_memory_env.yaml --seeds 10 --out "$out/poc10_sequential"
-# Ray's own cost per trial: one 2-thread trial at a time against train.py one after another, alternated
-$PY tools/sweep_overhead.py --config configs/poc_memory_env.yaml --seeds 10 --repeats 3 --out "$out/poc10_overhead"
+# the same seeds one after another with train.py, and Ray's own cost per trial (one 2-thread trial at a time
+# against train.py one after another, alternated): both instruments were removed after accca2c
+# at accca2c: tools/sequential.py --config configs/poc_memory_env.yaml --seeds 10 --out "$out/poc10_sequential"
+# at accca2c: tools/sweep_overhead.py --config configs/poc_memory_env.yaml --seeds 10 --repeats 3 --out "$out/poc10_overhead"
 
 $PY sweep.py --config configs/cartpole_masked.yaml --seeds 10 --sweep-id cartpole10 --threshold 190 | tee "$out/cartpole10.log"
 copy cartpole10
-$PY tools/sequential.py --config configs/cartpole_masked.yaml --seeds 10 --out "$out/cartpole10_sequential"
+# at accca2c: tools/sequential.py --config configs/cartpole_masked.yaml --seeds 10 --out "$out/cartpole10_sequential"
 
 # a search: 16 samples of TPE over learning rate, entropy coefficient and sequence length, ASHA
 $PY sweep.py --config configs/cartpole_masked.yaml --sweep-id cartpole_search --samples 16 \

@@ -23,8 +23,9 @@ branch seed0-f32-clip --set precision=float32 --set max_grad_norm=0.4999999
 # the learning rate decaying linearly to 1e-5 over the 500 updates (CleanRL anneals its to 0) instead of a
 # constant 2e-4: at update 290 of that schedule it is 9.0e-5
 branch seed0-bf16-lr --set learning_rate_schedule.final=1.0e-5 --set learning_rate_schedule.max_decay_steps=500
-$PY tools/branches.py --source summaries/minigrid5/seed0 --start 290 --window 10 \
-    --branch "float32=summaries/seed0-f32" --branch "bfloat16, clip 0.4999999=summaries/seed0-bf16-clip" \
-    --branch "float32, clip 0.4999999=summaries/seed0-f32-clip" \
-    --branch "bfloat16, learning rate 2e-4 -> 1e-5=summaries/seed0-bf16-lr" \
-    --command "bash results/minigrid/collapse/run.sh" --out results/minigrid/collapse/branches
+# the table (tools/branches.py answered this question and was removed after accca2c):
+# at accca2c: tools/branches.py --source summaries/minigrid5/seed0 --start 290 --window 10 \
+#     --branch "float32=summaries/seed0-f32" --branch "bfloat16, clip 0.4999999=summaries/seed0-bf16-clip" \
+#     --branch "float32, clip 0.4999999=summaries/seed0-f32-clip" \
+#     --branch "bfloat16, learning rate 2e-4 -> 1e-5=summaries/seed0-bf16-lr" \
+#     --command "bash results/minigrid/collapse/run.sh" --out results/minigrid/collapse/branches

@@ -47,12 +47,11 @@ mutation: $(STAMP)
 	$(BIN)/mutmut run --max-children 2
 	$(BIN)/python tools/mutation.py
 
-# Wall time, steps/s and the per-phase split of the shipped fast configs, the
-# env-only ceiling, and sb3-contrib's RecurrentPPO side by side (its own extra).
+# Wall time, steps/s and the per-phase split of the shipped fast configs (results/benchmark.md);
+# tools/benchmark.py --against REF compares the working tree with a commit, runs alternated.
 bench: $(STAMP)
-	$(BIN)/pip install --disable-pip-version-check -q -r requirements-bench.txt
 	$(BIN)/python tools/benchmark.py --config configs/cartpole_masked.yaml --config configs/poc_memory_env.yaml \
-		--repeats 3 --ceiling --sb3
+		--repeats 3
 
 clean:
 	rm -rf $(VENV) summaries .pytest_cache mutants

@@ -1,5 +1,5 @@
-"""tools/benchmark.py --against: the ref, the temporary worktree, the alternation, which code each side runs,
-the busy loads, the statistics, and one real short run against HEAD.
+"""tools/benchmark.py: the ref, the temporary worktree, the alternation, which code each side runs, the
+statistics, the load beside each run, the working tree alone, and one real short run against HEAD.
 
 Most tests use a throwaway git repository whose train.py only reports where its modules came from, so they
 run in seconds; the last one trains the real poc_memory_env for one update per side."""
@@ -13,26 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.hang import HANG_S, wait_until
+from tests.hang import HANG_S
 from tools import benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
 
 # Reports which probe_mod it imported, in its own process and in a forkserver child (as the env workers
-# are started), and where and how it was started. A busy load (updates=1000000) records its pid and a
-# child's, then waits to be killed.
+# are started), and where and how it was started.
 FAKE_TRAIN = '''
-import json, multiprocessing, os, subprocess, sys, time
+import json, multiprocessing, os, sys
 import probe_mod
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    loads = os.environ.get("FAKE_LOAD_DIR")
-    if "updates=1000000" in args:
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-        open(os.path.join(loads, f"load-{os.getpid()}-{child.pid}"), "w").close()
-        print("training busy on cpu", flush=True)
-        time.sleep(120)
     if os.environ.get("FAKE_FAIL") == probe_mod.VALUE:
         sys.exit("boom: " + probe_mod.VALUE)
     listing = sorted(os.listdir())
@@ -42,13 +35,6 @@ if __name__ == "__main__":
     worker.start()
     child_file = queue.get()
     worker.join()
-    alive = 0
-    for name in os.listdir(loads) if loads else []:
-        try:
-            os.kill(int(name.split("-")[1]), 0)
-            alive += 1
-        except ProcessLookupError:
-            pass
     print("training bench on cpu; summaries in summaries/bench/x", flush=True)
     print("update    1/1  steps       64  reward   -0.500  length    3.0  sps     640", flush=True)
     print("timings: " + json.dumps({
@@ -56,7 +42,7 @@ if __name__ == "__main__":
         "steps_per_second": 640.0, "peak_rss_mb": 10.0, "env_seconds": 0.01, "inference_seconds": 0.02,
         "buffer_seconds": 0.003, "update_seconds": 0.04, "probe_value": probe_mod.VALUE,
         "probe_file": probe_mod.__file__, "child_file": child_file, "cwd": os.getcwd(), "cwd_listing": listing,
-        "executable": sys.executable, "argv": args, "loads_alive": alive}), flush=True)
+        "executable": sys.executable, "argv": args}), flush=True)
 '''
 PROBE_MOD = '''VALUE = "{value}"
 
@@ -117,7 +103,7 @@ def fake_run(calls, fail_at=None, error=benchmark.RunError("train.py failed")):
         calls.append((tree, config, git(tree, "rev-parse", "HEAD")))
         if len(calls) == fail_at:
             raise error
-        return {"wall_seconds": 1.0 + len(calls), "peak_rss_all_processes_mb": 20.0, "final_reward": 0.0,
+        return {"wall_seconds": 1.0 + len(calls), "final_reward": 0.0,
                 "updates": 1, "env_steps": 64, "steps_per_second": 100.0 * len(calls), "peak_rss_mb": 10.0,
                 **{f"{p}_seconds": 0.1 for p in benchmark.PHASES}}
     return run
@@ -171,15 +157,15 @@ def test_runs_alternate_old_new_and_each_side_runs_its_own_commit(repo, tmp_path
     assert {commit for tree, _, commit in calls if tree == ref_tree} == {old}
     report = json.loads((tmp_path / "out.json").read_text())
     assert report["order"] == "old new old new old new"
-    assert report["old"]["commit"] == old and report["new"]["commit"] == git(repo, "rev-parse", "HEAD")
-    assert report["new"]["uncommitted_changes"] and report["new"]["label"].endswith("+ uncommitted changes")
+    sides = report["sides"]
+    assert sides["old"]["commit"] == old and sides["new"]["commit"] == git(repo, "rev-parse", "HEAD")
+    assert sides["new"]["uncommitted_changes"] and sides["new"]["label"].endswith("+ uncommitted changes")
     tiny = report["configs"]["configs/tiny.yaml"]
     # steps/s of call k is 100k: old ran calls 1, 3, 5 and new 2, 4, 6
     assert tiny["old"]["steps_per_second_median"] == 300 and tiny["new"]["steps_per_second_median"] == 400
     assert tiny["ratio"]["steps_per_second_new_over_old"] == pytest.approx(4 / 3)
     assert not tiny["ref_config_differs"] and report["configs"]["configs/other.yaml"]["ref_config_differs"]
-    assert tiny["ratio"]["best_steps_per_second_new_over_old"] == pytest.approx(6 / 5)
-    assert "| configs/tiny.yaml | 0 | 1.333 |" in (tmp_path / "out.md").read_text()
+    assert "| configs/tiny.yaml | 1.333 |" in (tmp_path / "out.md").read_text()
     # pairs (100, 200), (300, 400), (500, 600): all won by the new tree, too few for an interval
     assert tiny["paired"]["pairs_new_faster"] == 3 and tiny["paired"]["pair_ratio_median"] == pytest.approx(4 / 3)
     assert "| 3 of 3 | 1.333 (too few pairs for an interval) |" in (tmp_path / "out.md").read_text()
@@ -193,6 +179,15 @@ def test_worktree_is_removed_when_a_run_fails_or_is_interrupted(repo, tmp_path, 
     assert len(calls) == 2 and not calls[0][0].exists()
     assert not (tmp_path / "out.json").exists()
     # the fixture checks that no worktree is registered and no temporary folder is left
+
+
+def test_a_failing_train_py_ends_in_exit_1_with_the_end_of_its_output(repo, tmp_path, monkeypatch, capsys):
+    (repo / "probe_mod.py").write_text(PROBE_MOD.format(value="new"))
+    monkeypatch.setenv("FAKE_FAIL", "new")  # only the working tree's side fails, after the old side ran
+    assert against(repo, tmp_path) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: train.py of the working tree") and err.rstrip().endswith("boom: new"), err
+    assert not (tmp_path / "out.json").exists()
 
 
 def test_ref_side_imports_the_refs_modules_even_with_the_working_tree_on_pythonpath(repo, tmp_path, monkeypatch,
@@ -214,26 +209,17 @@ def test_ref_side_imports_the_refs_modules_even_with_the_working_tree_on_pythonp
     assert old["cwd"] != new["cwd"] and not Path(old["cwd"]).exists()
 
 
-def test_busy_loads_run_through_each_measurement_and_are_killed_after(repo, tmp_path, monkeypatch):
-    loads = tmp_path / "loads"
-    loads.mkdir()
-    monkeypatch.setenv("FAKE_LOAD_DIR", str(loads))
-    assert against(repo, tmp_path, "--busy", "2", "--repeats", "1", "--allow-few-repeats") == 0
+def test_without_against_the_working_tree_runs_alone_and_the_report_names_its_commit(repo, tmp_path):
+    assert benchmark.main(["--config", "configs/tiny.yaml", "--repeats", "2", "--out", str(tmp_path / "out")],
+                          root=repo) == 0
     report = json.loads((tmp_path / "out.json").read_text())
-    entry = report["configs"]["configs/tiny.yaml"]
-    assert report["busy"] == 2 and entry["busy"] == 2 and entry["old"]["busy"] == 2
-    assert [run["loads_alive"] for side in ("old", "new") for run in entry["runs"][side]] == [2, 2]
-    started = [int(pid) for name in os.listdir(loads) for pid in name.split("-")[1:]]
-    assert len(started) == 2 * 2 * 2  # two loads per measurement, each with a child
-    wait_until(lambda: not any(alive(pid) for pid in started), "end of every load process")
-    assert "| old, busy 2" in (tmp_path / "out.md").read_text()
-
-
-def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
-    except OSError:
-        return False
+    (side,) = report["sides"]
+    runs = report["configs"]["configs/tiny.yaml"]["runs"]["new"]
+    assert side == "new" and report["sides"]["new"]["commit"] == git(repo, "rev-parse", "HEAD")
+    assert [run["probe_value"] for run in runs] == ["old", "old"]  # the committed probe_mod, in the tree itself
+    assert {Path(run["probe_file"]).parent for run in runs} == {repo}
+    text = (tmp_path / "out.md").read_text()
+    assert git(repo, "rev-parse", "--short=7", "HEAD") in text and "per pair" not in text
 
 
 def test_pairs_won_and_the_median_pair_ratio_with_its_order_statistic_interval():
@@ -257,20 +243,18 @@ def test_pairs_won_and_the_median_pair_ratio_with_its_order_statistic_interval()
 def test_medians_and_ratios_from_given_measurements():
     def run(wall, sps, env):
         return {"wall_seconds": wall, "steps_per_second": sps, "env_steps": 1000, "peak_rss_mb": wall * 10,
-                "peak_rss_all_processes_mb": wall * 20, "env_seconds": env, "inference_seconds": 1.0,
+                "env_seconds": env, "inference_seconds": 1.0,
                 "buffer_seconds": 0.5, "update_seconds": 2.0}
     old = benchmark.summarize([run(10.0, 100.0, 3.0), run(12.0, 90.0, 1.0), run(30.0, 40.0, 2.0)])
     new = benchmark.summarize([run(8.0, 150.0, 1.0), run(5.0, 200.0, 1.0), run(9.0, 120.0, 4.0), run(20, 60.0, 1.0)])
     assert (old["wall_seconds_median"], old["wall_seconds_min"], old["wall_seconds_max"]) == (12.0, 10.0, 30.0)
     assert old["steps_per_second_median"] == 90.0 and old["env_seconds_median"] == 2.0
-    assert old["end_to_end_steps_per_second_median"] == pytest.approx(1000 / 12)
-    assert old["peak_rss_all_processes_mb_max"] == 600.0
+    assert old["peak_rss_mb_max"] == 300.0
     assert new["wall_seconds_median"] == 8.5 and new["steps_per_second_median"] == 135.0  # even count: the mean
     ratio = benchmark.ratios(old, new)
     assert ratio["steps_per_second_new_over_old"] == pytest.approx(1.5)
     assert ratio["wall_old_over_new"] == pytest.approx(12 / 8.5)
-    assert ratio["best_steps_per_second_new_over_old"] == pytest.approx(2.0)
-    assert benchmark.alternate(3) == ["old", "new"] * 3
+    assert benchmark.alternate(["old", "new"], 3) == ["old", "new"] * 3
 
 
 def test_output_parsing_survives_progress_bars_and_rewardless_updates():
@@ -293,13 +277,13 @@ def test_real_short_run_against_head(tmp_path):
     assert "warning: 1 run(s) per side" in result.stderr
     report = json.loads((tmp_path / "against.json").read_text())
     entry = report["configs"]["configs/poc_memory_env.yaml"]
-    assert report["old"]["commit"] == git(ROOT, "rev-parse", "HEAD")
+    assert report["sides"]["old"]["commit"] == git(ROOT, "rev-parse", "HEAD")
     for side in ("old", "new"):
         (run,) = entry["runs"][side]
         assert run["updates"] == 1 and run["env_steps"] == 16 * 128 and run["wall_seconds"] > run["train_seconds"]
-        assert entry[side]["peak_rss_all_processes_mb_max"] > 0
+        assert entry[side]["peak_rss_mb_max"] > 0
     assert entry["ratio"]["steps_per_second_new_over_old"] > 0
-    assert "| configs/poc_memory_env.yaml | 0 |" in (tmp_path / "against.md").read_text()
+    assert "| configs/poc_memory_env.yaml | old" in (tmp_path / "against.md").read_text()
     assert worktrees(ROOT) == before
 
 
@@ -340,8 +324,8 @@ def test_the_report_says_when_runs_were_measured_beside_other_work():
     quiet = {"configs": {"a.yaml": {"runs": {"old": [run(0.01)], "new": [run(0.02)]}}}}
     noisy = {"configs": {"a.yaml": {"runs": {"old": [run(0.01)], "new": [run(0.9)]}}}}
     assert benchmark.load_line(quiet).startswith("idle")
-    assert benchmark.load_line(noisy).startswith("BUSY: 1 of 2 measured runs") and "0.90 cores" in benchmark.load_line(noisy)
-    assert benchmark.load_line({"configs": {"a.yaml": [run(0.5)]}}).startswith("BUSY")  # plain mode's runs
+    assert benchmark.load_line(noisy).startswith("BUSY: 1 of 2 runs") and "0.90 cores" in benchmark.load_line(noisy)
+    assert benchmark.load_line({"configs": {"a.yaml": {"runs": {"new": [run(0.5)]}}}}).startswith("BUSY")
 
 
 def test_timings_carry_the_peak_gpu_memory_only_where_a_gpu_was_used(tmp_path):

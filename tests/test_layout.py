@@ -49,7 +49,7 @@ def test_every_tool_starts_from_any_folder(tmp_path):
     """`python tools/<name>.py --help` from outside the repository: its imports (the root's modules, other tools)
     resolve. mutation.py takes no options (it needs mutmut's results)."""
     scripts = [p for p in TOOLS if '__name__ == "__main__"' in p.read_text() and p.name != "mutation.py"]
-    assert len(scripts) > 10
+    assert len(scripts) >= 5
     started = {p: subprocess.Popen([sys.executable, str(p), "--help"], cwd=tmp_path, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True) for p in scripts}
     failed = []

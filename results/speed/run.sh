@@ -16,9 +16,9 @@ PY=${PY:-.venv/bin/python}
 # alone: both sides on the machine's 2 threads (torch_threads 0 would count the cores left idle)
 $PY tools/benchmark.py --against 5176396 --own-configs --config configs/minigrid.yaml --set updates=3 \
     --set torch_threads=2 --repeats 3 --out results/speed/minigrid_against_5176396
-# beside one busy process: each side's own default thread choice
-$PY tools/benchmark.py --against 5176396 --own-configs --config configs/minigrid.yaml --set updates=2 \
-    --busy 1 --repeats 3 --out results/speed/minigrid_against_5176396_busy
+# beside one busy process, each side's own default thread choice (benchmark.py's --busy, removed after accca2c):
+# at accca2c: tools/benchmark.py --against 5176396 --own-configs --config configs/minigrid.yaml --set updates=2 \
+#     --busy 1 --repeats 3 --out results/speed/minigrid_against_5176396_busy
 # the fast configs: 11 runs a side, refused on (and failing beside) other work
 $PY tools/benchmark.py --against 5176396 --own-configs --config configs/cartpole_masked.yaml \
     --config configs/poc_memory_env.yaml --set torch_threads=2 --repeats 11 --require-idle \

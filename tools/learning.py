@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name
 
 from config import load_config  # noqa: E402
 from trainer import Trainer  # noqa: E402
-from tools.benchmark import machine  # noqa: E402
+from tools.benchmark import describe_tree, machine  # noqa: E402
 
 
 def summarise(history) -> dict:
@@ -69,7 +69,8 @@ def main():
     name = Path(args.config).stem
     m = machine()
     machine_text = f"{m['cpu']}, {m['cores']} cores, torch {m['torch']} on the CPU"
-    report = {"config": args.config, "machine": machine_text,
+    code = describe_tree(ROOT)
+    report = {"config": args.config, "machine": machine_text, "commit": code["commit"],
               "command": f"python tools/learning.py --config {args.config} --seeds {' '.join(map(str, args.seeds))}"
                          + (f" --processes {args.processes}" if args.processes > 1 else ""),
               "runs": rows}
@@ -77,7 +78,7 @@ def main():
     (out / f"learning_{name}.json").write_text(json.dumps(report, indent=2) + "\n")
     side_by_side = f"; {args.processes} runs side by side" if args.processes > 1 else ""
     lines = [f"# Learning: {args.config}", "", f"Command: `{report['command']}`  ",
-             f"Machine: {machine_text}{side_by_side}", "",
+             f"Code: {code['label']}  ", f"Machine: {machine_text}{side_by_side}", "",
              "| seed | env steps | final reward | mean of last 5 updates | best update | final success | wall s |",
              "|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:

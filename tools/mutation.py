@@ -21,7 +21,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository root
+sys.path.insert(0, str(ROOT))  # the other tools as tools.<name>
 EQUIVALENT = ROOT / "docs/mutation.md"
+
+from tools.benchmark import describe_tree  # noqa: E402
 
 
 def equivalent_mutants() -> dict[str, str]:
@@ -53,7 +56,8 @@ def main() -> int:
     total = sum(counts.values(), Counter())
     lines = ["# Mutation pass", "",
              "`make mutation` (mutmut 3; pyproject.toml's [tool.mutmut] names the files and the tests), "
-             f"report of {datetime.now(timezone.utc):%Y-%m-%d} by `python tools/mutation.py`.", "",
+             f"report of {datetime.now(timezone.utc):%Y-%m-%d} by `python tools/mutation.py`; code: "
+             f"{describe_tree(ROOT)['label']}.", "",
              f"{sum(total.values())} mutants; {total['killed']} killed by a test, {len(survivors)} not, of which "
              f"{len(survivors) - len(unexplained)} are named equivalent in [docs/mutation.md](../docs/mutation.md) "
              f"and {len(unexplained)} are neither.", "",

@@ -1,7 +1,7 @@
 """Learning curves from TensorBoard summaries: mean and min-max band over runs against env steps.
 
     python tools/plot.py --runs summaries/cartpole_masked_seed* \\
-        --reference ../shared/reference/cartpole_masked.csv --title "Masked CartPole" \\
+        --reference results/reference/cartpole_masked.csv --title "Masked CartPole" \\
         --out results/cartpole_masked.png
 
 Each run folder holds one run's event files (train.py writes summaries/<run-id>/<time>/).

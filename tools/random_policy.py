@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name
 from agent import AgentStep  # noqa: E402
 from config import load_config  # noqa: E402
 from evaluation import evaluate, scores  # noqa: E402
+from tools.benchmark import describe_tree  # noqa: E402
 
 
 class RandomAgent:
@@ -57,14 +58,15 @@ def main(argv: list[str] | None = None) -> None:
     results = evaluate(RandomAgent(config, seed), episodes, seed=seed)
     summary = scores(results)
     command = shlex.join(["python", "tools/random_policy.py", *(argv if argv is not None else sys.argv[1:])])
+    code = describe_tree(ROOT)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps({"command": command, "config": args.config, "episodes": episodes,
-                                                    "seed": seed, "scores": summary, "results": results}, indent=1)
-                                        + "\n")
+    report = {"command": command, "commit": code["commit"], "config": args.config, "episodes": episodes, "seed": seed,
+              "scores": summary, "results": results}
+    out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
     lines = [f"# A uniform random policy on {config.environment.name or config.environment.type}", "",
              f"`{command}`: {episodes} held-out episodes, evaluation seed {seed}, scored as evaluation.py scores "
-             "an agent (the config's evaluation environments and seeds).", "",
+             f"an agent (the config's evaluation environments and seeds). Code: {code['label']}.", "",
              "| statistic | value |", "|---|---:|",
              *(f"| {name} | {value:.4f} |" for name, value in summary.items())]
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")

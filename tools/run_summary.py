@@ -1,7 +1,7 @@
 """Summarises one train.py run from its TensorBoard summaries: the end of its curve and its time.
 
     python tools/run_summary.py --run summaries/minigrid --last 10 \\
-        --reference ../shared/reference/minigrid_memory_s9.csv \\
+        --reference results/reference/minigrid_memory_s9.csv \\
         --command "python train.py --config configs/minigrid.yaml --run-id minigrid" \\
         --out results/learning_minigrid
 

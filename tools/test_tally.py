@@ -4,19 +4,12 @@
     python tools/test_tally.py --clones 5 --load busy --append
     python tools/test_tally.py --clones 5 --load beside --append   # beside a job you started
 
-Each clone is `git clone` of this repository's HEAD into a new temporary folder, where `make test`
-runs exactly as CI runs it (.ci/run: the virtual environment created and the pinned requirements
-installed first, then the whole suite spread over the cores). With --load busy, a CPU-heavy job
-keeps every core busy at normal priority during the whole clone's run (one `while True: pass`
-process per core, killed after it). With --load beside, the tally starts no job: the CPU-heavy job
-is one you run yourself at normal priority (say a training sweep), and the measured CPU of other
-processes says how heavy it really was. Recorded per clone: the machine, the commit, the load asked
-for, what the machine really did beside it (other processes' CPU, from /proc, as tools/benchmark.py
-measures it), passed, failed, skipped, errors, the failures' names and pytest's report of them, and
-the wall time (install included). Writes results/test_tally.{md,json}; --append adds to the rows
-already there (the idle and busy rounds of one tally). A clone counts as beside a CPU-heavy job when
-it ran busy or other processes used at least HEAVY_CORES cores on average during it, whatever its
-label. Exits 1 if any clone's suite failed.
+Each clone of HEAD, in a new temporary folder, runs .ci/run as CI does (install, then `make test`).
+--load busy keeps every core busy meanwhile (one `while True: pass` per core); --load beside starts
+nothing and records a job you run yourself. Per clone: the machine, the commit, the CPU other processes
+used beside it (from /proc), pytest's counts, the failures with pytest's report of them, and the wall
+time. Writes results/test_tally.{md,json} after every clone (--append adds to the rows there); exits 1
+if any clone's suite failed.
 """
 from __future__ import annotations
 
@@ -39,21 +32,19 @@ from atomic import write_atomically  # noqa: E402
 from tools.benchmark import load_snapshot, machine  # noqa: E402
 
 OUT = ROOT / "results" / "test_tally"
-HEAVY_CORES = 1.0  # other processes' average use that makes a clone "beside a CPU-heavy job": half of 2 cores
+HEAVY_CORES = 1.0  # other processes' average use that makes a clone "beside a CPU-heavy job"
 
 
 def busy_job() -> list[int]:
-    """One busy loop per core this process may use, at normal priority; their pids. Each is started through
-    a shell that exits at once, so that it is no descendant of the tally: load_snapshot then counts it
-    among the other processes, the work it stands for (as a child it was left out: 0.04 cores were
-    recorded for a clone run beside two spinning cores)."""
+    """One busy loop per core this process may use; their pids. Each starts through a shell that exits at once,
+    so that it is no descendant of the tally and load_snapshot counts it among the other processes."""
     loop = f"'{sys.executable}' -c 'while True: pass' </dev/null >/dev/null 2>&1 & echo $!"
     return [int(subprocess.run(["sh", "-c", loop], capture_output=True, text=True, check=True).stdout)
             for _ in os.sched_getaffinity(0)]
 
 
 def stop(pids: list[int]) -> None:
-    """Kills the busy loops by pid (they are not our children: init reaps them)."""
+    """Kills the busy loops by pid (not our children: init reaps them)."""
     for pid in pids:
         try:
             os.kill(pid, signal.SIGKILL)
@@ -62,12 +53,12 @@ def stop(pids: list[int]) -> None:
 
 
 SUMMARY = re.compile(r"^=*\s*(?:\d+ (?:passed|failed|skipped|errors?|deselected|warnings?|xfailed|xpassed)"
-                     r"(?:, )?)+ in [\d.]+s")  # pytest's closing line: "594 passed, 8 skipped in 612.30s (0:10:12)"
+                     r"(?:, )?)+ in [\d.]+s")  # pytest's closing line, e.g. "2 passed, 1 skipped in 3.10s"
 
 
 def counts(output: str) -> dict:
-    """pytest's closing line (the last line like it: pip's warnings on stderr may come after it):
-    passed, failed, skipped, errors; and the names of the failed tests."""
+    """Passed, failed, skipped and errors from pytest's last closing line (pip's warnings may follow it),
+    and the names of the failed tests."""
     tail = next((line.strip() for line in reversed(output.splitlines()) if SUMMARY.match(line.strip())), "")
     found = {kind: int(n) for n, kind in re.findall(r"(\d+) (passed|failed|skipped|errors?)", tail)}
     found["errors"] = found.pop("error", 0) + found.pop("errors", 0)
@@ -117,8 +108,8 @@ def machine_name() -> str:
 
 def markdown(rows: list[dict]) -> list[str]:
     lines = ["# make test on fresh clones, idle and beside a CPU-heavy job", "",
-             f"Commands: `python tools/test_tally.py --clones 5 --load idle`, then `... --load busy --append` "
-             f"or `... --load beside --append`. "
+             "Commands: `python tools/test_tally.py --clones 5 --load idle`, then `... --load busy --append` "
+             "or `... --load beside --append`. "
              "Each clone ran `.ci/run` (install, then `make test`). "
              "busy: one `while True: pass` process per core, at normal priority, during the whole run; beside: "
              "next to a job started outside the tally (named in the note that goes with the rows); other "
@@ -129,8 +120,8 @@ def markdown(rows: list[dict]) -> list[str]:
              "|---:|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for i, r in enumerate(rows, 1):
         lines.append(f"| {i} | {r.get('machine', '?')} | {r['commit']} | {r['load']} | {r['other_cores']:.2f} | "
-                     f"{r['passed']} | {r['failed']} | {r['skipped']} | {r['errors']} | {r['wall_seconds'] / 60:.1f} min | "
-                     f"{', '.join(r['failures']) or '-'} |")
+                     f"{r['passed']} | {r['failed']} | {r['skipped']} | {r['errors']} | "
+                     f"{r['wall_seconds'] / 60:.1f} min | {', '.join(r['failures']) or '-'} |")
     failed = sum(r["failed"] + r["errors"] > 0 or r["exit_code"] != 0 for r in rows)
     heavy = sum(r["load"] == "busy" or r["other_cores"] >= HEAVY_CORES for r in rows)  # busy: a loop per core
     lines += ["", f"{len(rows)} clones, {failed} with a failure; {heavy} of them beside a CPU-heavy job "

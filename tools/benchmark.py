@@ -50,6 +50,7 @@ class RunError(Exception):
 
 
 def machine() -> dict:
+    """The CPU's model and cores, torch's and Python's versions (torch imported here only: the runs import theirs)."""
     model = platform.processor() or platform.machine()
     with contextlib.suppress(OSError):
         names = [line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")]

@@ -2,19 +2,13 @@
 
     python tools/run_summary.py --run summaries/minigrid --last 10 \\
         --reference results/reference/minigrid_memory_s9.csv \\
-        --command "python train.py --config configs/minigrid.yaml --run-id minigrid" \\
-        --out results/learning_minigrid
+        --command "python train.py --config configs/minigrid.yaml --run-id minigrid" --out results/minigrid/run
 
-Writes <out>.json and <out>.md: the mean over the last N updates of the
-per-update mean episode reward (episodes finished in that update) and of the
-last-100-episodes mean (the reference baseline's reward_mean), the success rate,
-the last and the best held-out evaluation (eval/reward_mean, when the run evaluated),
-the curve every 50 updates next to the reference's 10-run mean at the same
-steps, and the time (the training loop's split includes the held-out
-evaluations). A run resumed with `train.py --resume` writes one event
-file per process into its folder; its wall time is the sum over those files of
-(last event - first event + the first logged update's own time), so the hours
-the run spent stopped between sessions are not counted.
+Writes <out>.json (every update) and <out>.md: over the last N updates the mean episode reward, the
+last-100-episodes mean (the reference's reward_mean) and the success rate; the last and the best held-out
+evaluation; the curve every 50 updates beside the reference's 10-run mean; and the time. A resumed run has
+one event file per process: its wall time sums each file's span, so time stopped between sessions does
+not count.
 """
 from __future__ import annotations
 

@@ -309,8 +309,9 @@ def markdown(report: dict) -> list[str]:
     if "old" in sides:
         lines.append(f"Old: {sides['old']['label']}  ")
     lines.append(f"New: {sides['new']['label']}")
-    lines += ["", f"Runs alternated {', '.join(sides)} ({report['repeats']} each per config). Medians; the wall time "
-              "counts start-up, steps/s and the phases are train.py's training loop (its `timings:` line).", "",
+    order = ", alternated old, new, old, ..." if "old" in sides else ""
+    lines += ["", f"{report['repeats']} run(s) per config and side{order}. Medians; the wall time counts start-up, "
+              "steps/s and the phases are train.py's training loop (its `timings:` line).", "",
               "| config | side | wall s (min-max) | steps/s (min-max) | env s | inference s | buffer s | update s "
               "| peak RSS MB |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for config, entry in report["configs"].items():

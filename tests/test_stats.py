@@ -2,6 +2,7 @@
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -126,8 +127,9 @@ CONFIG = {"seed": 0, "updates": 5, "learning_rate_schedule": {"initial": 3e-4, "
           "environment": {"type": "PocMemoryEnv", "name": "", "kwargs": {}}}
 
 
-def write_run(folder, seed, rewards, steps_per_update=2048, evaluations=None, **changes):
-    """A run folder as train.py leaves it: config.json and TensorBoard scalars for updates 1, 2, ..."""
+def write_run(folder, seed, rewards, steps_per_update=2048, evaluations=None, started=1.8e9, **changes):
+    """A run as train.py leaves it: <folder>/<start time>/ holding config.json and TensorBoard scalars for
+    updates 1, 2, ..., written at wall times from `started` on."""
     from torch.utils.tensorboard import SummaryWriter
     config = json.loads(json.dumps(CONFIG))
     config["seed"] = seed
@@ -137,18 +139,20 @@ def write_run(folder, seed, rewards, steps_per_update=2048, evaluations=None, **
         for parent in parents:
             node = node[parent]
         node[key] = value
-    folder.mkdir(parents=True)
-    (folder / "config.json").write_text(json.dumps(config))
-    writer = SummaryWriter(str(folder / "20240101-000000"))  # events one folder down, as train.py
+    run = folder / time.strftime("%Y%m%d-%H%M%S", time.gmtime(started))
+    run.mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps(config))
+    writer = SummaryWriter(str(run))
     for update, reward in enumerate(rewards, start=1):
         if reward is not None:  # None: no episode ended in this update
-            writer.add_scalar("episode/reward_mean_last100", reward, update)
-        writer.add_scalar("time/env_steps", update * steps_per_update, update)
-        writer.add_scalar("time/steps_per_second", 1000 + 100 * seed + update, update)  # run median 1002 + 100 seed
+            writer.add_scalar("episode/reward_mean_last100", reward, update, walltime=started + update)
+        writer.add_scalar("time/env_steps", update * steps_per_update, update, walltime=started + update)
+        # the run's median steps/s: 1002 + 100 seed
+        writer.add_scalar("time/steps_per_second", 1000 + 100 * seed + update, update, walltime=started + update)
     for update, score in (evaluations or {}).items():  # {update: eval/reward_mean}
-        writer.add_scalar("eval/reward_mean", score, update)
+        writer.add_scalar("eval/reward_mean", score, update, walltime=started + update)
     writer.close()
-    return folder
+    return run
 
 
 def test_runs_are_grouped_by_config_without_seed_and_labelled_by_what_differs(tmp_path):

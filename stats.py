@@ -556,10 +556,15 @@ def figure(summaries: list[dict], reference: Path | None, threshold: float | Non
         plt.close(fig)
 
 
+def output_prefix(out: str | Path) -> Path:
+    """--out is a prefix; an existing folder, or a path ending in a slash, gets stats.md, .json and .png inside."""
+    return Path(out, "stats") if Path(out).is_dir() or str(out).endswith("/") else Path(out)
+
+
 def report(folders: list[str | Path], out_prefix: str | Path, threshold: float | None = None,
            final_updates: int = 1, reference: str | Path | None = "auto", published: list[Published] = (),
            **bootstrap: Any) -> str:
-    """Writes <out_prefix>.md, .json and .png for the runs below folders; returns the markdown."""
+    """Writes <output_prefix(out_prefix)>.md, .json and .png for the runs below folders; returns the markdown."""
     points = group_runs(load_runs(folders))
     reference_path = _choose_reference(reference, points)
     all_scores = np.concatenate([point.scores(final_updates) for point in points])
@@ -573,12 +578,12 @@ def report(folders: list[str | Path], out_prefix: str | Path, threshold: float |
                 "reference": str(reference_path) if reference_path else None,
                 "published": [p._asdict() for p in published]}
     markdown = table(summaries, settings)
-    out = Path(out_prefix)
+    out = output_prefix(out_prefix)
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(out.with_name(out.name + ".md"), lambda tmp: tmp.write_text(markdown))
+    write_atomically(Path(f"{out}.md"), lambda tmp: tmp.write_text(markdown))
     text = json.dumps({**settings, "grid_points": summaries}, indent=1) + "\n"
-    write_atomically(out.with_name(out.name + ".json"), lambda tmp: tmp.write_text(text))
-    figure(summaries, reference_path, threshold, out.with_name(out.name + ".png"), published)
+    write_atomically(Path(f"{out}.json"), lambda tmp: tmp.write_text(text))
+    figure(summaries, reference_path, threshold, Path(f"{out}.png"), published)
     return markdown
 
 
@@ -613,8 +618,11 @@ def main(argv: list[str] | None = None) -> None:
         markdown = report(args.runs, args.out, args.threshold, args.final_updates, args.reference, published)
     except InputError as error:
         parser.error(str(error))
+    except OSError as error:
+        parser.error(f"could not read or write {error.filename}: {error.strerror}")
+    out = output_prefix(args.out)
     print(markdown, end="")
-    print(f"wrote {args.out}.md, {args.out}.json, {args.out}.png")
+    print(f"wrote {out}.md, {out}.json, {out}.png")
 
 
 if __name__ == "__main__":

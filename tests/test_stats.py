@@ -354,3 +354,26 @@ def test_cli_writes_the_report(tmp_path, capsys):
     assert "| PocMemoryEnv | 2 | 1.5 [1, 2] |" in capsys.readouterr().out
     assert json.loads((tmp_path / "sweep.json").read_text())["reference"] is None
     assert (tmp_path / "sweep.png").exists()
+
+
+@pytest.mark.parametrize("out", [".", "done", "done/", "new/"])
+def test_out_names_a_prefix_or_a_folder_to_write_stats_into(tmp_path, capsys, monkeypatch, out):
+    """--out is a prefix; an existing folder, or a path ending in a slash, gets stats.md, .json and .png
+    inside; the paths printed are the files written."""
+    write_run(tmp_path / "runs" / "s0", 0, [0.5, 1.0])
+    (tmp_path / "done").mkdir()
+    monkeypatch.chdir(tmp_path)
+    stats.main(["--runs", "runs", "--out", out])
+    written = capsys.readouterr().out.splitlines()[-1].removeprefix("wrote ").split(", ")
+    assert written == [str(Path(out, "stats")) + suffix for suffix in (".md", ".json", ".png")]
+    assert all(Path(path).is_file() for path in written)
+
+
+def test_an_unwritable_out_is_one_line(tmp_path, capsys):
+    write_run(tmp_path / "runs" / "s0", 0, [1.0])
+    (tmp_path / "file").write_text("")
+    with pytest.raises(SystemExit) as exit_:
+        stats.main(["--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "file" / "out")])
+    stderr = capsys.readouterr().err
+    assert exit_.value.code == 2 and stderr.count("\n") == 1 and str(tmp_path / "file") in stderr, stderr
+

@@ -566,6 +566,11 @@ def report(folders: list[str | Path], out_prefix: str | Path, threshold: float |
            **bootstrap: Any) -> str:
     """Writes <output_prefix(out_prefix)>.md, .json and .png for the runs below folders; returns the markdown."""
     points = group_runs(load_runs(folders))
+    for point in points:
+        updates = len(point.runs[0].update)
+        if final_updates > updates:
+            raise InputError(f"--final-updates {final_updates}: the runs of {point.label} have {updates} "
+                             f"update{'s' if updates > 1 else ''}")
     reference_path = _choose_reference(reference, points)
     all_scores = np.concatenate([point.scores(final_updates) for point in points])
     low, high = np.nanmin(all_scores), np.nanmax(all_scores)

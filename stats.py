@@ -40,6 +40,9 @@ matplotlib.use("Agg")  # headless: write files, never open a window
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy import stats as scipy_stats  # noqa: E402
+from tensorboard.compat.proto.event_pb2 import Event  # noqa: E402
+from tensorboard.compat.tensorflow_stub import errors  # noqa: E402
+from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import PyRecordReader_New  # noqa: E402
 
 from atomic import write_atomically  # noqa: E402
 from config import EXECUTION_KEYS  # noqa: E402
@@ -137,26 +140,44 @@ def curve_interval(curves: np.ndarray, statistic: Statistic, **bootstrap: Any) -
 TAG = "episode/reward_mean_last100"  # the reference baseline's reward_mean: a run's score and curve
 
 
-def accumulators(folder: Path, per_file: bool = False):
-    """The run's TensorBoard events, loaded: one accumulator per folder of event files
-    (a resumed run appends a file to its own folder), or with per_file one per file."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-    files = sorted(folder.rglob("events.out.tfevents.*"))
-    for path in files if per_file else sorted({f.parent for f in files}):
-        accumulator = EventAccumulator(str(path), size_guidance={"scalars": 0})
-        accumulator.Reload()
-        yield accumulator
+class Scalar(NamedTuple):
+    tag: str
+    step: int
+    value: float
+    wall_time: float
+
+
+def read_events(file: Path) -> list[Scalar]:
+    """The scalars of one TensorBoard events file, in the order written. A file that cannot be read to its end
+    (a record damaged, or cut short by a process that died writing it) is named in one warning line and read up
+    to there."""
+    scalars, step = [], 0
+    reader = PyRecordReader_New(str(file))
+    while True:
+        try:
+            reader.GetNext()
+        except errors.OutOfRangeError:
+            return scalars
+        except errors.DataLossError:
+            print(f"warning: {file} is damaged or cut short after update {step}: read up to there", file=sys.stderr)
+            return scalars
+        event = Event.FromString(reader.record())
+        step = event.step
+        scalars += [Scalar(v.tag, event.step, v.simple_value, event.wall_time)
+                    for v in event.summary.value if v.WhichOneof("value") == "simple_value"]
 
 
 def read_scalars(folder: Path, tags: dict[str, str]) -> dict[int, dict[str, float]]:
-    """{update: {key: value}} for the TensorBoard tags {tag: key} of one run."""
-    by_update: dict[int, dict] = {}
-    for accumulator in accumulators(folder):
-        present = accumulator.Tags()["scalars"]
-        for tag, key in tags.items():
-            if tag in present:
-                for event in accumulator.Scalars(tag):
-                    by_update.setdefault(event.step, {})[key] = event.value
+    """{update: {key: value}} for the TensorBoard tags {tag: key} of one run's events files. A resumed run
+    writes a new file from its checkpoint's update on, which replaces what earlier files hold from there."""
+    by_update: dict[int, dict[str, float]] = {}
+    for file in sorted(folder.rglob("events.out.tfevents.*")):
+        scalars = [s for s in read_events(file) if s.tag in tags]
+        if scalars:
+            first = min(s.step for s in scalars)
+            by_update = {u: values for u, values in by_update.items() if u < first}
+        for s in scalars:
+            by_update.setdefault(s.step, {})[tags[s.tag]] = s.value
     return by_update
 
 

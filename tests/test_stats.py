@@ -378,3 +378,25 @@ def test_an_unwritable_out_is_one_line(tmp_path, capsys):
     stderr = capsys.readouterr().err
     assert exit_.value.code == 2 and stderr.count("\n") == 1 and str(tmp_path / "file") in stderr, stderr
 
+
+
+def damage(events, at):
+    """Flips a byte of an events file `at` bytes before its end."""
+    data = bytearray(events.read_bytes())
+    data[-at] ^= 0xFF
+    events.write_bytes(bytes(data))
+
+
+def test_a_damaged_events_file_is_named_and_read_up_to_the_damage(tmp_path, capsys):
+    for seed in range(3):
+        write_run(tmp_path / f"s{seed}", seed, [0.1, 0.5, 1.0])
+    (events,) = (tmp_path / "s1").rglob("events.out.tfevents.*")
+    damage(events, 150)  # inside update 3's first record (its three records take the last 176 bytes)
+    (point,) = stats.group_runs(stats.load_runs([tmp_path]))
+    assert sorted(r.seed for r in point.runs) == [0, 2] and [r.updates for r in point.stopped] == [2]
+    assert capsys.readouterr().err == f"warning: {events} is damaged or cut short after update 2: read up to there\n"
+    truncated = (tmp_path / "s2").rglob("events.out.tfevents.*").__next__()
+    truncated.write_bytes(truncated.read_bytes()[:60])  # nothing past the first record
+    assert sorted(r.seed for r in stats.load_runs([tmp_path])) == [0, 1]
+    assert f"warning: {truncated} is damaged or cut short after update 0" in capsys.readouterr().err
+

@@ -168,17 +168,24 @@ def read_events(file: Path) -> list[Scalar]:
 
 
 def read_scalars(folder: Path, tags: dict[str, str]) -> dict[int, dict[str, float]]:
-    """{update: {key: value}} for the TensorBoard tags {tag: key} of one run's events files. A resumed run
-    writes a new file from its checkpoint's update on, which replaces what earlier files hold from there."""
+    """{update: {key: value}} for the TensorBoard tags {tag: key} of one run's events files."""
+    return _read_run(folder, tags)[0]
+
+
+def _read_run(folder: Path, tags: dict[str, str]) -> tuple[dict[int, dict[str, float]], float]:
+    """read_scalars, and the wall time of the first of those scalars. A resumed run writes a new file from
+    its checkpoint's update on, which replaces what earlier files hold from there."""
     by_update: dict[int, dict[str, float]] = {}
+    started = float("inf")
     for file in sorted(folder.rglob("events.out.tfevents.*")):
         scalars = [s for s in read_events(file) if s.tag in tags]
         if scalars:
             first = min(s.step for s in scalars)
             by_update = {u: values for u, values in by_update.items() if u < first}
+            started = min(started, scalars[0].wall_time)
         for s in scalars:
             by_update.setdefault(s.step, {})[tags[s.tag]] = s.value
-    return by_update
+    return by_update, started
 
 
 # ------------------------------------------------------------------ runs and grid points
@@ -195,6 +202,7 @@ class Run:
     """One run: its config and its curve, arrays by update (every update with a time/env_steps summary)."""
     folder: Path
     config: dict
+    started: float  # the wall time of its first summary
     update: np.ndarray  # (updates,)
     env_steps: np.ndarray  # (updates,)
     reward: np.ndarray  # (updates,) episode/reward_mean_last100; NaN before the first episode ends
@@ -246,7 +254,7 @@ def load_run(folder: Path) -> Run | None:
         config = json.loads((folder / "config.json").read_text())
     except json.JSONDecodeError as error:
         raise InputError(f"{folder / 'config.json'}: not valid JSON ({error})") from None
-    by_update = read_scalars(folder, TAGS)
+    by_update, started = _read_run(folder, TAGS)
     updates = sorted(u for u, values in by_update.items() if "steps" in values)
     if not updates:
         return None
@@ -255,7 +263,7 @@ def load_run(folder: Path) -> Run | None:
     success = np.array([r.get("success", np.nan) for r in rows]) if any("success" in r for r in rows) else None
     speeds = [r["speed"] for r in rows if "speed" in r]
     evaluated = [(u, by_update[u]["eval"]) for u in updates if "eval" in by_update[u]]
-    return Run(folder, config, np.array(updates), np.array([r["steps"] for r in rows]), reward, success,
+    return Run(folder, config, started, np.array(updates), np.array([r["steps"] for r in rows]), reward, success,
                float(np.median(speeds)) if speeds else float("nan"),
                np.array([u for u, _ in evaluated]) if evaluated else None,
                np.array([e for _, e in evaluated]) if evaluated else None)
@@ -334,17 +342,22 @@ def _label(config: dict, flat: dict[str, Any], differing: list[str]) -> str:
 def group_runs(runs: list[Run]) -> list[GridPoint]:
     """Runs whose configs are equal once `seed` and the EXECUTION_KEYS (device, threads, ...) are
     removed form a grid point; grid points are labelled by the keys whose values differ between
-    them, and sorted by those values."""
-    members: dict[str, list[Run]] = {}
-    for run in runs:
-        what = {k: v for k, v in run.config.items() if k not in ("seed", *EXECUTION_KEYS)}
-        key = json.dumps(what, sort_keys=True)
-        members.setdefault(key, []).append(run)
+    them, and sorted by those values. Runs of one config and seed are one run trained again (train.py
+    --overwrite starts a new folder beside the old): the newest counts, a warning names the others."""
+    members: dict[str, dict[Any, Run]] = {}  # config -> seed -> run
+    for run in sorted(runs, key=lambda r: r.started):
+        what = json.dumps({k: v for k, v in run.config.items() if k not in ("seed", *EXECUTION_KEYS)}, sort_keys=True)
+        older = members.setdefault(what, {}).get(run.seed)
+        if older:
+            print(f"warning: {older.folder} left out: {run.folder} is a newer run of its config and seed",
+                  file=sys.stderr)
+        members[what][run.seed] = run
     configs = [json.loads(key) for key in members]
     flat = [flatten(config) for config in configs]
     differing = [k for k in sorted(set().union(*flat)) if len({_text(f.get(k)) for f in flat}) > 1]
     points = []
-    for config, f, group in zip(configs, flat, members.values()):
+    for config, f, seeds in zip(configs, flat, members.values()):
+        group = sorted(seeds.values(), key=lambda r: _order(r.seed))
         longest = max(run.updates for run in group)
         point = GridPoint(_label(config, f, differing), config,
                           [r for r in group if r.updates == longest], [r for r in group if r.updates < longest])

@@ -400,3 +400,14 @@ def test_a_damaged_events_file_is_named_and_read_up_to_the_damage(tmp_path, caps
     assert sorted(r.seed for r in stats.load_runs([tmp_path])) == [0, 1]
     assert f"warning: {truncated} is damaged or cut short after update 0" in capsys.readouterr().err
 
+
+def test_a_run_trained_again_counts_once_the_newest(tmp_path, capsys):
+    """train.py --overwrite starts a new summaries/<run-id>/<start time>/ beside the old one: the same
+    config and seed, one run; the newest counts and a warning names the one left out."""
+    old = write_run(tmp_path / "run", 0, [0.1, 0.2, 0.3], started=1.8e9)
+    new = write_run(tmp_path / "run", 0, [0.5, 0.9], started=1.8e9 + 3600)
+    other = write_run(tmp_path / "other", 1, [0.5, 0.7])
+    (point,) = stats.group_runs(stats.load_runs([tmp_path]))
+    assert [r.folder for r in point.runs] == [new, other] and point.stopped == []
+    assert point.scores().tolist() == [pytest.approx(0.9), pytest.approx(0.7)]
+    assert capsys.readouterr().err == f"warning: {old} left out: {new} is a newer run of its config and seed\n"

@@ -310,7 +310,7 @@ def test_reference_for_picks_the_environments_curve():
     minigrid = stats.reference_for({"environment": {"type": "Minigrid", "name": "MiniGrid-MemoryS9-v0"}})
     assert minigrid.name == "minigrid_memory_s9.csv"
     curve = stats.read_reference(minigrid)
-    assert curve.runs == 10 and curve.env_steps[0] == 4096 and len(curve.mean) == 500
+    assert curve.runs[0] == 10 and curve.env_steps[0] == 4096 and len(curve.reward_mean_over_runs) == 500
     assert stats.reference_for({"environment": {"type": "Minigrid", "name": "MiniGrid-MemoryS13-v0"}}) is None
     assert stats.reference_for({"environment": {"type": "CartPole"}}) is None
 

@@ -1,12 +1,11 @@
-"""Statistics over seeds: mean, median and IQM with stratified bootstrap confidence intervals.
+"""Statistics over seeds: mean, median and IQM with percentile bootstrap confidence intervals.
 
     python stats.py --runs summaries/poc10 --out results/sweeps/poc10 --threshold 1.1
 
 Every run below --runs (a folder with config.json and TensorBoard events) is scored by its
-episode/reward_mean_last100 over its last --final-updates updates, and the seeds of one config form a
-grid point. Writes <out>.md (the table, also printed), <out>.json and <out>.png (docs/sweeps.md).
-As Agarwal et al. (NeurIPS 2021) recommend: the interquartile mean and percentile bootstrap intervals
-over seeds, never one lucky seed.
+episode/reward_mean_last100 over its last --final-updates updates; the seeds of one config form a grid
+point. Writes <out>.md (the table, also printed), <out>.json and <out>.png (docs/sweeps.md). As Agarwal
+et al. (NeurIPS 2021) ask: the interquartile mean and bootstrap intervals over seeds, not one lucky seed.
 """
 from __future__ import annotations
 
@@ -39,12 +38,9 @@ REFERENCE_FOLDER = Path(__file__).resolve().parent / "results/reference"
 REFERENCES = {("PocMemoryEnv", None): "poc_memory_env.csv", ("CartPoleMasked", None): "cartpole_masked.csv",
               ("Minigrid", "MiniGrid-MemoryS9-v0"): "minigrid_memory_s9.csv"}
 
-Statistic = Callable[..., Any]  # statistic(x, axis) reduces scores along axis, whatever their order
-
 
 class Interval(NamedTuple):
-    """A point estimate and its confidence interval: floats, or arrays of one shape."""
-    point: Any
+    point: Any  # floats, or arrays of one shape
     low: Any
     high: Any
 
@@ -58,58 +54,30 @@ def iqm(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return scipy_stats.trim_mean(x, 0.25, axis=axis)
 
 
-def interval(samples: list[np.ndarray], statistic: Statistic, n_resamples: int = N_RESAMPLES,
+def interval(scores: np.ndarray, statistic: Callable, n_resamples: int = N_RESAMPLES,
              confidence: float = CONFIDENCE, seed: int = SEED) -> Interval:
-    """Percentile bootstrap of statistic(pooled scores), stratified: each task's seeds are resampled alone.
-
-    samples: one array per task, (..., seeds); leading axes (updates, say) get an interval each. A task
-    with one seed or equal scores cannot vary (scipy refuses one seed): it joins every resample as it is.
-    """
-    samples = [np.asarray(s, dtype=float) for s in samples]
-    point = statistic(np.concatenate(samples, axis=-1), axis=-1)
-    varies = [s.shape[-1] > 1 and bool(np.any(np.ptp(s, axis=-1))) for s in samples]
-    resampled = [s for s, v in zip(samples, varies) if v]
-    fixed = [s for s, v in zip(samples, varies) if not v]
-    if not resampled:
+    """Percentile bootstrap over seeds of statistic(x, axis): scores (..., seeds), an interval per leading index."""
+    scores = np.asarray(scores, dtype=float)
+    point = statistic(scores, axis=-1)
+    if scores.shape[-1] < 2 or not np.any(np.ptp(scores, axis=-1)):  # nothing to resample
         return Interval(point, point, point)
-
-    def pooled(*draws: np.ndarray, axis: int = -1) -> Any:
-        shape = draws[0].shape[:-1]  # (..., resamples)
-        held = [np.broadcast_to(np.expand_dims(f, -2), shape + f.shape[-1:]) for f in fixed]
-        return statistic(np.concatenate([*draws, *held], axis=-1), axis=-1)
-
-    ci = scipy_stats.bootstrap(resampled, pooled, n_resamples=n_resamples, vectorized=True, paired=False,
-                               batch=max(1, MAX_RESAMPLED_VALUES // sum(s.size for s in samples)), axis=-1,
-                               confidence_level=confidence, method="percentile",
-                               rng=np.random.default_rng(seed)).confidence_interval
+    ci = scipy_stats.bootstrap((scores,), statistic, n_resamples=n_resamples, vectorized=True, axis=-1,
+                               batch=max(1, MAX_RESAMPLED_VALUES // scores.size), confidence_level=confidence,
+                               method="percentile", rng=np.random.default_rng(seed)).confidence_interval
     return Interval(point, ci.low, ci.high)
 
 
-STATISTICS: dict[str, Statistic] = {"mean": np.mean, "median": np.median, "iqm": iqm}
+STATISTICS: dict[str, Callable] = {"mean": np.mean, "median": np.median, "iqm": iqm}
 
 
-def aggregates(samples: list[np.ndarray], **bootstrap: Any) -> dict[str, Interval]:
-    return {name: interval(samples, statistic, **bootstrap) for name, statistic in STATISTICS.items()}
-
-
-def fraction_at_least(samples: list[np.ndarray], threshold: float, **bootstrap: Any) -> Interval:
-    """The fraction of runs scoring >= threshold: how many seeds solve the task."""
-    return interval(samples, lambda x, axis=-1: np.mean(x >= threshold, axis=axis), **bootstrap)
-
-
-def performance_profile(samples: list[np.ndarray], taus: np.ndarray, **bootstrap: Any) -> Interval:
+def performance_profile(scores: np.ndarray, taus: np.ndarray, **bootstrap: Any) -> Interval:
     """The fraction of runs scoring > tau for each tau: arrays (taus,)."""
     taus = np.asarray(taus, dtype=float)
 
     def above(x: np.ndarray, axis: int = -1) -> np.ndarray:
         # (..., seeds) -> (taus, ...): the resample axis stays last, as scipy wants it
         return np.mean(x > taus.reshape(-1, *[1] * x.ndim), axis=-1)
-    return interval(samples, above, **bootstrap)
-
-
-def curve_interval(curves: np.ndarray, statistic: Statistic, **bootstrap: Any) -> Interval:
-    """statistic across seeds at every update: arrays (updates,). A resample draws whole runs."""
-    return interval([np.asarray(curves).T], statistic, **bootstrap)  # (seeds, updates) -> (updates, seeds)
+    return interval(scores, above, **bootstrap)
 
 
 class Scalar(NamedTuple):
@@ -139,32 +107,23 @@ def read_events(file: Path) -> list[Scalar]:
 
 
 def read_scalars(folder: Path, tags: dict[str, str]) -> dict[int, dict[str, float]]:
-    """{update: {key: value}} for the TensorBoard tags {tag: key} of one run."""
-    return _read_run(folder, tags)[0]
-
-
-def _read_run(folder: Path, tags: dict[str, str]) -> tuple[dict[int, dict[str, float]], float]:
-    """read_scalars, and the wall time of the run's first summary. A resumed run writes a new file from its
-    checkpoint's update on, which replaces what earlier files hold from there."""
+    """{update: {key: value}} for the TensorBoard tags {tag: key} of one run. A resumed run writes a new file
+    from its checkpoint's update on, which replaces what earlier files hold from there."""
     by_update: dict[int, dict[str, float]] = {}
-    started = float("inf")
     for file in sorted(folder.rglob("events.out.tfevents.*")):
         scalars = [s for s in read_events(file) if s.tag in tags]
-        if scalars:
-            first = min(s.step for s in scalars)
-            by_update = {u: values for u, values in by_update.items() if u < first}
-            started = min(started, scalars[0].wall_time)
+        first = min((s.step for s in scalars), default=None)
+        by_update = {u: values for u, values in by_update.items() if first is None or u < first}
         for s in scalars:
             by_update.setdefault(s.step, {})[tags[s.tag]] = s.value
-    return by_update, started
+    return by_update
 
 
 @dataclass(frozen=True, eq=False)  # holds arrays: compared by identity
 class Run:
-    """One run: its config, and its curve by update (every update with a time/env_steps summary)."""
+    """One run: its config, and its curve at every update with a time/env_steps summary."""
     folder: Path
     config: dict
-    started: float  # the wall time of its first summary
     update: np.ndarray  # (updates,)
     env_steps: np.ndarray  # (updates,)
     reward: np.ndarray  # (updates,) reward_mean_last100; NaN before the first episode ends
@@ -180,15 +139,13 @@ class Run:
         return int(self.update[-1])
 
     @property
-    def final_evaluation(self) -> float | None:
-        """The held-out score after the last update (the trainer evaluates there), None without one."""
+    def final_evaluation(self) -> float | None:  # the trainer evaluates after its last update
         return self.evaluations.get(self.updates)
 
     def final_score(self, last: int = 1) -> float:
         return float(np.mean(self.reward[-last:]))
 
     def first_update_at(self, threshold: float) -> dict[str, int | None]:
-        """The first update whose training score, and whose held-out evaluation, reached threshold (None: never)."""
         def first(scores) -> int | None:
             return next((int(u) for u, score in scores if score >= threshold), None)
         return {"training": first(zip(self.update, self.reward)), "evaluation": first(self.evaluations.items())}
@@ -200,7 +157,7 @@ def load_run(folder: Path) -> Run | None:
         config = json.loads((folder / "config.json").read_text())
     except json.JSONDecodeError as error:
         raise InputError(f"{folder / 'config.json'}: not valid JSON ({error})") from None
-    by_update, started = _read_run(folder, TAGS)
+    by_update = read_scalars(folder, TAGS)
     updates = sorted(u for u, values in by_update.items() if "steps" in values)
     if not updates:
         return None
@@ -209,7 +166,7 @@ def load_run(folder: Path) -> Run | None:
     # reward_mean_last100 is written where an episode ended; in between, the last 100 episodes are the same
     reward = reward[np.maximum.accumulate(np.where(np.isnan(reward), 0, np.arange(len(reward))))]
     speeds = [r["speed"] for r in rows if "speed" in r]
-    return Run(folder, config, started, np.array(updates), np.array([r["steps"] for r in rows]), reward,
+    return Run(folder, config, np.array(updates), np.array([r["steps"] for r in rows]), reward,
                float(np.median(speeds)) if speeds else np.nan,
                {u: r["eval"] for u, r in zip(updates, rows) if "eval" in r})
 
@@ -230,7 +187,6 @@ def load_runs(paths: list[str | Path]) -> list[Run]:
 
 @dataclass(frozen=True, eq=False)  # holds arrays: compared by identity
 class GridPoint:
-    """The runs of one config, seeds apart."""
     label: str  # the config keys that tell grid points apart, or the environment when none do
     config: dict  # without seed and EXECUTION_KEYS
     runs: list[Run]  # the runs that reached the grid point's last update: these are scored
@@ -238,11 +194,6 @@ class GridPoint:
 
     def scores(self, last: int = 1) -> np.ndarray:
         return np.array([run.final_score(last) for run in self.runs])  # (seeds,)
-
-    def evaluation_scores(self) -> np.ndarray | None:
-        """The final held-out evaluations (seeds,), None unless every run has one."""
-        finals = [run.final_evaluation for run in self.runs]
-        return None if None in finals else np.array(finals)
 
     def curves(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(updates (U,), env steps (U,), rewards (seeds, U)) at the U updates every scored run has."""
@@ -267,21 +218,21 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def _order(value: Any) -> tuple:
-    """Sort key: numbers by value (8 before 16), anything else by its text."""
+def _order(value: Any) -> tuple:  # numbers by value (8 before 16), anything else by its text
     return (0, value, "") if isinstance(value, (int, float)) else (1, 0, _text(value))
 
 
 def group_runs(runs: list[Run]) -> list[GridPoint]:
     """Runs whose configs are equal but for the seed and EXECUTION_KEYS form a grid point, labelled by the
     keys that differ between grid points and sorted by their values. Runs of one config and seed are one run
-    trained again (train.py --overwrite starts a new folder beside the old): the newest counts."""
+    trained again (train.py --overwrite starts a folder named by its start time beside the old): the one
+    whose folder name sorts last counts."""
     members: dict[str, dict[Any, Run]] = {}  # config -> seed -> run
-    for run in sorted(runs, key=lambda r: r.started):
+    for run in sorted(runs, key=lambda r: r.folder.name):
         what = {k: v for k, v in run.config.items() if k not in ("seed", *EXECUTION_KEYS)}
         seeds = members.setdefault(json.dumps(what, sort_keys=True), {})
         if run.seed in seeds:
-            print(f"warning: {seeds[run.seed].folder} left out: {run.folder} is a newer run of its config and seed",
+            print(f"warning: {seeds[run.seed].folder} left out: {run.folder} is a later run of its config and seed",
                   file=sys.stderr)
         seeds[run.seed] = run
     configs = [json.loads(key) for key in members]
@@ -308,55 +259,44 @@ def reference_for(config: dict) -> Path | None:
 
 
 def read_reference(path: Path) -> np.recarray:
-    """The columns by update: env_steps, reward_mean_over_runs, reward_min_over_runs, reward_max_over_runs, runs."""
+    """Its columns by update: env_steps, reward_mean_over_runs, reward_min_over_runs, reward_max_over_runs, runs."""
     return np.genfromtxt(path, delimiter=",", names=True).view(np.recarray)
 
 
-def _choose_reference(reference: str | Path | None, points: list[GridPoint]) -> Path | None:
-    """'none': no reference; 'auto': the one all grid points' environments share, if any; else a CSV path."""
-    if reference is None or str(reference) == "none":
-        return None
-    if str(reference) == "auto":
-        found = {reference_for(point.config) for point in points}
-        return found.pop() if len(found) == 1 else None
-    if not Path(reference).is_file():
-        raise InputError(f"reference curve {reference} does not exist")
-    return Path(reference)
-
-
 class Published(NamedTuple):
-    """A figure another project published (--published): a point at env_steps, or with env_steps None a level
-    at every step (a random policy's score, say)."""
+    """A figure another project published: a point at env_steps, or with env_steps None a level."""
     env_steps: int | None
     value: float
     label: str
 
 
 def parse_published(text: str) -> Published:
-    """'STEPS:VALUE:LABEL' (STEPS empty: a level) -> Published; InputError for anything else."""
-    parts = text.split(":", 2)
-    if len(parts) != 3 or not parts[2].strip():
-        raise InputError(f"--published {text!r}: expected STEPS:VALUE:LABEL (STEPS empty for a level), "
-                         "e.g. 8192000:0.42:GRU")
-    steps, value, label = parts
+    """--published's 'STEPS:VALUE:LABEL' (STEPS empty: a level) -> Published; InputError for anything else."""
+    steps, value, label = (text.split(":", 2) + ["", ""])[:3]
     try:
-        number, at = float(value), int(steps) if steps.strip() else None
+        published = Published(int(steps) if steps.strip() else None, float(value), label.strip())
     except ValueError:
-        raise InputError(f"--published {text!r}: STEPS must be a whole number or empty, VALUE a number") from None
-    if not np.isfinite(number) or (at is not None and at < 0):
-        raise InputError(f"--published {text!r}: VALUE must be finite and STEPS at least 0")
-    return Published(at, number, label.strip())
+        published = None
+    if not published or not published.label or not np.isfinite(published.value) or (published.env_steps or 0) < 0:
+        raise InputError(f"--published {text!r}: expected STEPS:VALUE:LABEL, STEPS a whole number >= 0 or empty "
+                         "(a level), VALUE a finite number, e.g. 8192000:0.42:GRU")
+    return published
 
 
 def _as_json(interval_: Interval) -> dict[str, Any]:
     return {key: np.asarray(value).tolist() for key, value in zip(("value", "low", "high"), interval_)}
 
 
+def aggregates(scores: np.ndarray, **bootstrap: Any) -> dict[str, dict]:
+    """Mean, median and IQM with their intervals, as the JSON holds them."""
+    return {name: _as_json(interval(scores, statistic, **bootstrap)) for name, statistic in STATISTICS.items()}
+
+
 def summarise(point: GridPoint, taus: np.ndarray, threshold: float | None, last: int, **bootstrap: Any) -> dict:
     """One grid point's numbers, as the JSON holds them."""
     scores = point.scores(last)  # (seeds,)
     updates, steps, curves = point.curves()  # (U,), (U,), (seeds, U)
-    evaluations = point.evaluation_scores()  # (seeds,) or None
+    evaluations = [run.final_evaluation for run in point.runs]
     settings = [{k: r.config.get(k) for k in EXECUTION_KEYS} for r in point.runs]  # where each seed ran
     return {
         "label": point.label, "config": point.config, "seeds": len(scores),
@@ -366,19 +306,17 @@ def summarise(point: GridPoint, taus: np.ndarray, threshold: float | None, last:
                   "evaluations": {"update": list(r.evaluations), "reward_mean": list(r.evaluations.values())}
                   if r.evaluations else None}
                  for r, score, setting in zip(point.runs, scores, settings)],
-        "final_evaluation": None if evaluations is None else
-        {name: _as_json(i) for name, i in aggregates([evaluations], **bootstrap).items()},
+        "final_evaluation": None if None in evaluations else aggregates(np.array(evaluations), **bootstrap),
         "stopped_early": [{"seed": r.seed, "folder": str(r.folder), "updates": r.updates} for r in point.stopped],
-        "final_score": {name: _as_json(i) for name, i in aggregates([scores], **bootstrap).items()},
-        "fraction_at_least_threshold": None if threshold is None else
-        _as_json(fraction_at_least([scores], threshold, **bootstrap)),
+        "final_score": aggregates(scores, **bootstrap),
+        "fraction_at_least_threshold": None if threshold is None else  # how many seeds solve the task
+        _as_json(interval(scores >= threshold, np.mean, **bootstrap)),
         # None where the seeds ran in different settings (a GPU's beside a CPU's): one median would mean nothing
         "steps_per_second": float(np.median([r.speed for r in point.runs]))
         if all(setting == settings[0] for setting in settings) else None,
         "curve": {"update": updates.tolist(), "env_steps": steps.tolist(), "per_seed": curves.tolist(),
-                  "iqm": _as_json(curve_interval(curves, iqm, **bootstrap)),
-                  "mean": _as_json(curve_interval(curves, np.mean, **bootstrap))},
-        "profile": {"tau": taus.tolist(), **_as_json(performance_profile([scores], taus, **bootstrap))},
+                  "iqm": _as_json(interval(curves.T, iqm, **bootstrap))},  # a resample draws whole runs
+        "profile": {"tau": taus.tolist(), **_as_json(performance_profile(scores, taus, **bootstrap))},
     }
 
 
@@ -435,9 +373,9 @@ def table(summaries: list[dict], settings: dict) -> str:
 
 def figure(summaries: list[dict], reference: Path | None, threshold: float | None, path: Path,
            published: list[Published] = ()) -> None:
-    """Left: IQM curves with their bands against env steps, each seed's thin where a grid point has few, and
-    the reference's mean and min-max. Middle, when runs evaluated: each seed's held-out evaluations. Right:
-    the performance profiles. A published figure is a star (a point) or a dotted line (a level)."""
+    """Left: IQM curves with their bands, each seed's thin where a grid point has few, the reference's mean
+    and min-max. Middle, when runs evaluated: each seed's held-out evaluations. Right: the performance
+    profiles. A published figure is a star (a point) or a dotted line (a level)."""
     from matplotlib.figure import Figure  # no pyplot: no window, no global state
     evaluated = any(r["evaluations"] for s in summaries for r in s["runs"])
     fig = Figure(figsize=(18 if evaluated else 12, 4.5), layout="tight")
@@ -450,12 +388,9 @@ def figure(summaries: list[dict], reference: Path | None, threshold: float | Non
         curves.fill_between(steps, curve["iqm"]["low"], curve["iqm"]["high"], color=color, alpha=0.25)
         for seed_curve in curve["per_seed"] if s["seeds"] <= PER_SEED_LINES else []:
             curves.plot(steps, seed_curve, color=color, linewidth=0.6, alpha=0.45)
-        steps_at = dict(zip(curve["update"], steps))
-        for run in (r for r in s["runs"] if r["evaluations"]):
-            points = [(steps_at[u], v) for u, v in zip(run["evaluations"]["update"],
-                                                       run["evaluations"]["reward_mean"]) if u in steps_at]
-            panels[1].plot([x for x, _ in points], [y for _, y in points], color=color, linewidth=0.8, alpha=0.7,
-                           marker=".", markersize=3)
+        for evaluations in (r["evaluations"] for r in s["runs"] if r["evaluations"]):
+            panels[1].plot(np.interp(evaluations["update"], curve["update"], steps), evaluations["reward_mean"],
+                           color=color, linewidth=0.8, alpha=0.7, marker=".", markersize=3)
         # a fraction of runs is a step function of tau: it changes at each run's score
         profiles.plot(profile["tau"], profile["value"], color=color, drawstyle="steps-post")
         profiles.fill_between(profile["tau"], profile["low"], profile["high"], color=color, alpha=0.25, step="post")
@@ -470,22 +405,20 @@ def figure(summaries: list[dict], reference: Path | None, threshold: float | Non
             if p.env_steps is None:
                 axes.axhline(p.value, color=color, linestyle=":", label=p.label)
             else:
-                axes.plot([p.env_steps], [p.value], color=color, marker="*", markersize=12, linestyle="none",
-                          label=p.label)
+                axes.plot([p.env_steps], [p.value], color=color, marker="*", markersize=12, ls="none", label=p.label)
     if threshold is not None:
         profiles.axvline(threshold, color="gray", linestyle=":")
     curves.set(xlabel="environment steps", ylabel="mean return, last 100 episodes",
                title="IQM over seeds, 95% CI; thin: each seed")
-    curves.legend(loc="best", fontsize="small")
     if evaluated:
         panels[1].set(xlabel="environment steps", ylabel="held-out mean return (eval/reward_mean)",
                       title="held-out evaluation, each seed")
-        if published:
-            panels[1].legend(loc="best", fontsize="small")
     profiles.set(xlabel="final score τ", ylabel="fraction of runs with score > τ", title="performance profile",
                  ylim=(-0.02, 1.02))
     for axes in panels:
         axes.grid(alpha=0.3)
+        if axes.get_legend_handles_labels()[0]:
+            axes.legend(loc="best", fontsize="small")
     write_atomically(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
 
 
@@ -495,7 +428,7 @@ def output_prefix(out: str | Path) -> Path:
 
 
 def report(folders: list[str | Path], out: str | Path, threshold: float | None = None, final_updates: int = 1,
-           reference: str | Path | None = "auto", published: list[Published] = (), **bootstrap: Any) -> str:
+           published: list[Published] = (), **bootstrap: Any) -> str:
     """Writes <output_prefix(out)>.md, .json and .png for the runs below folders; returns the markdown."""
     points = group_runs(load_runs(folders))
     for point in points:
@@ -503,7 +436,8 @@ def report(folders: list[str | Path], out: str | Path, threshold: float | None =
         if final_updates > updates:
             raise InputError(f"--final-updates {final_updates}: the runs of {point.label} have {updates} "
                              f"update{'s' if updates > 1 else ''}")
-    reference_path = _choose_reference(reference, points)
+    references = {reference_for(point.config) for point in points}  # drawn where all grid points share one
+    reference_path = references.pop() if len(references) == 1 else None
     scores = np.concatenate([point.scores(final_updates) for point in points])
     low, high = np.nanmin(scores), np.nanmax(scores)
     if low == high:  # one run, or equal scores: a span around them, so the profile's step shows
@@ -532,17 +466,13 @@ class _Parser(argparse.ArgumentParser):
 def main(argv: list[str] | None = None) -> None:
     parser = _Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", action="extend", nargs="+", required=True,
-                        help="a folder with runs below it (repeatable); each config is one grid point, seeds apart")
-    parser.add_argument("--out", required=True,
-                        help="output prefix: writes OUT.md, OUT.json and OUT.png; a folder gets stats.* inside")
+                        help="folders with runs below them; each config is one grid point, seeds apart")
+    parser.add_argument("--out", required=True, help="writes OUT.md, OUT.json, OUT.png; a folder gets stats.*")
     parser.add_argument("--threshold", type=float, help="also report the fraction of seeds scoring at least this")
     parser.add_argument("--final-updates", type=int, default=1,
-                        help="a run's final score is its mean reward_mean_last100 over this many last updates")
-    parser.add_argument("--reference", default="auto",
-                        help="auto (the reference baseline's curve for the runs' environment), none, or a CSV path")
+                        help="a run's score is its mean reward_mean_last100 over this many last updates")
     parser.add_argument("--published", action="append", default=[], metavar="STEPS:VALUE:LABEL",
-                        help="a published figure to draw beside the runs (repeatable): a point at STEPS "
-                             "environment steps, or with STEPS empty a level, e.g. 8192000:0.42:GRU or :0.017:random")
+                        help="a published figure to draw (repeatable): a point, or with STEPS empty a level")
     args = parser.parse_args(argv)
     if args.threshold is not None and not np.isfinite(args.threshold):
         parser.error(f"--threshold must be a finite number, not {args.threshold}")
@@ -550,7 +480,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--final-updates must be at least 1, not {args.final_updates}")
     try:
         published = [parse_published(text) for text in args.published]
-        markdown = report(args.runs, args.out, args.threshold, args.final_updates, args.reference, published)
+        markdown = report(args.runs, args.out, args.threshold, args.final_updates, published)
     except InputError as error:
         parser.error(str(error))
     except OSError as error:

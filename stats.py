@@ -1,11 +1,8 @@
 """Statistics over seeds: mean, median and IQM with percentile bootstrap confidence intervals.
 
-    python stats.py --runs summaries/poc10 --out results/sweeps/poc10 --threshold 1.1
+The table, figure and JSON of a folder of runs (docs/sweeps.md), as Agarwal et al. (NeurIPS 2021) recommend:
 
-Every run below --runs (a folder with config.json and TensorBoard events) is scored by its
-episode/reward_mean_last100 over its last --final-updates updates; the seeds of one config form a grid
-point. Writes <out>.md (the table, also printed), <out>.json and <out>.png (docs/sweeps.md). As Agarwal
-et al. (NeurIPS 2021) ask: the interquartile mean and bootstrap intervals over seeds, not one lucky seed.
+    python stats.py --runs summaries/poc10 --out results/sweeps/poc10 --threshold 1.1
 """
 from __future__ import annotations
 
@@ -223,10 +220,9 @@ def _order(value: Any) -> tuple:  # numbers by value (8 before 16), anything els
 
 
 def group_runs(runs: list[Run]) -> list[GridPoint]:
-    """Runs whose configs are equal but for the seed and EXECUTION_KEYS form a grid point, labelled by the
-    keys that differ between grid points and sorted by their values. Runs of one config and seed are one run
-    trained again (train.py --overwrite starts a folder named by its start time beside the old): the one
-    whose folder name sorts last counts."""
+    """Runs whose configs are equal but for the seed and EXECUTION_KEYS form a grid point, labelled and sorted
+    by the keys that differ between grid points. Runs of one config and seed are one run trained again
+    (train.py --overwrite starts a folder named by its start time): the one whose name sorts last counts."""
     members: dict[str, dict[Any, Run]] = {}  # config -> seed -> run
     for run in sorted(runs, key=lambda r: r.folder.name):
         what = {k: v for k, v in run.config.items() if k not in ("seed", *EXECUTION_KEYS)}
@@ -288,7 +284,6 @@ def _as_json(interval_: Interval) -> dict[str, Any]:
 
 
 def aggregates(scores: np.ndarray, **bootstrap: Any) -> dict[str, dict]:
-    """Mean, median and IQM with their intervals, as the JSON holds them."""
     return {name: _as_json(interval(scores, statistic, **bootstrap)) for name, statistic in STATISTICS.items()}
 
 
@@ -324,24 +319,23 @@ def _cell(numbers: dict[str, Any], spec: str = ".4g") -> str:
     return f"{numbers['value']:{spec}} [{numbers['low']:{spec}}, {numbers['high']:{spec}}]"
 
 
-def _row(cells: list[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
+def _markdown(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(cells) + " |" for cells in [header, *rows]]
+    return [lines[0], "|" + "---|" * len(header), *lines[1:]]
 
 
 def table(summaries: list[dict], settings: dict) -> str:
     """The markdown table, one row per grid point, and what the runs add below it."""
-    threshold = settings["threshold"]
+    threshold, evaluated = settings["threshold"], [s for s in summaries if s["final_evaluation"]]
     at_least = [] if threshold is None else [f"seeds >= {threshold:g}"]
     lines = [f"Final score: episode/reward_mean_last100, mean over each run's last {settings['final_updates']} "
              f"update(s). [low, high]: {settings['confidence']:.0%} percentile bootstrap interval over seeds "
-             f"({settings['n_resamples']} resamples).", "",
-             _row(["grid point", "seeds", "mean", "median", "IQM", *at_least, "steps/s", "stopped early"]),
-             "|---|---:|---|---|---|" + "---|" * len(at_least) + "---:|---:|"]
-    for s in summaries:
-        speed = s["steps_per_second"]
-        lines.append(_row([s["label"], str(s["seeds"]), *(_cell(s["final_score"][k]) for k in STATISTICS),
-                           *([_cell(s["fraction_at_least_threshold"], ".2f")] if at_least else []),
-                           "mixed" if speed is None else f"{speed:.0f}", str(len(s["stopped_early"]))]))
+             f"({settings['n_resamples']} resamples).", ""]
+    lines += _markdown(["grid point", "seeds", "mean", "median", "IQM", *at_least, "steps/s", "stopped early"], [
+        [s["label"], str(s["seeds"]), *map(_cell, s["final_score"].values()),
+         *([_cell(s["fraction_at_least_threshold"], ".2f")] if at_least else []),
+         "mixed" if s["steps_per_second"] is None else f"{s['steps_per_second']:.0f}", str(len(s["stopped_early"]))]
+        for s in summaries])
     for s in (s for s in summaries if s["steps_per_second"] is None):
         per_seed = ", ".join(f"{r['seed']}: {r['steps_per_second']:.0f} ("
                              + ", ".join(f"{k} {v}" for k, v in r["execution"].items()) + ")" for r in s["runs"])
@@ -351,36 +345,36 @@ def table(summaries: list[dict], settings: dict) -> str:
         lines += ["", "Figures drawn beside the runs (--published): " + "; ".join(
             f"{p['label']} {p['value']:g}" + ("" if p["env_steps"] is None else f" at {p['env_steps']:,} steps")
             for p in settings["published"]) + "."]
-    evaluated = [s for s in summaries if s["final_evaluation"]]
     if evaluated:
         lines += ["", "Final held-out evaluation: eval/reward_mean after each run's last update (config "
-                  "`evaluation`: held-out episodes, scored as enjoy.py scores).", "",
-                  _row(["grid point", "seeds", "mean", "median", "IQM", "per seed (seed: score)"]),
-                  "|---|---:|---|---|---|---|"]
-        for s in evaluated:
-            per_seed = ", ".join(f"{r['seed']}: {r['final_evaluation']:.3f}" for r in s["runs"])
-            lines.append(_row([s["label"], str(s["seeds"]), *(_cell(s["final_evaluation"][k]) for k in STATISTICS),
-                               per_seed]))
+                  "`evaluation`: held-out episodes, scored as enjoy.py scores).", ""]
+        lines += _markdown(["grid point", "seeds", "mean", "median", "IQM", "per seed (seed: score)"], [
+            [s["label"], str(s["seeds"]), *map(_cell, s["final_evaluation"].values()),
+             ", ".join(f"{r['seed']}: {r['final_evaluation']:.3f}" for r in s["runs"])] for s in evaluated])
     if threshold is not None:
+        kinds = ["training", "evaluation"] if evaluated else ["training"]
         lines += ["", f"First update at which each seed reached {threshold:g} (seed: training reward_mean_last100"
                   + (" / held-out evaluation" if evaluated else "") + "; -: never):", ""]
-        kinds = ["training", "evaluation"] if evaluated else ["training"]
-        for s in summaries:
-            lines.append(f"- {s['label']}: " + ", ".join(f"{r['seed']}: " + " / ".join(
-                str(r["first_update_at_threshold"][k] or "-") for k in kinds) for r in s["runs"]))
+        lines += [f"- {s['label']}: " + ", ".join(f"{r['seed']}: " + " / ".join(
+            str(r["first_update_at_threshold"][k] or "-") for k in kinds) for r in s["runs"]) for s in summaries]
     return "\n".join(lines) + "\n"
 
 
 def figure(summaries: list[dict], reference: Path | None, threshold: float | None, path: Path,
            published: list[Published] = ()) -> None:
-    """Left: IQM curves with their bands, each seed's thin where a grid point has few, the reference's mean
-    and min-max. Middle, when runs evaluated: each seed's held-out evaluations. Right: the performance
-    profiles. A published figure is a star (a point) or a dotted line (a level)."""
+    """IQM curves with their bands (each seed's thin where there are few) and the reference's; each seed's
+    held-out evaluations, when runs evaluated; the performance profiles. Published figures: a star or a level."""
     from matplotlib.figure import Figure  # no pyplot: no window, no global state
     evaluated = any(r["evaluations"] for s in summaries for r in s["runs"])
     fig = Figure(figsize=(18 if evaluated else 12, 4.5), layout="tight")
-    panels = fig.subplots(1, 3 if evaluated else 2)
-    curves, profiles = panels[0], panels[-1]
+    curves, *middle, profiles = panels = fig.subplots(1, 3 if evaluated else 2)
+    curves.set(xlabel="environment steps", ylabel="mean return, last 100 episodes",
+               title="IQM over seeds, 95% CI; thin: each seed")
+    for axes in middle:
+        axes.set(xlabel="environment steps", ylabel="held-out mean return (eval/reward_mean)",
+                 title="held-out evaluation, each seed")
+    profiles.set(xlabel="final score τ", ylabel="fraction of runs with score > τ", title="performance profile",
+                 ylim=(-0.02, 1.02))
     for i, s in enumerate(summaries):
         color, curve, profile, steps = f"C{i % 10}", s["curve"], s["profile"], s["curve"]["env_steps"]
         curves.plot(steps, curve["iqm"]["value"], color=color,
@@ -389,7 +383,7 @@ def figure(summaries: list[dict], reference: Path | None, threshold: float | Non
         for seed_curve in curve["per_seed"] if s["seeds"] <= PER_SEED_LINES else []:
             curves.plot(steps, seed_curve, color=color, linewidth=0.6, alpha=0.45)
         for evaluations in (r["evaluations"] for r in s["runs"] if r["evaluations"]):
-            panels[1].plot(np.interp(evaluations["update"], curve["update"], steps), evaluations["reward_mean"],
+            middle[0].plot(np.interp(evaluations["update"], curve["update"], steps), evaluations["reward_mean"],
                            color=color, linewidth=0.8, alpha=0.7, marker=".", markersize=3)
         # a fraction of runs is a step function of tau: it changes at each run's score
         profiles.plot(profile["tau"], profile["value"], color=color, drawstyle="steps-post")
@@ -401,20 +395,13 @@ def figure(summaries: list[dict], reference: Path | None, threshold: float | Non
         curves.fill_between(ref.env_steps, ref.reward_min_over_runs, ref.reward_max_over_runs, color="gray", alpha=0.2)
     for k, p in enumerate(published):
         color = f"C{(len(summaries) + k) % 10}"  # after the grid points' colours
-        for axes in panels[:-1]:
+        for axes in [curves, *middle]:
             if p.env_steps is None:
                 axes.axhline(p.value, color=color, linestyle=":", label=p.label)
             else:
                 axes.plot([p.env_steps], [p.value], color=color, marker="*", markersize=12, ls="none", label=p.label)
     if threshold is not None:
         profiles.axvline(threshold, color="gray", linestyle=":")
-    curves.set(xlabel="environment steps", ylabel="mean return, last 100 episodes",
-               title="IQM over seeds, 95% CI; thin: each seed")
-    if evaluated:
-        panels[1].set(xlabel="environment steps", ylabel="held-out mean return (eval/reward_mean)",
-                      title="held-out evaluation, each seed")
-    profiles.set(xlabel="final score τ", ylabel="fraction of runs with score > τ", title="performance profile",
-                 ylim=(-0.02, 1.02))
     for axes in panels:
         axes.grid(alpha=0.3)
         if axes.get_legend_handles_labels()[0]:
@@ -432,12 +419,11 @@ def report(folders: list[str | Path], out: str | Path, threshold: float | None =
     """Writes <output_prefix(out)>.md, .json and .png for the runs below folders; returns the markdown."""
     points = group_runs(load_runs(folders))
     for point in points:
-        updates = len(point.runs[0].update)
-        if final_updates > updates:
-            raise InputError(f"--final-updates {final_updates}: the runs of {point.label} have {updates} "
-                             f"update{'s' if updates > 1 else ''}")
+        if final_updates > len(point.runs[0].update):
+            raise InputError(f"--final-updates {final_updates}: the runs of {point.label} have "
+                             f"{len(point.runs[0].update)} update(s)")
     references = {reference_for(point.config) for point in points}  # drawn where all grid points share one
-    reference_path = references.pop() if len(references) == 1 else None
+    reference = references.pop() if len(references) == 1 else None
     scores = np.concatenate([point.scores(final_updates) for point in points])
     low, high = np.nanmin(scores), np.nanmax(scores)
     if low == high:  # one run, or equal scores: a span around them, so the profile's step shows
@@ -445,8 +431,7 @@ def report(folders: list[str | Path], out: str | Path, threshold: float | None =
     taus = np.linspace(low, high, 101)  # one axis for every grid point, so their profiles compare
     summaries = [summarise(point, taus, threshold, final_updates, **bootstrap) for point in points]
     settings = {"final_updates": final_updates, "threshold": threshold, "confidence": CONFIDENCE,
-                "n_resamples": N_RESAMPLES, "seed": SEED, **bootstrap,
-                "reference": str(reference_path) if reference_path else None,
+                "n_resamples": N_RESAMPLES, "seed": SEED, **bootstrap, "reference": reference and str(reference),
                 "published": [p._asdict() for p in published]}
     markdown = table(summaries, settings)
     text = json.dumps({**settings, "grid_points": summaries}, indent=1) + "\n"
@@ -454,7 +439,7 @@ def report(folders: list[str | Path], out: str | Path, threshold: float | None =
     prefix.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(Path(f"{prefix}.md"), lambda tmp: tmp.write_text(markdown))
     write_atomically(Path(f"{prefix}.json"), lambda tmp: tmp.write_text(text))
-    figure(summaries, reference_path, threshold, Path(f"{prefix}.png"), published)
+    figure(summaries, reference, threshold, Path(f"{prefix}.png"), published)
     return markdown
 
 
@@ -479,8 +464,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.final_updates < 1:
         parser.error(f"--final-updates must be at least 1, not {args.final_updates}")
     try:
-        published = [parse_published(text) for text in args.published]
-        markdown = report(args.runs, args.out, args.threshold, args.final_updates, published)
+        markdown = report(args.runs, args.out, args.threshold, args.final_updates,
+                          [parse_published(text) for text in args.published])
     except InputError as error:
         parser.error(str(error))
     except OSError as error:

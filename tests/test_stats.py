@@ -304,7 +304,7 @@ def test_cli_refuses_bad_input_in_one_line_with_exit_code_2(tmp_path):
     (["--runs", "{tmp}/runs", "--threshold", "high"], "invalid float value: 'high'"),
     (["--runs", "{tmp}/runs", "--threshold", "nan"], "--threshold must be a finite number"),
     (["--runs", "{tmp}/runs", "--final-updates", "0"], "--final-updates must be at least 1"),
-    (["--runs", "{tmp}/runs", "--final-updates", "2"], "--final-updates 2: the runs of PocMemoryEnv have 1 update"),
+    (["--runs", "{tmp}/runs", "--final-updates", "2"], "--final-updates 2: the runs of PocMemoryEnv have 1 update(s)"),
     (["--runs", "{tmp}/runs", "--published", "0.42:GRU"], "expected STEPS:VALUE:LABEL"),
     (["--runs", "{tmp}/runs", "--published", "8M:0.42:GRU"], "expected STEPS:VALUE:LABEL"),
     (["--runs", "{tmp}/runs", "--published", "100:inf:GRU"], "expected STEPS:VALUE:LABEL"),

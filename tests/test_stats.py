@@ -199,6 +199,22 @@ def test_reward_carries_over_updates_without_a_finished_episode(tmp_path):
     assert run.final_score(1) == pytest.approx(0.9) and run.final_score(3) == pytest.approx((0.4 + 0.9 + 0.9) / 3)
 
 
+
+def test_a_resumed_run_replaces_what_the_stopped_process_wrote_after_its_checkpoint(tmp_path):
+    """Written up to update 4, resumed from update 2's checkpoint and stopped after update 3: the resumed
+    process's update 3, and no update 4. Events files are read in name order, which starts with their time."""
+    from torch.utils.tensorboard import SummaryWriter
+    run = write_run(tmp_path / "r", 0, [0.1, 0.2, 0.3, 0.4])
+    (first,) = run.glob("events.out.tfevents.*")
+    writer = SummaryWriter(str(run))
+    writer.add_scalar("episode/reward_mean_last100", 0.9, 3)
+    writer.add_scalar("time/env_steps", 3 * 2048, 3)
+    writer.close()
+    (second,) = set(run.glob("events.out.tfevents.*")) - {first}
+    second.rename(run / "events.out.tfevents.9999999999.later")
+    (loaded,) = stats.load_runs([tmp_path])
+    assert loaded.update.tolist() == [1, 2, 3] and loaded.reward.tolist() == pytest.approx([0.1, 0.2, 0.9])
+
 # ------------------------------------------------------------------ report and command line
 def test_report_writes_the_table_json_and_figure(tmp_path):
     rewards = {0: 1.2, 1: 1.0, 2: 1.2, 3: 0.4}

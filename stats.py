@@ -1,6 +1,6 @@
 """Statistics over seeds: mean, median and IQM with percentile bootstrap confidence intervals.
 
-The table, figure and JSON of a folder of runs (docs/sweeps.md), as Agarwal et al. (NeurIPS 2021) recommend:
+As Agarwal et al. (NeurIPS 2021) recommend; docs/sweeps.md says what the table, figure and JSON hold:
 
     python stats.py --runs summaries/poc10 --out results/sweeps/poc10 --threshold 1.1
 """

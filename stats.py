@@ -1,32 +1,12 @@
-"""Statistics over seeds: mean, median and IQM with stratified bootstrap confidence intervals.
+"""Statistics over seeds: mean, median and IQM with percentile bootstrap confidence intervals.
+
+As Agarwal et al. (NeurIPS 2021) recommend; docs/sweeps.md says what the table, figure and JSON hold:
 
     python stats.py --runs summaries/poc10 --out results/sweeps/poc10 --threshold 1.1
-
-Reads every run below the --runs paths (a folder with config.json and TensorBoard events),
-groups the seeds of each config into a grid point, and writes <out>.md (the table, also
-printed), <out>.json (every run's final score, the curves, the profiles) and <out>.png (IQM
-curves against the reference baseline's, and the performance profile). A run's final score
-is its episode/reward_mean_last100 averaged over its last K updates (--final-updates). A run
-with fewer updates than the longest of its grid point (stopped by a scheduler, or still
-running) is counted as stopped early and kept out of the statistics. --published draws figures
-other projects published (a point at some step, or a level such as a random policy's) beside the
-runs, for a task without the reference baseline's curves (Memory Gym, Atari).
-
-Follows Agarwal et al., "Deep Reinforcement Learning at the Edge of the Statistical
-Precipice" (NeurIPS 2021): report the interquartile mean (IQM) and percentile bootstrap
-confidence intervals over seeds, never one lucky seed or a bare mean. When the scores of
-several tasks are aggregated, the bootstrap is stratified: each task's seeds are resampled
-on their own, so every resample keeps each task's number of runs.
-The bootstrap is scipy.stats.bootstrap (percentile method; with several samples and
-paired=False it resamples each one separately, which is the stratification), not the
-authors' rliable package: scipy is a dependency already, rliable would add arch,
-statsmodels and seaborn. Every interval draws from a generator with a fixed seed, so the
-same runs always give the same numbers.
 """
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 from dataclasses import dataclass
@@ -34,161 +14,118 @@ from functools import reduce
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
-import matplotlib
+import numpy as np
+from scipy import stats as scipy_stats
+from tensorboard.compat.proto.event_pb2 import Event
+from tensorboard.compat.tensorflow_stub import errors
+from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import PyRecordReader_New
 
-matplotlib.use("Agg")  # headless: write files, never open a window
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from scipy import stats as scipy_stats  # noqa: E402
-
-from atomic import write_atomically  # noqa: E402
-from config import EXECUTION_KEYS  # noqa: E402
+from atomic import write_atomically
+from config import EXECUTION_KEYS
 
 N_RESAMPLES = 2000
 CONFIDENCE = 0.95
-SEED = 0  # of the bootstrap's generator
-MAX_RESAMPLED_VALUES = 4_000_000  # values resampled at once (32 MB of float64): bounds memory on long curves
-
-# statistic(x, axis) reduces scores along axis; it must not depend on their order
-Statistic = Callable[..., Any]
+SEED = 0  # of the bootstrap's generator: the same runs always give the same intervals
+MAX_RESAMPLED_VALUES = 4_000_000  # values resampled in one batch: bounds memory on long curves
+TAG = "episode/reward_mean_last100"  # the reference baseline's reward_mean: a run's score and curve
+TAGS = {TAG: "reward", "time/env_steps": "steps", "time/steps_per_second": "speed", "eval/reward_mean": "eval"}
+PER_SEED_LINES = 10  # a grid point with at most this many seeds also draws each seed's curve
+REFERENCE_FOLDER = Path(__file__).resolve().parent / "results/reference"
+# (environment type, name or None for any name) -> the reference baseline's curve over its 10 runs
+REFERENCES = {("PocMemoryEnv", None): "poc_memory_env.csv", ("CartPoleMasked", None): "cartpole_masked.csv",
+              ("Minigrid", "MiniGrid-MemoryS9-v0"): "minigrid_memory_s9.csv"}
 
 
 class Interval(NamedTuple):
-    """A statistic's point estimate and its confidence interval: floats, or arrays of one shape."""
-    point: Any
+    point: Any  # floats, or arrays of one shape
     low: Any
     high: Any
 
 
-def iqm(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Interquartile mean: the mean of the middle half of the scores along axis.
+class InputError(ValueError):
+    """Input a user can get wrong: the command line prints it in one line."""
 
-    trim_mean(x, 0.25) drops int(n / 4) scores at each end (n = 10: two each side, the
-    mean of the middle six). rliable computes its IQM with this very call, so our IQMs
-    compare with published ones. Robust to an outlier seed, yet less noisy than the median.
-    """
+
+def iqm(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Interquartile mean: the mean once int(n / 4) scores are dropped at each end, as rliable computes it."""
     return scipy_stats.trim_mean(x, 0.25, axis=axis)
 
 
-def interval(samples: list[np.ndarray], statistic: Statistic, n_resamples: int = N_RESAMPLES,
+def interval(scores: np.ndarray, statistic: Callable, n_resamples: int = N_RESAMPLES,
              confidence: float = CONFIDENCE, seed: int = SEED) -> Interval:
-    """Stratified percentile-bootstrap interval of statistic(all tasks' scores, pooled).
-
-    samples: one array per task, (..., seeds); leading axes (e.g. updates) get one interval
-    each. A resample draws each task's seeds with replacement from that task alone, pools
-    them and applies statistic; with one task this is the ordinary bootstrap.
-    A task with one seed, or with all scores equal, resamples to itself, so it is held
-    fixed (scipy refuses one seed); when every task is, low == high == point.
-    """
-    samples = [np.asarray(s, dtype=float) for s in samples]
-    point = statistic(np.concatenate(samples, axis=-1), axis=-1)
-    varies = [s.shape[-1] > 1 and bool(np.any(np.ptp(s, axis=-1) != 0)) for s in samples]
-    resampled = [s for s, v in zip(samples, varies) if v]
-    fixed = [s for s, v in zip(samples, varies) if not v]
-    if not resampled:
+    """Percentile bootstrap over seeds of statistic(x, axis): scores (..., seeds), an interval per leading index."""
+    scores = np.asarray(scores, dtype=float)
+    point = statistic(scores, axis=-1)
+    if scores.shape[-1] < 2 or not np.any(np.ptp(scores, axis=-1)):  # nothing to resample
         return Interval(point, point, point)
-
-    def pooled(*draws: np.ndarray, axis: int = -1) -> Any:
-        # scipy hands each task's draws as (..., resamples, seeds_i); a fixed task joins every resample
-        batch_shape = draws[0].shape[:-1]
-        held = [np.broadcast_to(np.expand_dims(f, -2), batch_shape + f.shape[-1:]) for f in fixed]
-        return statistic(np.concatenate([*draws, *held], axis=-1), axis=-1)
-
-    values_per_resample = sum(s.size for s in samples)
-    result = scipy_stats.bootstrap(
-        resampled, pooled, n_resamples=n_resamples, batch=max(1, MAX_RESAMPLED_VALUES // values_per_resample),
-        vectorized=True, paired=False, axis=-1, confidence_level=confidence, method="percentile",
-        rng=np.random.default_rng(seed))
-    return Interval(point, result.confidence_interval.low, result.confidence_interval.high)
+    ci = scipy_stats.bootstrap((scores,), statistic, n_resamples=n_resamples, vectorized=True, axis=-1,
+                               batch=max(1, MAX_RESAMPLED_VALUES // scores.size), confidence_level=confidence,
+                               method="percentile", rng=np.random.default_rng(seed)).confidence_interval
+    return Interval(point, ci.low, ci.high)
 
 
-STATISTICS: dict[str, Statistic] = {"mean": np.mean, "median": np.median, "iqm": iqm}
+STATISTICS: dict[str, Callable] = {"mean": np.mean, "median": np.median, "iqm": iqm}
 
 
-def aggregates(samples: list[np.ndarray], **bootstrap: Any) -> dict[str, Interval]:
-    """Mean, median and IQM of the pooled scores, each with its stratified bootstrap interval."""
-    return {name: interval(samples, statistic, **bootstrap) for name, statistic in STATISTICS.items()}
-
-
-def fraction_at_least(samples: list[np.ndarray], threshold: float, **bootstrap: Any) -> Interval:
-    """The fraction of runs scoring >= threshold (how many seeds solve the task), with its interval."""
-    return interval(samples, lambda x, axis=-1: np.mean(x >= threshold, axis=axis), **bootstrap)
-
-
-def performance_profile(samples: list[np.ndarray], taus: np.ndarray, **bootstrap: Any) -> Interval:
-    """The fraction of runs scoring > tau for each tau: arrays (taus,), with pointwise bands."""
+def performance_profile(scores: np.ndarray, taus: np.ndarray, **bootstrap: Any) -> Interval:
+    """The fraction of runs scoring > tau for each tau: arrays (taus,)."""
     taus = np.asarray(taus, dtype=float)
 
     def above(x: np.ndarray, axis: int = -1) -> np.ndarray:
-        # (..., seeds) -> (taus, ...): taus lead, so scipy's resample axis stays last
+        # (..., seeds) -> (taus, ...): the resample axis stays last, as scipy wants it
         return np.mean(x > taus.reshape(-1, *[1] * x.ndim), axis=-1)
-    return interval(samples, above, **bootstrap)
+    return interval(scores, above, **bootstrap)
 
 
-def curve_interval(curves: np.ndarray, statistic: Statistic, **bootstrap: Any) -> Interval:
-    """statistic across seeds at every update, with an interval per update: arrays (updates,).
-
-    curves: (seeds, updates). A resample draws whole runs: every update sees the same seeds.
-    """
-    return interval([np.asarray(curves).T], statistic, **bootstrap)  # (seeds, updates) -> (updates, seeds)
-
-
-# ------------------------------------------------------------------ reading runs
-TAG = "episode/reward_mean_last100"  # the reference baseline's reward_mean: a run's score and curve
+class Scalar(NamedTuple):
+    tag: str
+    step: int
+    value: float
+    wall_time: float
 
 
-def accumulators(folder: Path, per_file: bool = False):
-    """The run's TensorBoard events, loaded: one accumulator per folder of event files
-    (a resumed run appends a file to its own folder), or with per_file one per file."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-    files = sorted(folder.rglob("events.out.tfevents.*"))
-    for path in files if per_file else sorted({f.parent for f in files}):
-        accumulator = EventAccumulator(str(path), size_guidance={"scalars": 0})
-        accumulator.Reload()
-        yield accumulator
+def read_events(file: Path) -> list[Scalar]:
+    """The scalars of one TensorBoard events file. A file that cannot be read to its end (a record damaged,
+    or cut short by a process that died writing it) is named in one warning line and read up to there."""
+    scalars, step = [], 0
+    reader = PyRecordReader_New(str(file))
+    while True:
+        try:
+            reader.GetNext()
+        except errors.OutOfRangeError:
+            return scalars
+        except errors.DataLossError:
+            print(f"warning: {file} is damaged or cut short after update {step}: read up to there", file=sys.stderr)
+            return scalars
+        event = Event.FromString(reader.record())
+        step = event.step
+        scalars += [Scalar(v.tag, step, v.simple_value, event.wall_time)
+                    for v in event.summary.value if v.WhichOneof("value") == "simple_value"]
 
 
 def read_scalars(folder: Path, tags: dict[str, str]) -> dict[int, dict[str, float]]:
-    """{update: {key: value}} for the TensorBoard tags {tag: key} of one run."""
-    by_update: dict[int, dict] = {}
-    for accumulator in accumulators(folder):
-        present = accumulator.Tags()["scalars"]
-        for tag, key in tags.items():
-            if tag in present:
-                for event in accumulator.Scalars(tag):
-                    by_update.setdefault(event.step, {})[key] = event.value
+    """{update: {key: value}} for the TensorBoard tags {tag: key} of one run. A resumed run writes a new file
+    from its checkpoint's update on, which replaces what earlier files hold from there."""
+    by_update: dict[int, dict[str, float]] = {}
+    for file in sorted(folder.rglob("events.out.tfevents.*")):
+        scalars = [s for s in read_events(file) if s.tag in tags]
+        first = min((s.step for s in scalars), default=None)
+        by_update = {u: values for u, values in by_update.items() if first is None or u < first}
+        for s in scalars:
+            by_update.setdefault(s.step, {})[tags[s.tag]] = s.value
     return by_update
-
-
-# ------------------------------------------------------------------ runs and grid points
-TAGS = {TAG: "reward", "time/env_steps": "steps", "episode/success_mean": "success",
-        "time/steps_per_second": "speed", "eval/reward_mean": "eval"}
-
-
-class InputError(ValueError):
-    """Input a user can get wrong (a missing path, no runs under it): the CLI prints it in one line."""
 
 
 @dataclass(frozen=True, eq=False)  # holds arrays: compared by identity
 class Run:
-    """One run: its config and its curve, arrays by update (every update with a time/env_steps summary)."""
+    """One run: its config, and its curve at every update with a time/env_steps summary."""
     folder: Path
     config: dict
     update: np.ndarray  # (updates,)
     env_steps: np.ndarray  # (updates,)
-    reward: np.ndarray  # (updates,) episode/reward_mean_last100; NaN before the first episode ends
-    success: np.ndarray | None  # (updates,) episode/success_mean, NaN where absent; None: never reported
-    speed: float = float("nan")  # the median over updates of time/steps_per_second (NaN: never reported)
-    # eval/reward_mean at the updates where the run evaluated (config `evaluation`): (evaluations,) each
-    evaluation_update: np.ndarray | None = None
-    evaluation: np.ndarray | None = None
-
-    @property
-    def final_evaluation(self) -> float | None:
-        """The held-out score after the run's last update (the trainer evaluates there); None: no evaluation."""
-        if self.evaluation is None or self.evaluation_update[-1] != self.update[-1]:
-            return None
-        return float(self.evaluation[-1])
+    reward: np.ndarray  # (updates,) reward_mean_last100; NaN before the first episode ends
+    speed: float  # the median of time/steps_per_second; NaN where never reported
+    evaluations: dict[int, float]  # eval/reward_mean by update (config `evaluation`)
 
     @property
     def seed(self) -> Any:
@@ -198,29 +135,21 @@ class Run:
     def updates(self) -> int:
         return int(self.update[-1])
 
+    @property
+    def final_evaluation(self) -> float | None:  # the trainer evaluates after its last update
+        return self.evaluations.get(self.updates)
+
     def final_score(self, last: int = 1) -> float:
-        """The mean of reward_mean_last100 over the last `last` updates (all of them, if fewer)."""
         return float(np.mean(self.reward[-last:]))
 
     def first_update_at(self, threshold: float) -> dict[str, int | None]:
-        """The first update whose reward_mean_last100 ("training") and whose held-out evaluation
-        ("evaluation") reached threshold; None where it never did (or the run never evaluated)."""
-        def first(updates, scores):
-            reached = np.flatnonzero(scores >= threshold) if scores is not None else []
-            return int(updates[reached[0]]) if len(reached) else None
-        return {"training": first(self.update, self.reward),
-                "evaluation": first(self.evaluation_update, self.evaluation)}
-
-
-def _carry_forward(x: np.ndarray) -> np.ndarray:
-    """Fill NaNs with the latest value before them. The trainer writes reward_mean_last100 only
-    at updates where an episode ended; in between, the last 100 episodes are the same ones."""
-    latest = np.where(np.isnan(x), 0, np.arange(len(x)))  # index of the latest value so far
-    return x[np.maximum.accumulate(latest)] if len(x) else x
+        def first(scores) -> int | None:
+            return next((int(u) for u, score in scores if score >= threshold), None)
+        return {"training": first(zip(self.update, self.reward)), "evaluation": first(self.evaluations.items())}
 
 
 def load_run(folder: Path) -> Run | None:
-    """The run in folder (its config.json and TensorBoard events), None before its first update."""
+    """The run in folder (config.json, and events at or below it); None before its first update."""
     try:
         config = json.loads((folder / "config.json").read_text())
     except json.JSONDecodeError as error:
@@ -230,26 +159,22 @@ def load_run(folder: Path) -> Run | None:
     if not updates:
         return None
     rows = [by_update[u] for u in updates]
-    reward = _carry_forward(np.array([r.get("reward", np.nan) for r in rows]))
-    success = np.array([r.get("success", np.nan) for r in rows]) if any("success" in r for r in rows) else None
+    reward = np.array([r.get("reward", np.nan) for r in rows])
+    # reward_mean_last100 is written where an episode ended; in between, the last 100 episodes are the same
+    reward = reward[np.maximum.accumulate(np.where(np.isnan(reward), 0, np.arange(len(reward))))]
     speeds = [r["speed"] for r in rows if "speed" in r]
-    evaluated = [(u, by_update[u]["eval"]) for u in updates if "eval" in by_update[u]]
-    return Run(folder, config, np.array(updates), np.array([r["steps"] for r in rows]), reward, success,
-               float(np.median(speeds)) if speeds else float("nan"),
-               np.array([u for u, _ in evaluated]) if evaluated else None,
-               np.array([e for _, e in evaluated]) if evaluated else None)
+    return Run(folder, config, np.array(updates), np.array([r["steps"] for r in rows]), reward,
+               float(np.median(speeds)) if speeds else np.nan,
+               {u: r["eval"] for u, r in zip(updates, rows) if "eval" in r})
 
 
 def load_runs(paths: list[str | Path]) -> list[Run]:
-    """Every run at or below the paths: a folder holding config.json and, at or below it, event
-    files. A run that has not finished its first update yet is left out."""
+    """Every run at or below the paths that has finished its first update."""
     runs: dict[Path, Run] = {}  # by folder: overlapping paths give each run once
     for path in map(Path, paths):
         if not path.exists():
             raise InputError(f"{path} does not exist")
-        folders = [c.parent for c in sorted(path.rglob("config.json"))
-                   if next(c.parent.rglob("events.out.tfevents.*"), None)]
-        found = [run for run in map(load_run, folders) if run is not None]
+        found = [run for run in (load_run(c.parent) for c in sorted(path.rglob("config.json"))) if run]
         if not found:
             raise InputError(f"no runs under {path} (a run's folder holds config.json and TensorBoard "
                              "events of at least one update)")
@@ -259,20 +184,13 @@ def load_runs(paths: list[str | Path]) -> list[Run]:
 
 @dataclass(frozen=True, eq=False)  # holds arrays: compared by identity
 class GridPoint:
-    """The runs of one config, seeds apart."""
-    label: str  # the config keys that tell grid points apart, or the environment when there is one
-    config: dict  # the config, seed and EXECUTION_KEYS removed
-    runs: list[Run]  # runs that reached the last update of the grid point: these are scored
+    label: str  # the config keys that tell grid points apart, or the environment when none do
+    config: dict  # without seed and EXECUTION_KEYS
+    runs: list[Run]  # the runs that reached the grid point's last update: these are scored
     stopped: list[Run]  # runs with fewer updates (stopped by a scheduler, or still running): not scored
 
     def scores(self, last: int = 1) -> np.ndarray:
-        """Final scores of the scored runs: (seeds,)."""
-        return np.array([run.final_score(last) for run in self.runs])
-
-    def evaluation_scores(self) -> np.ndarray | None:
-        """Final held-out evaluations of the scored runs (seeds,), or None unless every one has one."""
-        finals = [run.final_evaluation for run in self.runs]
-        return None if any(f is None for f in finals) else np.array(finals)
+        return np.array([run.final_score(last) for run in self.runs])  # (seeds,)
 
     def curves(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(updates (U,), env steps (U,), rewards (seeds, U)) at the U updates every scored run has."""
@@ -283,7 +201,7 @@ class GridPoint:
 
 
 def flatten(config: dict, prefix: str = "") -> dict[str, Any]:
-    """{'a': {'b': 1}} -> {'a.b': 1}: nested keys by their dotted names."""
+    """{'a': {'b': 1}} -> {'a.b': 1}"""
     flat: dict[str, Any] = {}
     for key, value in config.items():
         if isinstance(value, dict) and value:
@@ -297,324 +215,264 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def _order(value: Any) -> tuple:
-    """Sort key: numbers by value (so 8 comes before 16), everything else by its text."""
+def _order(value: Any) -> tuple:  # numbers by value (8 before 16), anything else by its text
     return (0, value, "") if isinstance(value, (int, float)) else (1, 0, _text(value))
 
 
-def _label(config: dict, flat: dict[str, Any], differing: list[str]) -> str:
-    """'key=value, ...' for the keys that differ between grid points; the environment if none do."""
-    if differing:
-        return ", ".join(f"{k}={_text(flat.get(k))}" for k in differing)
-    environment = config.get("environment", {})
-    return " ".join(filter(None, [environment.get("type"), environment.get("name")])) or "all runs"
-
-
 def group_runs(runs: list[Run]) -> list[GridPoint]:
-    """Runs whose configs are equal once `seed` and the EXECUTION_KEYS (device, threads, ...) are
-    removed form a grid point; grid points are labelled by the keys whose values differ between
-    them, and sorted by those values."""
-    members: dict[str, list[Run]] = {}
-    for run in runs:
+    """Runs whose configs are equal but for the seed and EXECUTION_KEYS form a grid point, labelled and sorted
+    by the keys that differ between grid points. Runs of one config and seed are one run trained again
+    (train.py --overwrite starts a folder named by its start time): the one whose name sorts last counts."""
+    members: dict[str, dict[Any, Run]] = {}  # config -> seed -> run
+    for run in sorted(runs, key=lambda r: r.folder.name):
         what = {k: v for k, v in run.config.items() if k not in ("seed", *EXECUTION_KEYS)}
-        key = json.dumps(what, sort_keys=True)
-        members.setdefault(key, []).append(run)
+        seeds = members.setdefault(json.dumps(what, sort_keys=True), {})
+        if run.seed in seeds:
+            print(f"warning: {seeds[run.seed].folder} left out: {run.folder} is a later run of its config and seed",
+                  file=sys.stderr)
+        seeds[run.seed] = run
     configs = [json.loads(key) for key in members]
     flat = [flatten(config) for config in configs]
     differing = [k for k in sorted(set().union(*flat)) if len({_text(f.get(k)) for f in flat}) > 1]
     points = []
-    for config, f, group in zip(configs, flat, members.values()):
+    for config, f, seeds in zip(configs, flat, members.values()):
+        environment = config.get("environment", {})
+        label = (", ".join(f"{k}={_text(f.get(k))}" for k in differing)
+                 or " ".join(filter(None, [environment.get("type"), environment.get("name")])) or "all runs")
+        group = sorted(seeds.values(), key=lambda r: _order(r.seed))
         longest = max(run.updates for run in group)
-        point = GridPoint(_label(config, f, differing), config,
-                          [r for r in group if r.updates == longest], [r for r in group if r.updates < longest])
+        point = GridPoint(label, config, [r for r in group if r.updates == longest],
+                          [r for r in group if r.updates < longest])
         points.append((tuple(_order(f.get(k)) for k in differing), point))
     return [point for _, point in sorted(points, key=lambda p: p[0])]
 
 
-# ------------------------------------------------------------------ reference curves
-REFERENCE_FOLDER = Path(__file__).resolve().parent / "results/reference"
-# (environment type, name or None for any name) -> the reference baseline's 10-run curve
-REFERENCES = {("PocMemoryEnv", None): "poc_memory_env.csv", ("CartPoleMasked", None): "cartpole_masked.csv",
-              ("Minigrid", "MiniGrid-MemoryS9-v0"): "minigrid_memory_s9.csv"}
-
-
-class ReferenceCurve(NamedTuple):
-    env_steps: np.ndarray  # (updates,)
-    mean: np.ndarray  # (updates,) over its runs
-    low: np.ndarray  # (updates,) min over its runs
-    high: np.ndarray  # (updates,) max over its runs
-    runs: int
-
-
 def reference_for(config: dict) -> Path | None:
     """The reference baseline's curve for the config's environment, None if it has none."""
-    environment = config.get("environment", {})
-    kind, name = environment.get("type"), environment.get("name")
+    kind, name = config.get("environment", {}).get("type"), config.get("environment", {}).get("name")
     file = REFERENCES.get((kind, None)) or REFERENCES.get((kind, name))
     return REFERENCE_FOLDER / file if file else None
 
 
-def read_reference(path: Path) -> ReferenceCurve:
-    with open(path) as file:
-        rows = list(csv.DictReader(file))
-    column = {key: np.array([float(r[key]) for r in rows]) for key in rows[0]}
-    return ReferenceCurve(column["env_steps"], column["reward_mean_over_runs"], column["reward_min_over_runs"],
-                          column["reward_max_over_runs"], int(rows[0]["runs"]))
-
-
-def _choose_reference(reference: str | Path | None, points: list[GridPoint]) -> Path | None:
-    """'none': no reference; 'auto': the one all grid points' environments share, if any; else a CSV path."""
-    if reference is None or str(reference) == "none":
-        return None
-    if str(reference) == "auto":
-        found = {reference_for(point.config) for point in points}
-        return found.pop() if len(found) == 1 else None
-    if not Path(reference).is_file():
-        raise InputError(f"reference curve {reference} does not exist")
-    return Path(reference)
+def read_reference(path: Path) -> np.recarray:
+    """Its columns by update: env_steps, reward_mean_over_runs, reward_min_over_runs, reward_max_over_runs, runs."""
+    return np.genfromtxt(path, delimiter=",", names=True).view(np.recarray)
 
 
 class Published(NamedTuple):
-    """A figure another project published, drawn beside the runs (--published): a point at env_steps,
-    or with env_steps None a level at every step (a random policy's score, say)."""
+    """A figure another project published: a point at env_steps, or with env_steps None a level."""
     env_steps: int | None
     value: float
     label: str
 
 
 def parse_published(text: str) -> Published:
-    """'STEPS:VALUE:LABEL' (STEPS empty: a level) -> Published; refuses anything else with InputError."""
-    parts = text.split(":", 2)
-    if len(parts) != 3 or not parts[2].strip():
-        raise InputError(f"--published {text!r}: expected STEPS:VALUE:LABEL (STEPS empty for a level), "
-                         "e.g. 8192000:0.42:GRU")
-    steps, value, label = parts
+    """--published's 'STEPS:VALUE:LABEL' (STEPS empty: a level) -> Published; InputError for anything else."""
+    steps, value, label = (text.split(":", 2) + ["", ""])[:3]
     try:
-        number = float(value)
-        at = int(steps) if steps.strip() else None
+        published = Published(int(steps) if steps.strip() else None, float(value), label.strip())
     except ValueError:
-        raise InputError(f"--published {text!r}: STEPS must be a whole number or empty, VALUE a number") from None
-    if not np.isfinite(number) or (at is not None and at < 0):
-        raise InputError(f"--published {text!r}: VALUE must be finite and STEPS at least 0")
-    return Published(at, number, label.strip())
+        published = None
+    if not published or not published.label or not np.isfinite(published.value) or (published.env_steps or 0) < 0:
+        raise InputError(f"--published {text!r}: expected STEPS:VALUE:LABEL, STEPS a whole number >= 0 or empty "
+                         "(a level), VALUE a finite number, e.g. 8192000:0.42:GRU")
+    return published
 
 
-# ------------------------------------------------------------------ report
 def _as_json(interval_: Interval) -> dict[str, Any]:
     return {key: np.asarray(value).tolist() for key, value in zip(("value", "low", "high"), interval_)}
 
 
+def aggregates(scores: np.ndarray, **bootstrap: Any) -> dict[str, dict]:
+    return {name: _as_json(interval(scores, statistic, **bootstrap)) for name, statistic in STATISTICS.items()}
+
+
 def summarise(point: GridPoint, taus: np.ndarray, threshold: float | None, last: int, **bootstrap: Any) -> dict:
-    """One grid point's numbers, as the JSON holds them: scores, intervals, curves, profile."""
+    """One grid point's numbers, as the JSON holds them."""
     scores = point.scores(last)  # (seeds,)
-    updates, steps, curves = point.curves()  # (updates,), (updates,), (seeds, updates)
-    at_least = fraction_at_least([scores], threshold, **bootstrap) if threshold is not None else None
-    evaluations = point.evaluation_scores()  # (seeds,) or None
+    updates, steps, curves = point.curves()  # (U,), (U,), (seeds, U)
+    evaluations = [run.final_evaluation for run in point.runs]
     settings = [{k: r.config.get(k) for k in EXECUTION_KEYS} for r in point.runs]  # where each seed ran
     return {
         "label": point.label, "config": point.config, "seeds": len(scores),
         "runs": [{"seed": r.seed, "folder": str(r.folder), "updates": r.updates, "final_score": float(score),
-                  "steps_per_second": r.speed, "execution": setting,
-                  "final_evaluation": r.final_evaluation,
-                  "first_update_at_threshold": r.first_update_at(threshold) if threshold is not None else None,
-                  "evaluations": None if r.evaluation is None else {"update": r.evaluation_update.tolist(),
-                                                                    "reward_mean": r.evaluation.tolist()}}
+                  "steps_per_second": r.speed, "execution": setting, "final_evaluation": r.final_evaluation,
+                  "first_update_at_threshold": None if threshold is None else r.first_update_at(threshold),
+                  "evaluations": {"update": list(r.evaluations), "reward_mean": list(r.evaluations.values())}
+                  if r.evaluations else None}
                  for r, score, setting in zip(point.runs, scores, settings)],
-        "final_evaluation": None if evaluations is None else
-        {name: _as_json(i) for name, i in aggregates([evaluations], **bootstrap).items()},
+        "final_evaluation": None if None in evaluations else aggregates(np.array(evaluations), **bootstrap),
         "stopped_early": [{"seed": r.seed, "folder": str(r.folder), "updates": r.updates} for r in point.stopped],
-        "final_score": {name: _as_json(i) for name, i in aggregates([scores], **bootstrap).items()},
-        "fraction_at_least_threshold": _as_json(at_least) if at_least is not None else None,
-        # the cost side: the median over seeds of each run's median steps/s (one machine, one load); None
-        # where the seeds ran in different settings (a GPU's seeds beside a CPU's): each run's is above
-        "steps_per_second": (float(np.median([r.speed for r in point.runs]))
-                             if all(setting == settings[0] for setting in settings) else None),
-        "curve": {"update": updates.tolist(), "env_steps": steps.tolist(),
-                  "per_seed": curves.tolist(),  # (seeds, updates), seeds in the order of "runs"
-                  "iqm": _as_json(curve_interval(curves, iqm, **bootstrap)),
-                  "mean": _as_json(curve_interval(curves, np.mean, **bootstrap))},
-        "profile": {"tau": taus.tolist(), **_as_json(performance_profile([scores], taus, **bootstrap))},
+        "final_score": aggregates(scores, **bootstrap),
+        "fraction_at_least_threshold": None if threshold is None else  # how many seeds solve the task
+        _as_json(interval(scores >= threshold, np.mean, **bootstrap)),
+        # None where the seeds ran in different settings (a GPU's beside a CPU's): one median would mean nothing
+        "steps_per_second": float(np.median([r.speed for r in point.runs]))
+        if all(setting == settings[0] for setting in settings) else None,
+        "curve": {"update": updates.tolist(), "env_steps": steps.tolist(), "per_seed": curves.tolist(),
+                  "iqm": _as_json(interval(curves.T, iqm, **bootstrap))},  # a resample draws whole runs
+        "profile": {"tau": taus.tolist(), **_as_json(performance_profile(scores, taus, **bootstrap))},
     }
-
-
-def _setting(run: dict) -> str:
-    return ", ".join(f"{k} {v}" for k, v in run["execution"].items())
 
 
 def _cell(numbers: dict[str, Any], spec: str = ".4g") -> str:
     return f"{numbers['value']:{spec}} [{numbers['low']:{spec}}, {numbers['high']:{spec}}]"
 
 
+def _markdown(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(cells) + " |" for cells in [header, *rows]]
+    return [lines[0], "|" + "---|" * len(header), *lines[1:]]
+
+
 def table(summaries: list[dict], settings: dict) -> str:
-    """The markdown table: one row per grid point."""
-    threshold = settings["threshold"]
+    """The markdown table, one row per grid point, and what the runs add below it."""
+    threshold, evaluated = settings["threshold"], [s for s in summaries if s["final_evaluation"]]
+    at_least = [] if threshold is None else [f"seeds >= {threshold:g}"]
     lines = [f"Final score: episode/reward_mean_last100, mean over each run's last {settings['final_updates']} "
              f"update(s). [low, high]: {settings['confidence']:.0%} percentile bootstrap interval over seeds "
              f"({settings['n_resamples']} resamples).", ""]
-    at_least = [f"seeds >= {threshold:g}"] if threshold is not None else []
-    lines.append("| " + " | ".join(["grid point", "seeds", "mean", "median", "IQM", *at_least, "steps/s",
-                                    "stopped early"]) + " |")
-    lines.append("|---|---:|---|---|---|" + "---|" * len(at_least) + "---:|---:|")
-    for s in summaries:
-        score = s["final_score"]
-        fraction = [_cell(s["fraction_at_least_threshold"], ".2f")] if threshold is not None else []
-        cells = [s["label"], str(s["seeds"]), _cell(score["mean"]), _cell(score["median"]), _cell(score["iqm"]),
-                 *fraction, "mixed" if s["steps_per_second"] is None else f"{s['steps_per_second']:.0f}",
-                 str(len(s["stopped_early"]))]
-        lines.append("| " + " | ".join(cells) + " |")
-    evaluated = [s for s in summaries if s.get("final_evaluation")]
+    lines += _markdown(["grid point", "seeds", "mean", "median", "IQM", *at_least, "steps/s", "stopped early"], [
+        [s["label"], str(s["seeds"]), *map(_cell, s["final_score"].values()),
+         *([_cell(s["fraction_at_least_threshold"], ".2f")] if at_least else []),
+         "mixed" if s["steps_per_second"] is None else f"{s['steps_per_second']:.0f}", str(len(s["stopped_early"]))]
+        for s in summaries])
     for s in (s for s in summaries if s["steps_per_second"] is None):
-        per_seed = ", ".join(f"{r['seed']}: {r['steps_per_second']:.0f} ({_setting(r)})" for r in s["runs"])
+        per_seed = ", ".join(f"{r['seed']}: {r['steps_per_second']:.0f} ("
+                             + ", ".join(f"{k} {v}" for k, v in r["execution"].items()) + ")" for r in s["runs"])
         lines += ["", "steps/s mixed: the grid point's seeds ran in different settings (device, processes or "
                   f"threads); per seed: {per_seed}."]
-    if settings.get("published"):
+    if settings["published"]:
         lines += ["", "Figures drawn beside the runs (--published): " + "; ".join(
-            f"{p['label']} {p['value']:g}" + (f" at {p['env_steps']:,} steps" if p["env_steps"] is not None else "")
+            f"{p['label']} {p['value']:g}" + ("" if p["env_steps"] is None else f" at {p['env_steps']:,} steps")
             for p in settings["published"]) + "."]
     if evaluated:
-        lines += ["", "Final held-out evaluation: eval/reward_mean after each run's last update (config `evaluation`: "
-                  "held-out episodes, scored as enjoy.py scores).", "",
-                  "| grid point | seeds | mean | median | IQM | per seed (seed: score) |", "|---|---:|---|---|---|---|"]
-        for s in evaluated:
-            score = s["final_evaluation"]
-            per_seed = ", ".join(f"{r['seed']}: {r['final_evaluation']:.3f}" for r in s["runs"])  # seed: score
-            lines.append(f"| {s['label']} | {s['seeds']} | {_cell(score['mean'])} | {_cell(score['median'])} | "
-                         f"{_cell(score['iqm'])} | {per_seed} |")
+        lines += ["", "Final held-out evaluation: eval/reward_mean after each run's last update (config "
+                  "`evaluation`: held-out episodes, scored as enjoy.py scores).", ""]
+        lines += _markdown(["grid point", "seeds", "mean", "median", "IQM", "per seed (seed: score)"], [
+            [s["label"], str(s["seeds"]), *map(_cell, s["final_evaluation"].values()),
+             ", ".join(f"{r['seed']}: {r['final_evaluation']:.3f}" for r in s["runs"])] for s in evaluated])
     if threshold is not None:
+        kinds = ["training", "evaluation"] if evaluated else ["training"]
         lines += ["", f"First update at which each seed reached {threshold:g} (seed: training reward_mean_last100"
                   + (" / held-out evaluation" if evaluated else "") + "; -: never):", ""]
-        for s in summaries:
-            reached = [r["first_update_at_threshold"] for r in s["runs"]]
-            lines.append(f"- {s['label']}: " + ", ".join(
-                f"{r['seed']}: " + " / ".join("-" if u is None else str(u)
-                                              for u in (f["training"], *([f["evaluation"]] if evaluated else [])))
-                for r, f in zip(s["runs"], reached)))
+        lines += [f"- {s['label']}: " + ", ".join(f"{r['seed']}: " + " / ".join(
+            str(r["first_update_at_threshold"][k] or "-") for k in kinds) for r in s["runs"]) for s in summaries]
     return "\n".join(lines) + "\n"
-
-
-PER_SEED_LINES = 10  # a grid point with at most this many seeds also draws each seed's curve
 
 
 def figure(summaries: list[dict], reference: Path | None, threshold: float | None, path: Path,
            published: list[Published] = ()) -> None:
-    """Left: IQM curves with their bands against env steps, each seed's curve thin where a grid point
-    has few seeds (and the reference's mean, min-max). Middle, when runs evaluated: each seed's held-out
-    evaluations. Right: performance profiles with their bands. Published figures go on the left and
-    middle panels: a point as a star, a level as a dotted line."""
+    """IQM curves with their bands (each seed's thin where there are few) and the reference's; each seed's
+    held-out evaluations, when runs evaluated; the performance profiles. Published figures: a star or a level."""
+    from matplotlib.figure import Figure  # no pyplot: no window, no global state
     evaluated = any(r["evaluations"] for s in summaries for r in s["runs"])
-    fig, panels = plt.subplots(1, 3 if evaluated else 2, figsize=(18 if evaluated else 12, 4.5))
-    curves, profiles = panels[0], panels[-1]
+    fig = Figure(figsize=(18 if evaluated else 12, 4.5), layout="tight")
+    curves, *middle, profiles = panels = fig.subplots(1, 3 if evaluated else 2)
+    curves.set(xlabel="environment steps", ylabel="mean return, last 100 episodes",
+               title="IQM over seeds, 95% CI; thin: each seed")
+    for axes in middle:
+        axes.set(xlabel="environment steps", ylabel="held-out mean return (eval/reward_mean)",
+                 title="held-out evaluation, each seed")
+    profiles.set(xlabel="final score τ", ylabel="fraction of runs with score > τ", title="performance profile",
+                 ylim=(-0.02, 1.02))
     for i, s in enumerate(summaries):
-        color, curve, profile = f"C{i % 10}", s["curve"], s["profile"]
-        seeds = f"{s['seeds']} seed{'s' if s['seeds'] > 1 else ''}"
-        curves.plot(curve["env_steps"], curve["iqm"]["value"], color=color, label=f"{s['label']} ({seeds})")
-        curves.fill_between(curve["env_steps"], curve["iqm"]["low"], curve["iqm"]["high"], color=color, alpha=0.25)
-        if s["seeds"] <= PER_SEED_LINES:
-            for seed_curve in curve["per_seed"]:
-                curves.plot(curve["env_steps"], seed_curve, color=color, linewidth=0.6, alpha=0.45)
-        if evaluated:
-            steps_at = dict(zip(curve["update"], curve["env_steps"]))
-            for run in (r for r in s["runs"] if r["evaluations"]):
-                points = [(steps_at[u], v) for u, v in zip(run["evaluations"]["update"],
-                                                           run["evaluations"]["reward_mean"]) if u in steps_at]
-                panels[1].plot([x for x, _ in points], [y for _, y in points], color=color, linewidth=0.8,
-                               alpha=0.7, marker=".", markersize=3)
+        color, curve, profile, steps = f"C{i % 10}", s["curve"], s["profile"], s["curve"]["env_steps"]
+        curves.plot(steps, curve["iqm"]["value"], color=color,
+                    label=f"{s['label']} ({s['seeds']} seed{'s' if s['seeds'] > 1 else ''})")
+        curves.fill_between(steps, curve["iqm"]["low"], curve["iqm"]["high"], color=color, alpha=0.25)
+        for seed_curve in curve["per_seed"] if s["seeds"] <= PER_SEED_LINES else []:
+            curves.plot(steps, seed_curve, color=color, linewidth=0.6, alpha=0.45)
+        for evaluations in (r["evaluations"] for r in s["runs"] if r["evaluations"]):
+            middle[0].plot(np.interp(evaluations["update"], curve["update"], steps), evaluations["reward_mean"],
+                           color=color, linewidth=0.8, alpha=0.7, marker=".", markersize=3)
         # a fraction of runs is a step function of tau: it changes at each run's score
         profiles.plot(profile["tau"], profile["value"], color=color, drawstyle="steps-post")
         profiles.fill_between(profile["tau"], profile["low"], profile["high"], color=color, alpha=0.25, step="post")
     if reference:
         ref = read_reference(reference)
-        curves.plot(ref.env_steps, ref.mean, color="black", linestyle="--",
-                    label=f"reference baseline (mean, min-max of {ref.runs} runs)")
-        curves.fill_between(ref.env_steps, ref.low, ref.high, color="gray", alpha=0.2)
+        curves.plot(ref.env_steps, ref.reward_mean_over_runs, color="black", linestyle="--",
+                    label=f"reference baseline (mean, min-max of {ref.runs[0]:.0f} runs)")
+        curves.fill_between(ref.env_steps, ref.reward_min_over_runs, ref.reward_max_over_runs, color="gray", alpha=0.2)
     for k, p in enumerate(published):
         color = f"C{(len(summaries) + k) % 10}"  # after the grid points' colours
-        for axes in panels[:-1]:
+        for axes in [curves, *middle]:
             if p.env_steps is None:
                 axes.axhline(p.value, color=color, linestyle=":", label=p.label)
             else:
-                axes.plot([p.env_steps], [p.value], color=color, marker="*", markersize=12, linestyle="none",
-                          label=p.label)
+                axes.plot([p.env_steps], [p.value], color=color, marker="*", markersize=12, ls="none", label=p.label)
     if threshold is not None:
         profiles.axvline(threshold, color="gray", linestyle=":")
-    curves.set(xlabel="environment steps", ylabel="mean return, last 100 episodes",
-               title="IQM over seeds, 95% CI; thin: each seed")
-    if evaluated:
-        panels[1].set(xlabel="environment steps", ylabel="held-out mean return (eval/reward_mean)",
-                      title="held-out evaluation, each seed")
-    profiles.set(xlabel="final score τ", ylabel="fraction of runs with score > τ", title="performance profile",
-                 ylim=(-0.02, 1.02))
-    curves.legend(loc="best", fontsize="small")
-    if evaluated and published:
-        panels[1].legend(loc="best", fontsize="small")
     for axes in panels:
         axes.grid(alpha=0.3)
-    fig.tight_layout()
-    try:
-        write_atomically(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
-    finally:
-        plt.close(fig)
+        if axes.get_legend_handles_labels()[0]:
+            axes.legend(loc="best", fontsize="small")
+    write_atomically(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
 
 
-def report(folders: list[str | Path], out_prefix: str | Path, threshold: float | None = None,
-           final_updates: int = 1, reference: str | Path | None = "auto", published: list[Published] = (),
-           **bootstrap: Any) -> str:
-    """Writes <out_prefix>.md, .json and .png for the runs below folders; returns the markdown."""
+def output_prefix(out: str | Path) -> Path:
+    """--out is a prefix; an existing folder, or a path ending in a slash, gets stats.md, .json and .png inside."""
+    return Path(out, "stats") if Path(out).is_dir() or str(out).endswith("/") else Path(out)
+
+
+def report(folders: list[str | Path], out: str | Path, threshold: float | None = None, final_updates: int = 1,
+           published: list[Published] = (), **bootstrap: Any) -> str:
+    """Writes <output_prefix(out)>.md, .json and .png for the runs below folders; returns the markdown."""
     points = group_runs(load_runs(folders))
-    reference_path = _choose_reference(reference, points)
-    all_scores = np.concatenate([point.scores(final_updates) for point in points])
-    low, high = np.nanmin(all_scores), np.nanmax(all_scores)
-    if low == high:  # one run, or equal scores: a span around the score, so the profile's step shows
+    for point in points:
+        if final_updates > len(point.runs[0].update):
+            raise InputError(f"--final-updates {final_updates}: the runs of {point.label} have "
+                             f"{len(point.runs[0].update)} update(s)")
+    references = {reference_for(point.config) for point in points}  # drawn where all grid points share one
+    reference = references.pop() if len(references) == 1 else None
+    scores = np.concatenate([point.scores(final_updates) for point in points])
+    low, high = np.nanmin(scores), np.nanmax(scores)
+    if low == high:  # one run, or equal scores: a span around them, so the profile's step shows
         low, high = low - 0.1 * max(abs(low), 1.0), high + 0.1 * max(abs(high), 1.0)
-    taus = np.linspace(low, high, 101)  # one axis, so profiles compare
+    taus = np.linspace(low, high, 101)  # one axis for every grid point, so their profiles compare
     summaries = [summarise(point, taus, threshold, final_updates, **bootstrap) for point in points]
     settings = {"final_updates": final_updates, "threshold": threshold, "confidence": CONFIDENCE,
-                "n_resamples": N_RESAMPLES, "seed": SEED, **bootstrap,
-                "reference": str(reference_path) if reference_path else None,
+                "n_resamples": N_RESAMPLES, "seed": SEED, **bootstrap, "reference": reference and str(reference),
                 "published": [p._asdict() for p in published]}
     markdown = table(summaries, settings)
-    out = Path(out_prefix)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(out.with_name(out.name + ".md"), lambda tmp: tmp.write_text(markdown))
     text = json.dumps({**settings, "grid_points": summaries}, indent=1) + "\n"
-    write_atomically(out.with_name(out.name + ".json"), lambda tmp: tmp.write_text(text))
-    figure(summaries, reference_path, threshold, out.with_name(out.name + ".png"), published)
+    prefix = output_prefix(out)
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(Path(f"{prefix}.md"), lambda tmp: tmp.write_text(markdown))
+    write_atomically(Path(f"{prefix}.json"), lambda tmp: tmp.write_text(text))
+    figure(summaries, reference, threshold, Path(f"{prefix}.png"), published)
     return markdown
 
 
-# ------------------------------------------------------------------ command line
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        """Every input error ends the same way: one line on stderr, exit code 2, no usage dump."""
-        print(f"stats.py: error: {message}", file=sys.stderr)
-        raise SystemExit(2)
+        self.exit(2, f"stats.py: error: {message}\n")  # one line, no usage dump
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = _Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", action="extend", nargs="+", required=True,
-                        help="a folder with runs below it (repeatable); each config is one grid point, seeds apart")
-    parser.add_argument("--out", required=True, help="output path without extension: writes .md, .json and .png")
+                        help="folders with runs below them; each config is one grid point, seeds apart")
+    parser.add_argument("--out", required=True, help="writes OUT.md, OUT.json, OUT.png; a folder gets stats.*")
     parser.add_argument("--threshold", type=float, help="also report the fraction of seeds scoring at least this")
     parser.add_argument("--final-updates", type=int, default=1,
-                        help="a run's final score is its mean reward_mean_last100 over this many last updates")
-    parser.add_argument("--reference", default="auto",
-                        help="auto (the reference baseline's curve for the runs' environment), none, or a CSV path")
+                        help="a run's score is its mean reward_mean_last100 over this many last updates")
     parser.add_argument("--published", action="append", default=[], metavar="STEPS:VALUE:LABEL",
-                        help="a published figure to draw beside the runs (repeatable): a point at STEPS "
-                             "environment steps, or with STEPS empty a level, e.g. 8192000:0.42:GRU or :0.017:random")
+                        help="a published figure to draw (repeatable): a point, or with STEPS empty a level")
     args = parser.parse_args(argv)
     if args.threshold is not None and not np.isfinite(args.threshold):
         parser.error(f"--threshold must be a finite number, not {args.threshold}")
     if args.final_updates < 1:
         parser.error(f"--final-updates must be at least 1, not {args.final_updates}")
     try:
-        published = [parse_published(text) for text in args.published]
-        markdown = report(args.runs, args.out, args.threshold, args.final_updates, args.reference, published)
+        markdown = report(args.runs, args.out, args.threshold, args.final_updates,
+                          [parse_published(text) for text in args.published])
     except InputError as error:
         parser.error(str(error))
+    except OSError as error:
+        parser.error(f"could not read or write {error.filename}: {error.strerror}")
+    out = output_prefix(args.out)
     print(markdown, end="")
-    print(f"wrote {args.out}.md, {args.out}.json, {args.out}.png")
+    print(f"wrote {out}.md, {out}.json, {out}.png")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
-"""stats.py: IQM, stratified bootstrap intervals, grid points from run folders, the report and its CLI."""
+"""stats.py: IQM, bootstrap intervals, grid points from run folders, the report and its CLI."""
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -26,84 +27,59 @@ def test_iqm_is_the_mean_of_the_middle_half():
     assert np.allclose(stats.iqm(np.stack([x, x + 1])), [3.5, 4.5])
 
 
-def oracle_interval(samples, statistic, n_resamples, confidence, rng):
-    """The stratified percentile bootstrap in plain loops: each task resampled on its own, then pooled."""
-    values = []
-    for _ in range(n_resamples):
-        draws = [task[rng.integers(0, len(task), len(task))] for task in samples]
-        values.append(statistic(np.concatenate(draws)))
+def oracle_interval(x, statistic, n_resamples, confidence, rng):
+    """The percentile bootstrap in plain loops."""
+    values = [statistic(x[rng.integers(0, len(x), len(x))]) for _ in range(n_resamples)]
     alpha = (1 - confidence) / 2
     return np.percentile(values, 100 * alpha), np.percentile(values, 100 * (1 - alpha))
 
 
 @pytest.mark.parametrize("name", ["mean", "iqm"])
-def test_interval_matches_a_looped_stratified_bootstrap(name):
-    rng = np.random.default_rng(1)
-    samples = [rng.normal(0, 1, 40), rng.normal(3, 0.5, 7), rng.normal(-1, 2, 12)]
+def test_interval_matches_a_looped_bootstrap(name):
+    x = np.random.default_rng(1).normal(0, 1, 40)
     statistic = stats.STATISTICS[name]
-    point, low, high = stats.interval(samples, statistic, n_resamples=4000)
-    want_low, want_high = oracle_interval(samples, statistic, 4000, 0.95, np.random.default_rng(2))
-    assert point == pytest.approx(statistic(np.concatenate(samples)))
-    # two independent 4000-resample runs: endpoints agree to Monte Carlo error (~0.01 here, width ~0.6)
+    point, low, high = stats.interval(x, statistic, n_resamples=4000)
+    want_low, want_high = oracle_interval(x, statistic, 4000, 0.95, np.random.default_rng(2))
+    assert point == pytest.approx(statistic(x))
+    # two independent 4000-resample runs: endpoints agree to Monte Carlo error (width ~0.6)
     assert low == pytest.approx(want_low, abs=0.04)
     assert high == pytest.approx(want_high, abs=0.04)
 
 
 def test_mean_interval_of_a_large_normal_sample_is_the_textbook_one():
     x = np.random.default_rng(3).normal(5.0, 2.0, 2000)
-    point, low, high = stats.interval([x], np.mean)
+    point, low, high = stats.interval(x, np.mean)
     half = 1.96 * x.std(ddof=1) / np.sqrt(len(x))  # 0.088
     assert point == pytest.approx(x.mean())
     assert low == pytest.approx(x.mean() - half, abs=0.1 * half)
     assert high == pytest.approx(x.mean() + half, abs=0.1 * half)
 
 
-def test_tasks_are_resampled_separately_not_pooled():
-    # A big task near 0 and a small one near 10. Pooled resampling would vary how many
-    # scores come from the small task (binomial), a spread of about 10 * 1.9 / 44 = 0.43
-    # in the mean; stratified resampling keeps 4 of them in every resample (spread 0.14).
-    rng = np.random.default_rng(4)
-    samples = [rng.normal(0, 1, 40), rng.normal(10, 0.1, 4)]
-    _, low, high = stats.interval(samples, np.mean)
-    _, pooled_low, pooled_high = stats.interval([np.concatenate(samples)], np.mean)
-    assert 0.4 < high - low < 0.7  # 3.92 * 0.14 = 0.56
-    assert pooled_high - pooled_low > 1.4  # 3.92 * 0.43 = 1.7
-
-
-def test_a_single_seed_task_is_held_fixed_beside_resampled_ones():
-    rng = np.random.default_rng(5)
-    samples = [rng.normal(0, 1, 30), np.array([7.0])]
-    point, low, high = stats.interval(samples, stats.iqm, n_resamples=4000)
-    want_low, want_high = oracle_interval(samples, stats.iqm, 4000, 0.95, np.random.default_rng(6))
-    assert point == pytest.approx(stats.iqm(np.concatenate(samples)))
-    assert (low, high) == pytest.approx((want_low, want_high), abs=0.06)
-
-
-@pytest.mark.parametrize("samples", [[np.array([1.5])], [np.full(6, 2.0)], [np.array([3.0]), np.full(4, 3.0)]])
-def test_degenerate_input_gives_a_zero_width_interval(samples):
+@pytest.mark.parametrize("x", [np.array([1.5]), np.full(6, 2.0)])
+def test_degenerate_input_gives_a_zero_width_interval(x):
     for statistic in stats.STATISTICS.values():
-        point, low, high = stats.interval(samples, statistic)
-        assert low == high == point == pytest.approx(np.concatenate(samples)[0])
+        point, low, high = stats.interval(x, statistic)
+        assert low == high == point == x[0]
 
 
 def test_fraction_at_least_and_the_profile():
     x = np.array([0.0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
-    point, low, high = stats.fraction_at_least([x], 7.0)
+    point, low, high = stats.interval(x >= 7.0, np.mean)  # the table's "seeds >= threshold"
     assert point == pytest.approx(0.3)
     assert 0.0 <= low < 0.3 < high <= 0.7
     taus = np.array([-1.0, 4.5, 9.0])
-    profile = stats.performance_profile([x], taus)
+    profile = stats.performance_profile(x, taus)
     assert np.allclose(profile.point, [1.0, 0.5, 0.0])
     assert np.all(profile.low <= profile.point) and np.all(profile.point <= profile.high)
     assert profile.low[0] == profile.high[0] == 1.0 and profile.high[2] == 0.0  # nothing above the max, ever
     assert 0.1 < profile.low[1] < 0.5 < profile.high[1] < 0.9
 
 
-def test_curve_interval_resamples_whole_runs():
+def test_a_curve_interval_resamples_whole_runs():
     rng = np.random.default_rng(7)
     first = rng.normal(0, 1, 12)
     curves = np.stack([first, first + 5.0, 2 * first], axis=1)  # (seeds, updates)
-    point, low, high = stats.curve_interval(curves, np.mean)
+    point, low, high = stats.interval(curves.T, np.mean)
     assert point.shape == low.shape == high.shape == (3,)
     assert np.allclose(point, curves.mean(0))
     # update 2 is update 1 shifted, update 3 scaled: with the same seeds drawn at every
@@ -111,13 +87,13 @@ def test_curve_interval_resamples_whole_runs():
     assert (low[1], high[1]) == pytest.approx((low[0] + 5.0, high[0] + 5.0))
     assert (low[2], high[2]) == pytest.approx((2 * low[0], 2 * high[0]))
     # and each update's interval is the one-sample interval of that column
-    assert (low[0], high[0]) == pytest.approx(tuple(stats.interval([first], np.mean)[1:]))
+    assert (low[0], high[0]) == pytest.approx(tuple(stats.interval(first, np.mean)[1:]))
 
 
 def test_intervals_are_reproducible_and_the_seed_matters():
     x = np.random.default_rng(8).normal(0, 1, 20)
-    assert stats.interval([x], stats.iqm) == stats.interval([x], stats.iqm)
-    assert stats.interval([x], stats.iqm, seed=1)[1] != stats.interval([x], stats.iqm)[1]
+    assert stats.interval(x, stats.iqm) == stats.interval(x, stats.iqm)
+    assert stats.interval(x, stats.iqm, seed=1)[1] != stats.interval(x, stats.iqm)[1]
 
 
 # ------------------------------------------------------------------ runs and grid points
@@ -126,8 +102,9 @@ CONFIG = {"seed": 0, "updates": 5, "learning_rate_schedule": {"initial": 3e-4, "
           "environment": {"type": "PocMemoryEnv", "name": "", "kwargs": {}}}
 
 
-def write_run(folder, seed, rewards, steps_per_update=2048, evaluations=None, **changes):
-    """A run folder as train.py leaves it: config.json and TensorBoard scalars for updates 1, 2, ..."""
+def write_run(folder, seed, rewards, steps_per_update=2048, evaluations=None, started=1.8e9, **changes):
+    """A run as train.py leaves it: <folder>/<start time>/ holding config.json and TensorBoard scalars for
+    updates 1, 2, ..., written at wall times from `started` on."""
     from torch.utils.tensorboard import SummaryWriter
     config = json.loads(json.dumps(CONFIG))
     config["seed"] = seed
@@ -137,18 +114,20 @@ def write_run(folder, seed, rewards, steps_per_update=2048, evaluations=None, **
         for parent in parents:
             node = node[parent]
         node[key] = value
-    folder.mkdir(parents=True)
-    (folder / "config.json").write_text(json.dumps(config))
-    writer = SummaryWriter(str(folder / "20240101-000000"))  # events one folder down, as train.py
+    run = folder / time.strftime("%Y%m%d-%H%M%S", time.gmtime(started))
+    run.mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps(config))
+    writer = SummaryWriter(str(run))
     for update, reward in enumerate(rewards, start=1):
         if reward is not None:  # None: no episode ended in this update
-            writer.add_scalar("episode/reward_mean_last100", reward, update)
-        writer.add_scalar("time/env_steps", update * steps_per_update, update)
-        writer.add_scalar("time/steps_per_second", 1000 + 100 * seed + update, update)  # run median 1002 + 100 seed
+            writer.add_scalar("episode/reward_mean_last100", reward, update, walltime=started + update)
+        writer.add_scalar("time/env_steps", update * steps_per_update, update, walltime=started + update)
+        # the run's median steps/s: 1002 + 100 seed
+        writer.add_scalar("time/steps_per_second", 1000 + 100 * seed + update, update, walltime=started + update)
     for update, score in (evaluations or {}).items():  # {update: eval/reward_mean}
-        writer.add_scalar("eval/reward_mean", score, update)
+        writer.add_scalar("eval/reward_mean", score, update, walltime=started + update)
     writer.close()
-    return folder
+    return run
 
 
 def test_runs_are_grouped_by_config_without_seed_and_labelled_by_what_differs(tmp_path):
@@ -219,6 +198,22 @@ def test_reward_carries_over_updates_without_a_finished_episode(tmp_path):
     assert np.isnan(run.reward[0]) and np.allclose(run.reward[1:], [0.4, 0.4, 0.4, 0.9, 0.9])
     assert run.final_score(1) == pytest.approx(0.9) and run.final_score(3) == pytest.approx((0.4 + 0.9 + 0.9) / 3)
 
+
+
+def test_a_resumed_run_replaces_what_the_stopped_process_wrote_after_its_checkpoint(tmp_path):
+    """Written up to update 4, resumed from update 2's checkpoint and stopped after update 3: the resumed
+    process's update 3, and no update 4. Events files are read in name order, which starts with their time."""
+    from torch.utils.tensorboard import SummaryWriter
+    run = write_run(tmp_path / "r", 0, [0.1, 0.2, 0.3, 0.4])
+    (first,) = run.glob("events.out.tfevents.*")
+    writer = SummaryWriter(str(run))
+    writer.add_scalar("episode/reward_mean_last100", 0.9, 3)
+    writer.add_scalar("time/env_steps", 3 * 2048, 3)
+    writer.close()
+    (second,) = set(run.glob("events.out.tfevents.*")) - {first}
+    second.rename(run / "events.out.tfevents.9999999999.later")
+    (loaded,) = stats.load_runs([tmp_path])
+    assert loaded.update.tolist() == [1, 2, 3] and loaded.reward.tolist() == pytest.approx([0.1, 0.2, 0.9])
 
 # ------------------------------------------------------------------ report and command line
 def test_report_writes_the_table_json_and_figure(tmp_path):
@@ -306,7 +301,7 @@ def test_reference_for_picks_the_environments_curve():
     minigrid = stats.reference_for({"environment": {"type": "Minigrid", "name": "MiniGrid-MemoryS9-v0"}})
     assert minigrid.name == "minigrid_memory_s9.csv"
     curve = stats.read_reference(minigrid)
-    assert curve.runs == 10 and curve.env_steps[0] == 4096 and len(curve.mean) == 500
+    assert curve.runs[0] == 10 and curve.env_steps[0] == 4096 and len(curve.reward_mean_over_runs) == 500
     assert stats.reference_for({"environment": {"type": "Minigrid", "name": "MiniGrid-MemoryS13-v0"}}) is None
     assert stats.reference_for({"environment": {"type": "CartPole"}}) is None
 
@@ -325,11 +320,11 @@ def test_cli_refuses_bad_input_in_one_line_with_exit_code_2(tmp_path):
     (["--runs", "{tmp}/runs", "--threshold", "high"], "invalid float value: 'high'"),
     (["--runs", "{tmp}/runs", "--threshold", "nan"], "--threshold must be a finite number"),
     (["--runs", "{tmp}/runs", "--final-updates", "0"], "--final-updates must be at least 1"),
-    (["--runs", "{tmp}/runs", "--reference", "{tmp}/nowhere.csv"], "reference curve"),
+    (["--runs", "{tmp}/runs", "--final-updates", "2"], "--final-updates 2: the runs of PocMemoryEnv have 1 update(s)"),
     (["--runs", "{tmp}/runs", "--published", "0.42:GRU"], "expected STEPS:VALUE:LABEL"),
-    (["--runs", "{tmp}/runs", "--published", "8M:0.42:GRU"], "STEPS must be a whole number"),
-    (["--runs", "{tmp}/runs", "--published", "100:inf:GRU"], "VALUE must be finite"),
-    (["--runs", "{tmp}/runs", "--published=-1:0.4:GRU"], "STEPS at least 0"),
+    (["--runs", "{tmp}/runs", "--published", "8M:0.42:GRU"], "expected STEPS:VALUE:LABEL"),
+    (["--runs", "{tmp}/runs", "--published", "100:inf:GRU"], "expected STEPS:VALUE:LABEL"),
+    (["--runs", "{tmp}/runs", "--published=-1:0.4:GRU"], "expected STEPS:VALUE:LABEL"),
     (["--runs", "{tmp}/runs", "--published", "1:0.4: "], "expected STEPS:VALUE:LABEL"),
 ])
 def test_cli_errors_are_one_line(tmp_path, capsys, args, message):
@@ -346,7 +341,62 @@ def test_cli_errors_are_one_line(tmp_path, capsys, args, message):
 def test_cli_writes_the_report(tmp_path, capsys):
     write_run(tmp_path / "runs" / "s0", 0, [0.5, 1.0])
     write_run(tmp_path / "runs" / "s1", 1, [0.5, 2.0])
-    stats.main(["--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "sweep"), "--reference", "none"])
+    stats.main(["--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "sweep")])
     assert "| PocMemoryEnv | 2 | 1.5 [1, 2] |" in capsys.readouterr().out
-    assert json.loads((tmp_path / "sweep.json").read_text())["reference"] is None
     assert (tmp_path / "sweep.png").exists()
+
+
+@pytest.mark.parametrize("out", [".", "done", "done/", "new/"])
+def test_out_names_a_prefix_or_a_folder_to_write_stats_into(tmp_path, capsys, monkeypatch, out):
+    """--out is a prefix; an existing folder, or a path ending in a slash, gets stats.md, .json and .png
+    inside; the paths printed are the files written."""
+    write_run(tmp_path / "runs" / "s0", 0, [0.5, 1.0])
+    (tmp_path / "done").mkdir()
+    monkeypatch.chdir(tmp_path)
+    stats.main(["--runs", "runs", "--out", out])
+    written = capsys.readouterr().out.splitlines()[-1].removeprefix("wrote ").split(", ")
+    assert written == [str(Path(out, "stats")) + suffix for suffix in (".md", ".json", ".png")]
+    assert all(Path(path).is_file() for path in written)
+
+
+def test_an_unwritable_out_is_one_line(tmp_path, capsys):
+    write_run(tmp_path / "runs" / "s0", 0, [1.0])
+    (tmp_path / "file").write_text("")
+    with pytest.raises(SystemExit) as exit_:
+        stats.main(["--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "file" / "out")])
+    stderr = capsys.readouterr().err
+    assert exit_.value.code == 2 and stderr.count("\n") == 1 and str(tmp_path / "file") in stderr, stderr
+
+
+
+def damage(events, at):
+    """Flips a byte of an events file `at` bytes before its end."""
+    data = bytearray(events.read_bytes())
+    data[-at] ^= 0xFF
+    events.write_bytes(bytes(data))
+
+
+def test_a_damaged_events_file_is_named_and_read_up_to_the_damage(tmp_path, capsys):
+    for seed in range(3):
+        write_run(tmp_path / f"s{seed}", seed, [0.1, 0.5, 1.0])
+    (events,) = (tmp_path / "s1").rglob("events.out.tfevents.*")
+    damage(events, 150)  # inside update 3's first record (its three records take the last 176 bytes)
+    (point,) = stats.group_runs(stats.load_runs([tmp_path]))
+    assert sorted(r.seed for r in point.runs) == [0, 2] and [r.updates for r in point.stopped] == [2]
+    assert capsys.readouterr().err == f"warning: {events} is damaged or cut short after update 2: read up to there\n"
+    truncated = (tmp_path / "s2").rglob("events.out.tfevents.*").__next__()
+    truncated.write_bytes(truncated.read_bytes()[:60])  # nothing past the first record
+    assert sorted(r.seed for r in stats.load_runs([tmp_path])) == [0, 1]
+    assert f"warning: {truncated} is damaged or cut short after update 0" in capsys.readouterr().err
+
+
+def test_a_run_trained_again_counts_once_the_newest(tmp_path, capsys):
+    """train.py --overwrite starts a new summaries/<run-id>/<start time>/ beside the old one: the same
+    config and seed, one run; the newest counts and a warning names the one left out."""
+    old = write_run(tmp_path / "run", 0, [0.1, 0.2, 0.3], started=1.8e9)
+    new = write_run(tmp_path / "run", 0, [0.5, 0.9], started=1.8e9 + 3600)
+    other = write_run(tmp_path / "other", 1, [0.5, 0.7])
+    (point,) = stats.group_runs(stats.load_runs([tmp_path]))
+    assert [r.folder for r in point.runs] == [new, other] and point.stopped == []
+    assert point.scores().tolist() == [pytest.approx(0.9), pytest.approx(0.7)]
+    assert capsys.readouterr().err == f"warning: {old} left out: {new} is a later run of its config and seed\n"

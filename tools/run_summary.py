@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent  # the repository root
 sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
 from tools.benchmark import machine  # noqa: E402
-from stats import TAG, accumulators, read_scalars  # noqa: E402
+from stats import TAG, read_events, read_scalars  # noqa: E402
 
 PHASES = ("env", "inference", "buffer", "update", "evaluation")  # evaluation: held-out episodes, when due
 # a row's key per summary tag; a phase's seconds go under "<phase>_seconds", apart from the update's number
@@ -34,12 +34,14 @@ TAGS = {"episode/reward_mean": "reward", TAG: "reward_last100", "episode/success
 def segment_seconds(folder: Path) -> list[float]:
     """Wall seconds of each process that wrote to the run (one event file each)."""
     seconds = []
-    for accumulator in accumulators(folder, per_file=True):
-        tags = accumulator.Tags()["scalars"]  # runs from before evaluation existed have no time/evaluation
-        if "time/update" not in tags:
+    for file in sorted(folder.rglob("events.out.tfevents.*")):
+        scalars = {}
+        for scalar in read_events(file):
+            scalars.setdefault(scalar.tag, []).append(scalar)
+        if "time/update" not in scalars:  # runs from before evaluation existed have no time/evaluation
             continue
-        first = {tag: accumulator.Scalars(tag)[0] for tag in (f"time/{p}" for p in PHASES) if tag in tags}
-        times = [e.wall_time for e in accumulator.Scalars("time/env_steps")]
+        first = {tag: scalars[tag][0] for tag in (f"time/{p}" for p in PHASES) if tag in scalars}
+        times = [e.wall_time for e in scalars["time/env_steps"]]
         seconds.append(times[-1] - times[0] + sum(e.value for e in first.values()))
     return seconds
 

@@ -1,12 +1,9 @@
-"""Environment workers and the vectorised stepping interface.
+"""W environments behind one step() call, stepped in the trainer's process or by worker processes.
 
-W environments are stepped either in the trainer's own process (fastest for cheap
-environments such as CartPole, where a process round trip costs more than the
-step) or by P worker processes, each owning a contiguous slice of them. Worker
-processes exchange nothing per step but a short command and its reply:
-actions, observations, rewards and done flags live in shared memory. Finished
-episodes are reset in place (autoreset), and the final observation of a
-truncated episode is kept so that the trainer can bootstrap from it.
+Each worker process owns a contiguous slice of the environments. Actions, observations, rewards and
+done flags live in shared memory, so a step costs a worker no more than a short command and its reply.
+Ended episodes are reset in place (autoreset); a truncated episode's final observation is kept for the
+bootstrap.
 """
 from __future__ import annotations
 
@@ -24,33 +21,28 @@ import numpy as np
 import stopping
 from config import EnvironmentConfig
 from environments import spaces_of
-from spaces import MASK_KEY, EnvSpaces, env_actions
+from spaces import MASK_KEY, EnvSpaces, SpaceError, env_actions
 
 
 class WorkerError(RuntimeError):
-    """An environment raised, or a worker process died."""
+    """An environment failed in reset or step (the message names it and holds the traceback), or a
+    worker process died."""
 
 
 @dataclass
 class Step:
-    """What one vectorised step returns. The arrays are views of shared storage,
-    overwritten by the next step: copy what you keep."""
-    obs: np.ndarray  # (W, *obs_shape) first observation of the next step (after autoreset)
+    """One vectorised step. The arrays are views of shared storage that the next step overwrites."""
+    obs: np.ndarray  # (W, *obs_shape) the next step's observations (after autoreset)
     rewards: np.ndarray  # (W,) float32
     terminated: np.ndarray  # (W,) bool: the episode ended in a terminal state
     truncated: np.ndarray  # (W,) bool: the episode was cut (time limit); bootstrap from final_obs
     final_obs: np.ndarray  # (W, *obs_shape) last observation of truncated episodes; else stale
-    episodes: list[dict]  # stats of the episodes that ended and were scored: reward, length[, success]
-    episode_envs: list[int]  # the environment each of them ended in (a training episode may end unscored:
-    # environments.CONTINUES)
+    episodes: list[dict]  # stats of the scored episodes that ended: reward, length[, success]
+    episode_envs: list[int]  # the environment each of them ended in
 
 
 def environment_seeds(seed: int, count: int) -> list[int]:
-    """Distinct seeds for `count` environments, derived from the run seed.
-
-    Each environment is reset once with its own seed and keeps its own generator
-    afterwards, so no two environments replay the same episodes.
-    """
+    """Distinct seeds for `count` environments, derived from the run seed."""
     rng = np.random.default_rng(seed)
     return [int(s) for s in rng.choice(2 ** 31 - 1, size=count, replace=False)]
 
@@ -86,11 +78,32 @@ class _Shared:
 
 
 class _EnvFault(Exception):
-    """Raised from an environment's step or reset; remembers which environment."""
+    """Environment `index` failed; the cause is what it raised."""
 
     def __init__(self, index: int):
         super().__init__(index)
         self.index = index
+
+
+def _trace(error: BaseException) -> str:
+    return "".join(traceback.format_exception(error)).rstrip()
+
+
+def _failed(config: EnvironmentConfig, which: str, where: str, trace: str) -> WorkerError:
+    """The one message for every environment fault, wherever the environment runs."""
+    return WorkerError(f"environment '{config.name or config.type}' {which} ({where}) failed:\n{trace}")
+
+
+def make_probe(config: EnvironmentConfig, seed: int) -> tuple[gym.Env, EnvSpaces]:
+    """One environment of the config, made in this process and reset with `seed`, and its spaces
+    (environments.spaces_of). A VecEnv takes it as environment 0."""
+    env = config.make()
+    try:
+        return env, spaces_of(env, seed)
+    except SpaceError:  # a space this project cannot use: refused as a config error
+        raise
+    except Exception as error:
+        raise _failed(config, "#0", "in the trainer's process", _trace(error)) from None
 
 
 def _reset_slice(envs, lo: int, seeds, shared: _Shared):
@@ -105,8 +118,7 @@ def _reset_slice(envs, lo: int, seeds, shared: _Shared):
 
 
 def _step_slice(envs, lo: int, shared: _Shared) -> list[tuple[int, dict]]:
-    """Steps envs[i] as environment lo + i; per-environment work is kept to the step itself. Returns the
-    scored episodes that ended, with their environment's index."""
+    """Steps envs[i] as environment lo + i; returns the scored episodes that ended, with their environment."""
     hi = lo + len(envs)
     actions = env_actions(envs[0].action_space, shared.actions[lo:hi])
     masked = shared.action_mask.shape[1] > 0
@@ -120,11 +132,11 @@ def _step_slice(envs, lo: int, shared: _Shared) -> list[tuple[int, dict]]:
                 if "episode" in info:
                     episodes.append((lo + i, info["episode"]))
                 obs, info = env.reset()
+            shared.obs[lo + i] = obs  # an observation of the wrong shape fails here
             if masked:
                 shared.action_mask[lo + i] = info[MASK_KEY]
         except Exception as error:
             raise _EnvFault(lo + i) from error
-        shared.obs[lo + i] = obs
         rewards.append(reward)
         terminated.append(term)
         truncated.append(trunc)
@@ -134,40 +146,21 @@ def _step_slice(envs, lo: int, shared: _Shared) -> list[tuple[int, dict]]:
     return episodes
 
 
-def _fault_report(fault: _EnvFault) -> tuple[int, str]:
-    return fault.index, "".join(traceback.format_exception(fault.__cause__)).rstrip()
-
-
 @contextlib.contextmanager
 def _deaf_to_stop_signals():
-    """Starts worker processes that never act on SIGINT or SIGTERM: a Ctrl-C reaches the
-    whole process group, and the trainer alone decides how to stop (it finishes the update
-    and saves, which needs the workers). They leave when told to, or when the trainer's
-    pipe closes.
-
-    The two signals are blocked while the workers start (stopping.blocked), so the
-    forkserver and every worker it forks begin with them blocked (each worker then also
-    ignores them, _worker_main). (Ignoring them here instead, SIG_IGN, which also survives
-    exec, threw away a Ctrl-C sent while the workers started: the run trained on.)
-
-    The forkserver is started by multiprocessing after its resource tracker, and CPython's
-    resource_tracker.ensure_running() unblocks both signals once it has spawned the tracker
-    (bpo-33613), whatever the mask was: the forkserver, and every worker forked from it,
-    then began with them unblocked, and a Ctrl-C while the forkserver was still importing
-    printed its KeyboardInterrupt traceback (about 1 start-up Ctrl-C in 24 beside a busy
-    core). So the tracker is started first, and the mask blocked again after it.
-
-    A stop signal that reaches the trainer meanwhile waits until the workers have started
-    (stopping.deferred): acted on while a worker's start-up data was half written, it left that
-    worker reading a broken pipe."""
+    """Starts worker processes that never act on SIGINT or SIGTERM: the trainer alone decides how to stop
+    (it finishes the update and saves, which needs the workers). A stop signal that reaches the trainer
+    meanwhile waits until they have started: a worker's start-up data cut halfway breaks its pipe."""
     with stopping.deferred(), stopping.blocked():
-        resource_tracker.ensure_running()  # a no-op once it runs; else it unblocks both signals on its way out
+        # The forkserver starts after the resource tracker, which unblocks both signals once it runs
+        # (bpo-33613): start the tracker first, then block them again for the forkserver and the workers.
+        resource_tracker.ensure_running()
         with stopping.blocked():
             yield
 
 
 def _worker_main(conn, config: EnvironmentConfig, lo: int, seeds: list[int], shared: _Shared):
-    for number in (signal.SIGINT, signal.SIGTERM):  # see _deaf_to_stop_signals
+    for number in stopping.STOP_SIGNALS:  # the trainer stops the workers (_deaf_to_stop_signals)
         signal.signal(number, signal.SIG_IGN)
     envs = []
     try:
@@ -189,20 +182,13 @@ def _worker_main(conn, config: EnvironmentConfig, lo: int, seeds: list[int], sha
                 break
     except (EOFError, BrokenPipeError, ConnectionResetError):
         pass  # the trainer is gone (it stopped, or was killed): just leave
-    except _EnvFault as fault:
-        _send_fault(conn, _fault_report(fault))
-    except Exception:
-        _send_fault(conn, (None, traceback.format_exc().rstrip()))
+    except Exception as error:
+        fault = (error.index, _trace(error.__cause__)) if isinstance(error, _EnvFault) else (None, _trace(error))
+        with contextlib.suppress(OSError):  # the trainer may be gone too
+            conn.send(("fault", fault))
     finally:
         for env in envs:
             env.close()
-
-
-def _send_fault(conn, report: tuple) -> None:
-    try:
-        conn.send(("fault", report))
-    except OSError:
-        pass  # the trainer is gone too
 
 
 class VecEnv:
@@ -210,13 +196,12 @@ class VecEnv:
 
     def __init__(self, config: EnvironmentConfig, seeds: list[int], processes: int = 0, probe: gym.Env | None = None,
                  spaces: EnvSpaces | None = None):
-        """probe: an environment of this config already made (it becomes environment 0 or is
-        closed); spaces: its description, if already made (environments.spaces_of)."""
+        """probe, spaces: make_probe()'s, if already made (the probe becomes environment 0, or is closed)."""
         self.config = config
         self.seeds = [int(s) for s in seeds]
-        probe = probe or config.make()
-        self.spaces = spaces or spaces_of(probe, self.seeds[0])
-        self.masked = self.spaces.masked
+        if probe is None:
+            probe, spaces = make_probe(config, self.seeds[0])
+        self.spaces = spaces
         W = len(self.seeds)
         ctx = mp.get_context("forkserver")
         self._shared = _Shared(W, self.spaces, ctx)
@@ -270,11 +255,10 @@ class VecEnv:
     @property
     def action_mask(self) -> np.ndarray | None:
         """(W, A) the actions allowed at the current observations; None if the env masks nothing."""
-        return self._shared.action_mask if self.masked else None
+        return self._shared.action_mask if self.spaces.masked else None
 
     def get_state(self) -> list[dict]:
-        """Every environment's state as plain data (EpisodeStats.get_state), for a checkpoint
-        that resumes exactly; one entry per environment, whatever the number of processes."""
+        """Every environment's state as plain data (EpisodeStats.get_state), one per environment."""
         if self._envs:
             return [env.get_state() for env in self._envs]
         return [state for part in self._command("get_state") for state in part]
@@ -292,9 +276,8 @@ class VecEnv:
         try:
             return function(*args)
         except _EnvFault as fault:
-            index, trace = _fault_report(fault)
-            raise WorkerError(f"environment '{self.config.type}' #{index} (stepped in the trainer's process) "
-                              f"raised:\n{trace}") from None
+            self.close()
+            raise _failed(self.config, f"#{fault.index}", "in the trainer's process", _trace(fault.__cause__)) from None
 
     def _command(self, command: str, arguments: list | None = None) -> list:
         """Sends a command to every worker process; returns their replies in order."""
@@ -305,10 +288,8 @@ class VecEnv:
                 self._died(p)
         replies = []
         for p, (process, conn, lo, hi) in enumerate(self._workers):
-            # Wait on the pipe and on the process itself, so a killed worker is
-            # noticed at once instead of blocking recv() forever.
-            ready = wait([conn, process.sentinel])
-            if conn not in ready:
+            # Wait on the process too: a killed worker is noticed at once, not waited on forever.
+            if conn not in wait([conn, process.sentinel]):
                 self._died(p)
             try:
                 status, payload = conn.recv()
@@ -316,10 +297,9 @@ class VecEnv:
                 self._died(p)
             if status == "fault":
                 index, trace = payload
-                which = f"#{index}" if index is not None else f"{lo}..{hi - 1}"
                 self.close()
-                raise WorkerError(f"environment '{self.config.type}' {which} in worker process {p} "
-                                  f"(pid {process.pid}) raised:\n{trace}")
+                raise _failed(self.config, f"#{index}" if index is not None else f"{lo}..{hi - 1}",
+                              f"in worker process {p}, pid {process.pid}", trace)
             replies.append(payload)
         return replies
 
@@ -335,17 +315,13 @@ class VecEnv:
             env.close()
         self._envs = []
         for process, conn, _, _ in self._workers:
-            try:
+            with contextlib.suppress(OSError):
                 conn.send(("close", None))
-            except (BrokenPipeError, OSError):
-                pass
         for process, conn, _, _ in self._workers:
-            if process.pid is None:  # never started
-                conn.close()
-                continue
-            process.join(timeout=5)
-            if process.is_alive():
-                process.kill()
-                process.join()
+            if process.pid is not None:  # it started
+                process.join(timeout=5)
+                if process.is_alive():
+                    process.kill()
+                    process.join()
             conn.close()
         self._workers = []

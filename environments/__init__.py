@@ -1,16 +1,13 @@
-"""make_env(): builds one environment of a family from plain values.
+"""make_env(): one environment of a family, from plain values (config.py's EnvironmentConfig.make gives them).
 
-Every environment comes back wrapped in EpisodeStats (the raw episode return,
-length and success, before any training-only reward scaling; and its state as
-plain data for checkpoints) so the trainer and enjoy.py can report scores in the
-environment's own units. Nothing here reads the config: config.py turns its
-environment section into make_env's arguments (EnvironmentConfig.make).
+Every environment comes back wrapped in EpisodeStats, which reports its episodes in the environment's own
+units and keeps its state as plain data for checkpoints.
 """
 from __future__ import annotations
 
 import reprlib
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Callable, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -22,49 +19,31 @@ class SetupError(ValueError):
     """An environment that cannot be made as asked; the message is one line."""
 
 
-# Episode seeds are drawn from two disjoint halves of [0, 2**32): below HELD_OUT for every
-# environment seeded below it (training's, worker.environment_seeds), from HELD_OUT up for one
-# seeded at or above it (evaluation's, evaluation.evaluation_seeds). So no held-out episode ever
-# replays a training episode, however many each plays.
+# Environments seeded below HELD_OUT (training's) draw their episode seeds below it, those seeded from it up
+# (evaluation's) above it: no held-out episode replays a training one.
 HELD_OUT = 2 ** 31
 
 # In a terminated step's info: the training episode ends here, the scored episode goes on (EpisodeStats).
 CONTINUES = "episode_continues"
 
-# Evaluation's step cap (make_env's max_steps=0) where the environment has no time limit of its own:
-# longer than any episode of the environments here (Atari's 108,000 frames are 27,000 steps), so it
-# only ever ends an episode that would not end (a loop of a deterministic policy in an environment
-# without a time limit); 100,000 steps of the PoC model took 28 s here, beside a training run.
+# Evaluation's step cap where the environment has no time limit of its own: longer than any episode here
+# (Atari's 108,000 frames are 27,000 steps), so it only ends episodes that would never end.
 DEFAULT_MAX_STEPS = 100_000
 
 
 class EpisodeStats(gym.Wrapper):
-    """Adds info["episode"] = {reward, length[, success]} at the end of each episode,
-    in the environment's own reward units (training's reward scale is applied by the
-    trainer, normalization.Normalizers.reward).
+    """Adds info["episode"] = {reward, length[, success]} at each episode's end, in the environment's own
+    reward units, and keeps the environment's state as plain data for weights-only checkpoints.
 
-    It also makes the environment's state plain data, for checkpoints that load
-    weights-only (no pickled objects): every episode is reset with a seed drawn from
-    a generator of this wrapper's own (seeded by the first seeded reset), and the
-    actions since that reset are kept. get_state() is that generator's state, the
-    episode's seed and its actions; set_state() resets with the seed and replays the
-    actions. Any environment whose episode is a function of its reset seed and its
-    actions (Gymnasium's contract for reset(seed=...)) resumes exactly.
+    Every episode is reset with a seed drawn from this wrapper's own generator (seeded by the first seeded
+    reset), and its actions are kept: get_state() is the generator's state, the episode's seed and its
+    actions, and set_state() replays them. So any environment whose episode is a function of its reset
+    seed and its actions (Gymnasium's contract) resumes exactly.
 
-    An environment may end a training episode inside a scored one: a terminated step
-    whose info holds CONTINUES (Atari's lost life under `episodic_life`, environments/
-    atari.py). The termination goes to the trainer (no bootstrap, a fresh recurrent
-    state), but the episode is not scored yet: the next reset() without a seed is passed
-    on seedless, and the environment goes on with the same episode (its return, length,
-    seed and actions carry on), until an end without CONTINUES scores it whole. Replay
-    makes those seedless resets again where they were made.
-
-    With max_steps, an episode that reaches it without ending is truncated there, its stats marked
-    "capped" (evaluation's step cap: an environment without a time limit and a policy that loops
-    would otherwise never end an episode). The cap counts the scored episode's steps: a training
-    episode's end inside it (CONTINUES) does not restart the count, and one at the cap is cut there.
-
-    One wrapper does all this because each wrapper layer costs a Python call per step.
+    A terminated step whose info holds CONTINUES ends the training episode only (Atari's lost life): the
+    next seedless reset goes on with the same scored episode, and replay repeats that reset. max_steps cuts
+    a scored episode there (evaluation's cap), truncated and marked "capped". One wrapper does all this:
+    each layer costs a Python call per step.
     """
 
     def __init__(self, env: gym.Env, max_steps: int | None = None):
@@ -86,7 +65,7 @@ class EpisodeStats(gym.Wrapper):
         if seed is not None:
             self._seeds = np.random.default_rng(seed)
             self._half = HELD_OUT if seed >= HELD_OUT else 0
-        # 31 random bits (a raw draw: 0.4 us against integers()' 1.9 us at every episode's start)
+        # 31 random bits, drawn raw: cheaper than integers(), at every episode's start
         self._episode_seed = self._half + (int(self._seeds.bit_generator.random_raw()) >> 33)
         return self._reset(options)
 
@@ -136,10 +115,6 @@ class EpisodeStats(gym.Wrapper):
         self._half = state.get("half", 0)  # checkpoints from before the halves: training's
 
 
-def _one_line(error: BaseException) -> str:
-    return " ".join(str(error).split())
-
-
 def _poc(name, kwargs, reset_params, render_mode):
     from environments.poc_memory import PocMemoryEnv
     return PocMemoryEnv(render_mode=render_mode, **kwargs)
@@ -158,8 +133,8 @@ def _minigrid(name, kwargs, reset_params, render_mode):
 
 
 def _memory_gym(name, kwargs, reset_params, render_mode):
-    from environments.memory_gym import make_memory_gym
-    return make_memory_gym(name or "MortarMayhem-Grid-v0", reset_params=reset_params, render_mode=render_mode)
+    from environments.memory_gym import MemoryGymEnv
+    return MemoryGymEnv(name or "MortarMayhem-Grid-v0", reset_params, render_mode)
 
 
 def _atari(name, kwargs, reset_params, render_mode):
@@ -173,58 +148,81 @@ def _gym(name, kwargs, reset_params, render_mode):
     return gym.make(name, **kwargs, **({"render_mode": render_mode} if render_mode else {}))
 
 
+class Allowed(NamedTuple):
+    """The values a setting takes: a test, and the words that name them in a refusal."""
+    test: Callable[[object], bool]
+    words: str
+
+
+def integer(low: int) -> Allowed:
+    return Allowed(lambda value: type(value) is int and value >= low, f"an integer >= {low}")  # not a bool
+
+
+FLAG = Allowed(lambda value: type(value) is bool, "true or false")
+
+
 @dataclass(frozen=True)
 class Family:
     build: Callable  # (name, kwargs, reset_params, render_mode) -> gym.Env
     reward_scale: float = 1.0  # training's reward scale when the config gives none (Normalizers.reward)
     named: bool = False  # takes a Gymnasium id in environment.name
-    kwargs: tuple[str, ...] | None = ()  # the constructor kwargs it takes; None: any (gym.make's)
-    reset_params: bool = False  # takes environment.reset_params
+    kwargs: dict[str, Allowed] = field(default_factory=dict)  # the constructor's kwargs, and their values
+    reset_params: dict[str, Allowed] = field(default_factory=dict)  # environment.reset_params' keys likewise
+    more_kwargs: bool = False  # takes other kwargs too, checked where they are used (gym.make's)
+    more_reset_params: bool = False  # takes other reset_params too, checked by the environment
     install: str = "pip install -r requirements.txt"  # what provides its modules
 
 
 FAMILIES: dict[str, Family] = {
     "PocMemoryEnv": Family(_poc),
-    "CartPoleMasked": Family(_cartpole(masked=True), reward_scale=0.01, kwargs=("max_steps",)),
-    "CartPole": Family(_cartpole(masked=False), reward_scale=0.01, kwargs=("max_steps",)),
-    "Minigrid": Family(_minigrid, named=True, kwargs=None),
-    "MemoryGym": Family(_memory_gym, named=True, reset_params=True,
-                        install="pip install -r requirements.txt && "
-                                "pip install --no-deps -r requirements-nodeps.txt"),
-    "Atari": Family(_atari, named=True, kwargs=None),
-    "gym": Family(_gym, named=True, kwargs=None),
+    "CartPoleMasked": Family(_cartpole(masked=True), reward_scale=0.01, kwargs={"max_steps": integer(1)}),
+    "CartPole": Family(_cartpole(masked=False), reward_scale=0.01, kwargs={"max_steps": integer(1)}),
+    "Minigrid": Family(_minigrid, named=True, more_kwargs=True, kwargs={
+        "agent_view_size": Allowed(lambda value: type(value) is int and value in (3, 7, 21),
+                                   "3, 7 or 21 (odd, and dividing the 84 pixels)"),
+        "seed_pool": integer(0)}),
+    "MemoryGym": Family(_memory_gym, named=True, reset_params={"start-seed": integer(0), "num-seeds": integer(1)},
+                        more_reset_params=True,
+                        install="pip install -r requirements.txt && pip install --no-deps -r requirements-nodeps.txt"),
+    "Atari": Family(_atari, named=True, more_kwargs=True, kwargs={
+        "frame_stack": integer(0), "noop_max": integer(0), "frame_skip": integer(1), "screen_size": integer(1),
+        "terminal_on_life_loss": FLAG, "episodic_life": FLAG, "fire_reset": FLAG}),
+    "gym": Family(_gym, named=True, more_kwargs=True),
 }
 
 
 def check_settings(family: str, name: str = "", kwargs: dict | None = None,
                    reset_params: dict | None = None) -> Family:
-    """Refuses, in one line, settings the family does not know or would ignore."""
+    """Refuses, in one line, settings the family does not know, would ignore or does not allow."""
     if family not in FAMILIES:
         raise SetupError(f"config key 'environment.type' = {family!r} is not allowed: one of {', '.join(FAMILIES)}")
     spec = FAMILIES[family]
     if name and not spec.named:
         raise SetupError(f"environment.name {name!r} is not used by environment.type '{family}' "
                          "(only Minigrid, MemoryGym, Atari and gym take a Gymnasium id): remove it")
-    unknown = [key for key in (kwargs or {}) if spec.kwargs is not None and key not in spec.kwargs]
-    if unknown:
-        takes = f"it takes {', '.join(spec.kwargs)}" if spec.kwargs else "it takes none"
-        raise SetupError(f"environment.kwargs {', '.join(map(repr, unknown))} not taken by environment.type "
-                         f"'{family}' ({takes})")
-    if reset_params and not spec.reset_params:
-        raise SetupError(f"environment.reset_params is for MemoryGym only, not environment.type '{family}'")
+    for key, given, allowed, more in (("environment.kwargs", kwargs, spec.kwargs, spec.more_kwargs),
+                                      ("environment.reset_params", reset_params, spec.reset_params,
+                                       spec.more_reset_params)):
+        for setting, value in (given or {}).items():
+            if setting in allowed and not allowed[setting].test(value):
+                raise SetupError(f"config key '{key}.{setting}' = {reprlib.repr(value)} is not allowed: "
+                                 f"{allowed[setting].words}")
+            if setting not in allowed and not more:
+                takes = f"it takes {', '.join(allowed)}" if allowed else "it takes none"
+                raise SetupError(f"{key} {setting!r} is not taken by environment.type '{family}' ({takes})")
     return spec
 
 
 def make_env(family: str, name: str = "", kwargs: dict | None = None, reset_params: dict | None = None,
              observation_mask: list[int] | None = None, render_mode: str | None = None,
              max_steps: int | None = None) -> gym.Env:
-    """The family's environment, its observation mask applied, any observation but a
-    single Box packed into one vector (spaces.py), and EpisodeStats outermost.
+    """The family's environment, its observation mask applied, any observation but a single Box packed
+    into one vector (spaces.py), and EpisodeStats outermost.
 
     Whatever the environment's constructor raises (a Gymnasium environment's own KeyError or
-    AssertionError for a value it does not take, ...) is a SetupError naming the settings and the
-    error. max_steps: evaluation's step cap (EpisodeStats); 0: the environment's own time limit
-    if it has one, else DEFAULT_MAX_STEPS; None: none (training)."""
+    AssertionError for a value it does not take, ...) is a SetupError naming the settings and the error.
+    max_steps: evaluation's step cap (EpisodeStats); 0: the environment's own time limit if it has one,
+    else DEFAULT_MAX_STEPS; None: none (training)."""
     from environments.wrappers import HideEntries, PackObservation
     spec = check_settings(family, name, kwargs, reset_params)
     try:
@@ -237,13 +235,12 @@ def make_env(family: str, name: str = "", kwargs: dict | None = None, reset_para
         raise
     except Exception as error:  # the environment's own code: any type, for a bad value
         what = f"environment.name {name!r}" if name else f"environment.type {family!r}"
-        settings = "".join(f" with {key} {reprlib.repr(value)}" for key, value in (("environment.kwargs", kwargs),
-                                                                                  ("environment.reset_params",
-                                                                                   reset_params)) if value)
+        for key, value in (("environment.kwargs", kwargs), ("environment.reset_params", reset_params)):
+            what += f" with {key} {reprlib.repr(value)}" if value else ""
         message = _one_line(error)
         if not isinstance(error, (gym.error.Error, TypeError, ValueError)) or not message:
             message = f"{type(error).__name__}: {message}" if message else type(error).__name__
-        raise SetupError(f"{what}{settings} cannot be made: {message[:300]}") from None
+        raise SetupError(f"{what} cannot be made: {message[:300]}") from None
     if observation_mask is not None:
         env = HideEntries(env, observation_mask)
     if not isinstance(env.observation_space, gym.spaces.Box):
@@ -251,6 +248,10 @@ def make_env(family: str, name: str = "", kwargs: dict | None = None, reset_para
     if max_steps == 0:
         max_steps = getattr(env.spec, "max_episode_steps", None) or DEFAULT_MAX_STEPS
     return EpisodeStats(env, max_steps)
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split())
 
 
 def spaces_of(env: gym.Env, seed: int | None = None) -> EnvSpaces:

@@ -1,9 +1,6 @@
-"""W environments behind one step() call, stepped in the trainer's process or by worker processes.
-
-Each worker process owns a contiguous slice of the environments. Actions, observations, rewards and
-done flags live in shared memory, so a step costs a worker no more than a short command and its reply.
-Ended episodes are reset in place (autoreset); a truncated episode's final observation is kept for the
-bootstrap.
+"""W environments behind one step() call, stepped in the trainer's process or by worker processes that
+each own a slice of them and share the step's arrays with it. Ended episodes are reset in place (autoreset);
+a truncated episode's final observation is kept for the bootstrap.
 """
 from __future__ import annotations
 
@@ -25,8 +22,7 @@ from spaces import MASK_KEY, EnvSpaces, SpaceError, env_actions
 
 
 class WorkerError(RuntimeError):
-    """An environment failed in reset or step (the message names it and holds the traceback), or a
-    worker process died."""
+    """An environment failed in reset or step (the message names it, with its traceback), or a worker died."""
 
 
 @dataclass
@@ -78,11 +74,7 @@ class _Shared:
 
 
 class _EnvFault(Exception):
-    """Environment `index` failed; the cause is what it raised."""
-
-    def __init__(self, index: int):
-        super().__init__(index)
-        self.index = index
+    """Environment args[0] failed; the cause is what it raised."""
 
 
 def _trace(error: BaseException) -> str:
@@ -183,7 +175,7 @@ def _worker_main(conn, config: EnvironmentConfig, lo: int, seeds: list[int], sha
     except (EOFError, BrokenPipeError, ConnectionResetError):
         pass  # the trainer is gone (it stopped, or was killed): just leave
     except Exception as error:
-        fault = (error.index, _trace(error.__cause__)) if isinstance(error, _EnvFault) else (None, _trace(error))
+        fault = (error.args[0], _trace(error.__cause__)) if isinstance(error, _EnvFault) else (None, _trace(error))
         with contextlib.suppress(OSError):  # the trainer may be gone too
             conn.send(("fault", fault))
     finally:
@@ -277,7 +269,8 @@ class VecEnv:
             return function(*args)
         except _EnvFault as fault:
             self.close()
-            raise _failed(self.config, f"#{fault.index}", "in the trainer's process", _trace(fault.__cause__)) from None
+            trace = _trace(fault.__cause__)
+            raise _failed(self.config, f"#{fault.args[0]}", "in the trainer's process", trace) from None
 
     def _command(self, command: str, arguments: list | None = None) -> list:
         """Sends a command to every worker process; returns their replies in order."""

@@ -7,11 +7,18 @@ from __future__ import annotations
 
 import reprlib
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Callable, NamedTuple
 
 import gymnasium as gym
 import numpy as np
 
+from environments.atari import make_atari
+from environments.cartpole import CartPole
+from environments.memory_gym import MemoryGymEnv
+from environments.minigrid import make_minigrid
+from environments.poc_memory import PocMemoryEnv
+from environments.wrappers import HideEntries, PackObservation
 from spaces import MASK_KEY, EnvSpaces, describe
 
 
@@ -33,25 +40,20 @@ DEFAULT_MAX_STEPS = 100_000
 
 class EpisodeStats(gym.Wrapper):
     """Adds info["episode"] = {reward, length[, success]} at each episode's end, in the environment's own
-    reward units, and keeps the environment's state as plain data for weights-only checkpoints.
-
-    Every episode is reset with a seed drawn from this wrapper's own generator (seeded by the first seeded
-    reset), and its actions are kept: get_state() is the generator's state, the episode's seed and its
-    actions, and set_state() replays them. So any environment whose episode is a function of its reset
-    seed and its actions (Gymnasium's contract) resumes exactly.
+    units, and keeps the environment's state as plain data: every episode is reset with a seed from this
+    wrapper's own generator and its actions are kept, so set_state() resumes it exactly by replay.
 
     A terminated step whose info holds CONTINUES ends the training episode only (Atari's lost life): the
-    next seedless reset goes on with the same scored episode, and replay repeats that reset. max_steps cuts
-    a scored episode there (evaluation's cap), truncated and marked "capped". One wrapper does all this:
-    each layer costs a Python call per step.
+    next seedless reset goes on with the same scored episode. max_steps cuts a scored episode there,
+    truncated and marked "capped" (evaluation's cap). One wrapper: each layer costs a call per step.
     """
 
     def __init__(self, env: gym.Env, max_steps: int | None = None):
         super().__init__(env)
-        self.max_steps = max_steps  # cut an episode that reaches it (evaluation's cap, see make_env); None: never
+        self.max_steps = max_steps
         self._return, self._length = 0.0, 0
-        self._seeds = np.random.default_rng()  # replaced at the first seeded reset
-        self._half = 0  # where the episode seeds' half of the range begins: 0 or HELD_OUT (see HELD_OUT)
+        self._seeds = np.random.default_rng()
+        self._half = 0  # where the episode seeds' half begins: 0 or HELD_OUT
         self._episode_seed: int | None = None
         self._actions: list = []  # since the episode's reset; arrays are copies (workers pass views)
         self._continues = False  # the last step ended a training episode inside this one (CONTINUES)
@@ -92,8 +94,7 @@ class EpisodeStats(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
     def get_state(self) -> dict:
-        """Plain data: the episode-seed generator's state, this episode's seed and actions, and where
-        the episode went on after a training episode's end."""
+        """The seed generator's state, this episode's seed and actions, and where it went on (CONTINUES)."""
         return {"seeds": self._seeds.bit_generator.state, "episode_seed": self._episode_seed,
                 "actions": np.array(self._actions), "half": self._half,
                 "goes_on": np.array(self._goes_on, dtype=np.int64)}
@@ -115,34 +116,7 @@ class EpisodeStats(gym.Wrapper):
         self._half = state.get("half", 0)  # checkpoints from before the halves: training's
 
 
-def _poc(name, kwargs, reset_params, render_mode):
-    from environments.poc_memory import PocMemoryEnv
-    return PocMemoryEnv(render_mode=render_mode, **kwargs)
-
-
-def _cartpole(masked: bool):
-    def build(name, kwargs, reset_params, render_mode):
-        from environments.cartpole import CartPole
-        return CartPole(masked=masked, render_mode=render_mode, **kwargs)
-    return build
-
-
-def _minigrid(name, kwargs, reset_params, render_mode):
-    from environments.minigrid import make_minigrid
-    return make_minigrid(name or "MiniGrid-MemoryS9-v0", render_mode=render_mode, **kwargs)
-
-
-def _memory_gym(name, kwargs, reset_params, render_mode):
-    from environments.memory_gym import MemoryGymEnv
-    return MemoryGymEnv(name or "MortarMayhem-Grid-v0", reset_params, render_mode)
-
-
-def _atari(name, kwargs, reset_params, render_mode):
-    from environments.atari import make_atari
-    return make_atari(name or "ALE/Breakout-v5", render_mode=render_mode, **kwargs)
-
-
-def _gym(name, kwargs, reset_params, render_mode):
+def _gym(name: str = "", render_mode: str | None = None, **kwargs) -> gym.Env:
     if not name:
         raise SetupError("environment.type 'gym' needs environment.name, a Gymnasium id such as 'CartPole-v1'")
     return gym.make(name, **kwargs, **({"render_mode": render_mode} if render_mode else {}))
@@ -163,7 +137,7 @@ FLAG = Allowed(lambda value: type(value) is bool, "true or false")
 
 @dataclass(frozen=True)
 class Family:
-    build: Callable  # (name, kwargs, reset_params, render_mode) -> gym.Env
+    build: Callable  # (render_mode=, **kwargs, [name=, reset_params=]) -> gym.Env
     reward_scale: float = 1.0  # training's reward scale when the config gives none (Normalizers.reward)
     named: bool = False  # takes a Gymnasium id in environment.name
     kwargs: dict[str, Allowed] = field(default_factory=dict)  # the constructor's kwargs, and their values
@@ -174,17 +148,17 @@ class Family:
 
 
 FAMILIES: dict[str, Family] = {
-    "PocMemoryEnv": Family(_poc),
-    "CartPoleMasked": Family(_cartpole(masked=True), reward_scale=0.01, kwargs={"max_steps": integer(1)}),
-    "CartPole": Family(_cartpole(masked=False), reward_scale=0.01, kwargs={"max_steps": integer(1)}),
-    "Minigrid": Family(_minigrid, named=True, more_kwargs=True, kwargs={
+    "PocMemoryEnv": Family(PocMemoryEnv),
+    "CartPoleMasked": Family(partial(CartPole, masked=True), reward_scale=0.01, kwargs={"max_steps": integer(1)}),
+    "CartPole": Family(partial(CartPole, masked=False), reward_scale=0.01, kwargs={"max_steps": integer(1)}),
+    "Minigrid": Family(make_minigrid, named=True, more_kwargs=True, kwargs={
         "agent_view_size": Allowed(lambda value: type(value) is int and value in (3, 7, 21),
                                    "3, 7 or 21 (odd, and dividing the 84 pixels)"),
         "seed_pool": integer(0)}),
-    "MemoryGym": Family(_memory_gym, named=True, reset_params={"start-seed": integer(0), "num-seeds": integer(1)},
+    "MemoryGym": Family(MemoryGymEnv, named=True, reset_params={"start-seed": integer(0), "num-seeds": integer(1)},
                         more_reset_params=True,
                         install="pip install -r requirements.txt && pip install --no-deps -r requirements-nodeps.txt"),
-    "Atari": Family(_atari, named=True, more_kwargs=True, kwargs={
+    "Atari": Family(make_atari, named=True, more_kwargs=True, kwargs={
         "frame_stack": integer(0), "noop_max": integer(0), "frame_skip": integer(1), "screen_size": integer(1),
         "terminal_on_life_loss": FLAG, "episodic_life": FLAG, "fire_reset": FLAG}),
     "gym": Family(_gym, named=True, more_kwargs=True),
@@ -216,17 +190,14 @@ def check_settings(family: str, name: str = "", kwargs: dict | None = None,
 def make_env(family: str, name: str = "", kwargs: dict | None = None, reset_params: dict | None = None,
              observation_mask: list[int] | None = None, render_mode: str | None = None,
              max_steps: int | None = None) -> gym.Env:
-    """The family's environment, its observation mask applied, any observation but a single Box packed
-    into one vector (spaces.py), and EpisodeStats outermost.
-
-    Whatever the environment's constructor raises (a Gymnasium environment's own KeyError or
-    AssertionError for a value it does not take, ...) is a SetupError naming the settings and the error.
-    max_steps: evaluation's step cap (EpisodeStats); 0: the environment's own time limit if it has one,
-    else DEFAULT_MAX_STEPS; None: none (training)."""
-    from environments.wrappers import HideEntries, PackObservation
+    """The family's environment, its observation mask applied, any observation but a single Box packed into
+    one vector (spaces.py), EpisodeStats outermost. Whatever its constructor raises is a one-line SetupError.
+    max_steps: evaluation's step cap; 0: the environment's own time limit, else DEFAULT_MAX_STEPS; None: none."""
     spec = check_settings(family, name, kwargs, reset_params)
     try:
-        env = spec.build(name, dict(kwargs or {}), dict(reset_params or {}), render_mode)
+        args = dict(kwargs or {}, render_mode=render_mode)
+        args.update((key, value) for key, value in (("name", name), ("reset_params", reset_params)) if value)
+        env = spec.build(**args)  # a name or reset_params not given: the family's defaults
     except ModuleNotFoundError as error:
         if error.name is None:  # gym.make of "package:Id" re-raises with a message of its own
             raise SetupError(f"environment.name {name!r} cannot be made: {_one_line(error)}") from None
@@ -237,9 +208,7 @@ def make_env(family: str, name: str = "", kwargs: dict | None = None, reset_para
         what = f"environment.name {name!r}" if name else f"environment.type {family!r}"
         for key, value in (("environment.kwargs", kwargs), ("environment.reset_params", reset_params)):
             what += f" with {key} {reprlib.repr(value)}" if value else ""
-        message = _one_line(error)
-        if not isinstance(error, (gym.error.Error, TypeError, ValueError)) or not message:
-            message = f"{type(error).__name__}: {message}" if message else type(error).__name__
+        message = f"{type(error).__name__}: {_one_line(error)}".removesuffix(": ")
         raise SetupError(f"{what} cannot be made: {message[:300]}") from None
     if observation_mask is not None:
         env = HideEntries(env, observation_mask)
@@ -255,9 +224,8 @@ def _one_line(error: BaseException) -> str:
 
 
 def spaces_of(env: gym.Env, seed: int | None = None) -> EnvSpaces:
-    """The environment's spaces described once (spaces.describe): its own observation space
-    (before packing), its action space, and whether it masks actions, which an environment
-    says in the info of a reset (this one resets it, with `seed`)."""
+    """The environment's spaces (spaces.describe): its own observation space (before packing), its action
+    space, and whether it masks actions, which the info of a reset says (this resets it with `seed`)."""
     _, info = env.reset(seed=seed)
     inner = env
     while isinstance(inner, gym.Wrapper) and not hasattr(inner, "original_space"):

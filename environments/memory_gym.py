@@ -1,14 +1,8 @@
 """Memory Gym (Mortar Mayhem, Mystery Path, Searing Spotlights): 84x84 RGB pictures, kept as uint8.
 
-Memory Gym is configured through reset parameters: `environment.reset_params` goes to every reset as
-`options=`. Two keys are ours, as in the reference baseline: each episode is played on a seed drawn from
-[start-seed, start-seed + num-seeds) (unlimited seeds when they are not given).
-
-Mystery Path and Searing Spotlights end an episode at their `max_steps` limit with done=True. The agent is
-not shown the clock, so such an episode (unless won on that step) is reported as truncated.
-
-pygame keeps one display per process, shared by the Memory Gym environments in it (each draws its whole
-picture every step); it is quit only when the last of them closes.
+`environment.reset_params` goes to every reset as `options=`, but for two keys of ours (as the reference
+baseline's): each episode's seed is drawn from [start-seed, start-seed + num-seeds). An episode cut by the
+environment's hidden `max_steps` limit is reported as truncated. The environments of a process share pygame.
 """
 from __future__ import annotations
 
@@ -25,9 +19,10 @@ _open_envs = 0  # Memory Gym environments alive in this process (they share pyga
 class MemoryGymEnv(gym.Wrapper):
     """One Memory Gym id, reset with `reset_params` on every reset; see the module docstring."""
 
-    def __init__(self, name: str, reset_params: dict | None = None, render_mode: str | None = None):
+    def __init__(self, name: str = "MortarMayhem-Grid-v0", reset_params: dict | None = None,
+                 render_mode: str | None = None):
         params = dict(reset_params or {})
-        self._start = params.pop("start-seed", 0)  # ours (environments.FAMILIES checks them)
+        self._start = params.pop("start-seed", 0)
         self._count = params.pop("num-seeds", UNLIMITED_SEEDS - self._start)
         self._params = params
         super().__init__(_make(name, render_mode))
@@ -74,7 +69,7 @@ def _make(name: str, render_mode: str | None) -> gym.Env:
         os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
     os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
     import memory_gym  # noqa: F401  (registers the Memory Gym ids)
-    spec = gym.spec(name)  # raises gym.error.Error for an unknown id
+    spec = gym.spec(name)
     if not str(spec.entry_point).startswith("memory_gym"):
         ids = [i for i, s in gym.registry.items() if str(s.entry_point).startswith("memory_gym")]
         raise ValueError(f"'{name}' is not a Memory Gym id; one of {', '.join(ids)}")

@@ -1,9 +1,6 @@
 """MiniGrid Memory (and any MiniGrid id), as the reference baseline uses it: the agent's egocentric view
-(3x3 cells by default) as an 84x84 RGB picture kept as uint8, and three actions.
-
-Each environment draws every episode's layout seed from its own generator (unlimited layouts);
-`seed_pool: N` draws them from 0..N-1 instead, as the reference did with N = 99 (docs/environments.md says
-what repeated layouts do to scores). An episode is a success when it ends with a positive reward.
+(3x3 cells by default) as an 84x84 RGB picture, three actions, and success for a positive final reward.
+`seed_pool: N` draws each layout seed from 0..N-1, as the reference did with N = 99 (docs/environments.md).
 """
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """An environment's spaces, described once (describe() -> EnvSpaces): how observations and actions are stored.
-
-A single Box observation is stored as it is (uint8 images stay uint8); any other (Dict, Tuple, Discrete,
-MultiDiscrete, MultiBinary, nested) is packed into one float32 vector of its parts, categories as indices
-(one-hot in the model). A Dict's `action_mask` goes to the info. Actions are stored as (k,) rows, int64 or
-float32. Only numpy: the worker processes import this module and never torch.
+A single Box observation is stored as it is; any other is packed into one float32 vector of its parts,
+categories as indices (one-hot in the model), a Dict's `action_mask` moved to the info. Only numpy: the
+worker processes import this module and never torch.
 """
 from __future__ import annotations
 
@@ -40,7 +38,6 @@ class Layout(NamedTuple):
 
     @property
     def images(self) -> bool:
-        """Whether any part is an image (the model encodes it with a CNN)."""
         return any(p.kind == "image" for p in self.parts)
 
     def vector_features(self) -> np.ndarray | None:
@@ -97,7 +94,6 @@ def _parts(space: gym.Space, key: str, start: int) -> list[Part]:
 
 
 def layout(space: gym.Space) -> Layout:
-    """The stored layout of an observation space (see the module docstring)."""
     parts = tuple(_parts(space, "", 0))
     if not parts:
         raise SpaceError(f"the observation space {space} has no observation besides '{MASK_KEY}'")
@@ -148,7 +144,6 @@ def env_actions(space: gym.Space, actions: np.ndarray) -> list:
 
 
 class EnvSpaces(NamedTuple):
-    """Everything the rest of the program needs to know about an environment's spaces."""
     observation: Layout
     observation_space: gym.Space  # the environment's own (before packing)
     action_space: gym.Space

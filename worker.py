@@ -1,6 +1,5 @@
-"""W environments behind one step() call, stepped in the trainer's process or by worker processes that
-each own a slice of them and share the step's arrays with it. Ended episodes are reset in place (autoreset);
-a truncated episode's final observation is kept for the bootstrap.
+"""W environments behind one step() call, stepped in the trainer's process or by worker processes that share
+the step's arrays with it. Ended episodes are reset in place; a truncated one's final observation is kept.
 """
 from __future__ import annotations
 
@@ -138,6 +137,18 @@ def _step_slice(envs, lo: int, shared: _Shared) -> list[tuple[int, dict]]:
     return episodes
 
 
+def _run(envs, lo: int, seeds, shared: _Shared, command: str, argument=None):
+    """One command on the environments lo, lo + 1, ..., in whichever process holds them."""
+    if command == "step":
+        return _step_slice(envs, lo, shared)
+    if command == "reset":
+        return _reset_slice(envs, lo, seeds, shared)
+    if command == "get_state":
+        return [env.get_state() for env in envs]
+    for env, state in zip(envs, argument):  # "set_state"
+        env.set_state(state)
+
+
 @contextlib.contextmanager
 def _deaf_to_stop_signals():
     """Starts worker processes that never act on SIGINT or SIGTERM: the trainer alone decides how to stop
@@ -157,21 +168,8 @@ def _worker_main(conn, config: EnvironmentConfig, lo: int, seeds: list[int], sha
     envs = []
     try:
         envs = [config.make() for _ in seeds]
-        while True:
-            command, argument = conn.recv()
-            if command == "step":
-                conn.send(("ok", _step_slice(envs, lo, shared)))
-            elif command == "reset":
-                _reset_slice(envs, lo, seeds, shared)
-                conn.send(("ok", None))
-            elif command == "get_state":
-                conn.send(("ok", [env.get_state() for env in envs]))
-            elif command == "set_state":
-                for env, state in zip(envs, argument):
-                    env.set_state(state)
-                conn.send(("ok", None))
-            else:  # "close"
-                break
+        while (message := conn.recv())[0] != "close":
+            conn.send(("ok", _run(envs, lo, seeds, shared, *message)))
     except (EOFError, BrokenPipeError, ConnectionResetError):
         pass  # the trainer is gone (it stopped, or was killed): just leave
     except Exception as error:
@@ -184,8 +182,6 @@ def _worker_main(conn, config: EnvironmentConfig, lo: int, seeds: list[int], sha
 
 
 class VecEnv:
-    """W environments behind one step(actions) call; see the module docstring."""
-
     def __init__(self, config: EnvironmentConfig, seeds: list[int], processes: int = 0, probe: gym.Env | None = None,
                  spaces: EnvSpaces | None = None):
         """probe, spaces: make_probe()'s, if already made (the probe becomes environment 0, or is closed)."""
@@ -227,19 +223,13 @@ class VecEnv:
 
     def reset(self) -> np.ndarray:
         """Resets every environment with its own seed; returns obs (W, *obs_shape)."""
-        if self._envs:
-            self._run_in_process(_reset_slice, self._envs, 0, self.seeds, self._shared)
-        else:
-            self._command("reset")
+        self._each("reset")
         return self._shared.obs
 
     def step(self, actions: np.ndarray) -> Step:
         """actions (W, k) stored rows (spaces.py) -> Step. Ended episodes are reset before returning."""
         self._shared.actions[:] = actions
-        if self._envs:
-            ended = self._run_in_process(_step_slice, self._envs, 0, self._shared)
-        else:
-            ended = [e for part in self._command("step") for e in part]
+        ended = [e for part in self._each("step") for e in part]
         s = self._shared
         return Step(s.obs, s.rewards, s.terminated, s.truncated, s.final_obs, [stats for _, stats in ended],
                     [w for w, _ in ended])
@@ -250,30 +240,26 @@ class VecEnv:
         return self._shared.action_mask if self.spaces.masked else None
 
     def get_state(self) -> list[dict]:
-        """Every environment's state as plain data (EpisodeStats.get_state), one per environment."""
-        if self._envs:
-            return [env.get_state() for env in self._envs]
-        return [state for part in self._command("get_state") for state in part]
+        return [state for part in self._each("get_state") for state in part]
 
     def set_state(self, states: list[dict]) -> None:
         if len(states) != self.n:
             raise ValueError(f"{len(states)} environment states for {self.n} environments")
-        if self._envs:
-            for env, state in zip(self._envs, states):
-                env.set_state(state)
-        else:
-            self._command("set_state", [states[lo:hi] for _, _, lo, hi in self._workers])
+        slices = [(lo, hi) for *_, lo, hi in self._workers] or [(0, self.n)]
+        self._each("set_state", [states[lo:hi] for lo, hi in slices])
 
-    def _run_in_process(self, function, *args):
+    def _each(self, command: str, arguments: list | None = None) -> list:
+        """Runs a command on each slice of environments (one slice: all of them, in this process); the replies."""
+        if not self._envs:
+            return self._command(command, arguments)
         try:
-            return function(*args)
+            return [_run(self._envs, 0, self.seeds, self._shared, command, None if arguments is None else arguments[0])]
         except _EnvFault as fault:
             self.close()
             trace = _trace(fault.__cause__)
             raise _failed(self.config, f"#{fault.args[0]}", "in the trainer's process", trace) from None
 
     def _command(self, command: str, arguments: list | None = None) -> list:
-        """Sends a command to every worker process; returns their replies in order."""
         for p, (process, conn, _, _) in enumerate(self._workers):
             try:
                 conn.send((command, None if arguments is None else arguments[p]))
@@ -311,7 +297,7 @@ class VecEnv:
             with contextlib.suppress(OSError):
                 conn.send(("close", None))
         for process, conn, _, _ in self._workers:
-            if process.pid is not None:  # it started
+            if process.pid is not None:
                 process.join(timeout=5)
                 if process.is_alive():
                     process.kill()

@@ -1,7 +1,5 @@
-"""make_env(): one environment of a family, from plain values (config.py's EnvironmentConfig.make gives them).
-
-Every environment comes back wrapped in EpisodeStats, which reports its episodes in the environment's own
-units and keeps its state as plain data for checkpoints.
+"""make_env(): one environment of a family, from plain values (config.py's EnvironmentConfig.make gives them),
+wrapped in EpisodeStats, which reports its episodes and keeps its state as plain data for checkpoints.
 """
 from __future__ import annotations
 
@@ -40,13 +38,10 @@ DEFAULT_MAX_STEPS = 100_000
 
 class EpisodeStats(gym.Wrapper):
     """Adds info["episode"] = {reward, length[, success]} at each episode's end, in the environment's own
-    units, and keeps the environment's state as plain data: every episode is reset with a seed from this
-    wrapper's own generator and its actions are kept, so set_state() resumes it exactly by replay.
-
-    A terminated step whose info holds CONTINUES ends the training episode only (Atari's lost life): the
-    next seedless reset goes on with the same scored episode. max_steps cuts a scored episode there,
-    truncated and marked "capped" (evaluation's cap). One wrapper: each layer costs a call per step.
-    """
+    units, and keeps its state as plain data: each episode is reset with a seed from this wrapper's own
+    generator and its actions are kept, so set_state() resumes it exactly by replay. A terminated step whose
+    info holds CONTINUES ends the training episode only: the next seedless reset goes on with the scored one.
+    max_steps cuts a scored episode (evaluation's cap, "capped"). One wrapper: each costs a call per step."""
 
     def __init__(self, env: gym.Env, max_steps: int | None = None):
         super().__init__(env)
@@ -89,7 +84,7 @@ class EpisodeStats(gym.Wrapper):
                 if "success" in info:
                     stats["success"] = float(info["success"])
                 if capped and (info.get(CONTINUES) or not (terminated or truncated)):
-                    truncated, stats["capped"] = True, True  # truncated here, by the cap: the episode as it stood
+                    truncated, stats["capped"] = True, True
                 info = {**info, "episode": stats}
         return obs, reward, terminated, truncated, info
 

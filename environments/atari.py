@@ -1,7 +1,6 @@
-"""Atari games through ale-py: Breakout and any ALE id, with the DQN preprocessing (gymnasium's
-AtariPreprocessing: up to 30 no-ops after a reset, each action held 4 frames, grayscale 84x84 uint8 frames,
-`frame_stack: k` stacks k of them channels first). Rewards stay unclipped (reward_clip is training's); the
-ALE id keeps its own settings, and other kwargs go to gym.make.
+"""Atari games through ale-py: Breakout and any ALE id, with gymnasium's AtariPreprocessing (the DQN
+papers': up to 30 no-ops after a reset, each action held 4 frames, grayscale 84x84 uint8; `frame_stack: k`
+stacks k frames channels first). Rewards stay unclipped here; other kwargs go to gym.make.
 """
 from __future__ import annotations
 
@@ -13,9 +12,8 @@ NOOP, FIRE, RIGHT = 0, 1, 2  # the ALE's action ids in every game's minimal acti
 
 
 class LivesAndFire(gym.Wrapper):
-    """The DQN papers' and CleanRL's settings. episodic_life: a lost life ends the training episode but not
-    the game, which is scored whole (environments.CONTINUES). fire_reset: FIRE then RIGHT after every reset
-    and lost life, so the ball is in play."""
+    """episodic_life: a lost life ends the training episode, not the game, scored whole (environments.CONTINUES).
+    fire_reset: FIRE then RIGHT after every reset and lost life, so the ball is in play (as CleanRL's)."""
 
     def __init__(self, env: gym.Env, episodic_life: bool, fire_reset: bool):
         super().__init__(env)

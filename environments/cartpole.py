@@ -1,8 +1,6 @@
 """CartPole with a 200-step limit; masked: the two velocities are zeroed, so the task needs memory.
-
-Gymnasium's CartPole-v1 (dynamics, thresholds, reward, start distribution) on Python floats, for speed;
-tests/test_environments.py checks both give the same trajectories. Episodes are drawn from their seed by
-environments/seeding.py.
+Gymnasium's CartPole-v1 on Python floats, for speed (tests/test_environments.py checks both give the same
+trajectories); episodes are drawn from their seed by environments/seeding.py.
 """
 from __future__ import annotations
 
@@ -71,7 +69,6 @@ class CartPole(gym.Env):
         return self._obs(), 1.0, terminated, truncated, {}
 
     def render(self):
-        """A 200x400 picture: the track, the cart and the pole."""
         x, _, theta, _ = self._state
         frame = np.full((200, 400, 3), 255, dtype=np.uint8)
         frame[150, :] = 0

@@ -1,5 +1,4 @@
 """Memory Gym (Mortar Mayhem, Mystery Path, Searing Spotlights): 84x84 RGB pictures, kept as uint8.
-
 `environment.reset_params` goes to every reset as `options=`, but for two keys of ours (as the reference
 baseline's): each episode's seed is drawn from [start-seed, start-seed + num-seeds). An episode cut by the
 environment's hidden `max_steps` limit is reported as truncated. The environments of a process share pygame.
@@ -17,7 +16,6 @@ _open_envs = 0  # Memory Gym environments alive in this process (they share pyga
 
 
 class MemoryGymEnv(gym.Wrapper):
-    """One Memory Gym id, reset with `reset_params` on every reset; see the module docstring."""
 
     def __init__(self, name: str = "MortarMayhem-Grid-v0", reset_params: dict | None = None,
                  render_mode: str | None = None):

@@ -1,6 +1,6 @@
-"""MiniGrid Memory (and any MiniGrid id), as the reference baseline uses it: the agent's egocentric view
-(3x3 cells by default) as an 84x84 RGB picture, three actions, and success for a positive final reward.
-`seed_pool: N` draws each layout seed from 0..N-1, as the reference did with N = 99 (docs/environments.md).
+"""MiniGrid Memory (and any MiniGrid id), as the reference baseline uses it: the agent's 3x3 egocentric view
+as an 84x84 RGB picture, three actions, success for a positive final reward. `seed_pool: N` draws each
+layout seed from 0..N-1, as the reference did with N = 99 (docs/environments.md).
 """
 from __future__ import annotations
 
@@ -25,8 +25,7 @@ class _ThreeActions(gym.Wrapper):
 
 
 class _SeedPool(gym.Wrapper):
-    """Each reset draws the layout seed from 0..pool-1 with a generator of its own, seeded by the first
-    seeded reset (so runs stay reproducible and resumable)."""
+    """Each reset draws the layout seed from 0..pool-1, by a generator that the first seeded reset seeds."""
 
     def __init__(self, env: gym.Env, pool: int):
         super().__init__(env)

@@ -13,7 +13,7 @@ from environments.seeding import SplitMix64
 
 STEP = 0.2
 ENDS = 5  # the track ends sit at +-ENDS cells of STEP
-STARTS = np.array([-2, -1, 0, 1, 2])  # start cells
+STARTS = np.array([-2, -1, 0, 1, 2])
 SHOW_STEPS = 2  # steps during which the goals are shown and the agent is frozen
 TIME_PENALTY = 0.1
 GOAL_REWARD = 1.0 + (ENDS + 1) * TIME_PENALTY  # 1.6, the reference's value

@@ -10,7 +10,6 @@ _MASK = 2 ** 64 - 1
 
 
 class SplitMix64:
-    """A 64-bit generator with one integer of state: next(), random(), integers()."""
 
     __slots__ = ("state",)
 
@@ -18,7 +17,6 @@ class SplitMix64:
         self.state = (secrets.randbits(64) if seed is None else seed) & _MASK
 
     def next(self) -> int:
-        """The next 64 random bits."""
         self.state = state = (self.state + 0x9E3779B97F4A7C15) & _MASK
         z = ((state ^ (state >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
         z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK

@@ -41,7 +41,7 @@ class EpisodeStats(gym.Wrapper):
     units, and keeps its state as plain data: each episode is reset with a seed from this wrapper's own
     generator and its actions are kept, so set_state() resumes it exactly by replay. A terminated step whose
     info holds CONTINUES ends the training episode only: the next seedless reset goes on with the scored one.
-    max_steps cuts a scored episode (evaluation's cap, "capped"). One wrapper: each costs a call per step."""
+    max_steps cuts a scored episode (evaluation's cap, "capped"). One wrapper, as each layer costs a call."""
 
     def __init__(self, env: gym.Env, max_steps: int | None = None):
         super().__init__(env)

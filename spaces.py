@@ -1,25 +1,7 @@
-"""The environment's spaces, described once: how observations and actions are stored and encoded.
-
-describe(env) reads an environment's spaces one time and gives an EnvSpaces:
-the observation's Layout (its parts, each with its kind), the action format,
-and whether the environment masks actions. The model, the action
-distribution, the normalisers, the buffer and the workers all take it, so
-nothing else asks the Gymnasium spaces again.
-
-Observations. A single Box is stored as it is (uint8 images stay uint8). Every
-other observation space (Discrete, MultiDiscrete, MultiBinary, Dict, Tuple, and
-any nesting of them) is packed into one float32 vector, its parts in a fixed
-order (Dict keys sorted, Tuple entries in order), each flattened: a Box part as
-its values, a MultiBinary part as 0/1, a Discrete or MultiDiscrete part as its
-category indices (minus its start), which the model turns into one-hot vectors.
-An `action_mask` key of a Dict is not an observation: it is moved into
-info["action_mask"], where environments that mask actions through the info
-dict already put it. Each part gets its own encoder: images a CNN, vectors
-and one-hot categories a Linear layer (or none).
-
-Actions are stored as (k,) rows: int64 for Discrete (k = 1), MultiDiscrete (one
-entry per branch) and MultiBinary, float32 for Box. Only numpy here: the
-environment worker processes import this module and never torch.
+"""An environment's spaces, described once (describe() -> EnvSpaces): how observations and actions are stored.
+A single Box observation is stored as it is; any other is packed into one float32 vector of its parts,
+categories as indices (one-hot in the model), a Dict's `action_mask` moved to the info. Only numpy: the
+worker processes import this module and never torch.
 """
 from __future__ import annotations
 
@@ -34,8 +16,6 @@ MASK_KEY = "action_mask"
 class SpaceError(ValueError):
     """An observation or action space this project cannot use; the message is one line."""
 
-
-# ------------------------------------------------------------- observations
 
 class Part(NamedTuple):
     """One part of an observation, as stored and as its encoder sees it."""
@@ -58,12 +38,10 @@ class Layout(NamedTuple):
 
     @property
     def images(self) -> bool:
-        """Whether any part is an image (the model encodes it with a CNN)."""
         return any(p.kind == "image" for p in self.parts)
 
     def vector_features(self) -> np.ndarray | None:
-        """Which stored entries are vector features, the ones a normaliser may touch (never
-        pixels, never category indices); None when there are none."""
+        """Which stored entries a normaliser may touch (never pixels or category indices); None: none."""
         mask = np.concatenate([np.full(p.size, p.kind == "vector") for p in self.parts])
         return mask if mask.any() else None
 
@@ -88,6 +66,13 @@ def _box_part(key: str, space: gym.spaces.Box, start: int) -> Part:
     raise SpaceError(f"observation shape {shape} is not supported (vectors, or 3-D images HWC / CHW)")
 
 
+def _entries(space: gym.spaces.Dict | gym.spaces.Tuple) -> list[tuple[str, gym.Space]]:
+    """A Dict's entries by key (its action mask left out) or a Tuple's in order: the storage order."""
+    if isinstance(space, gym.spaces.Dict):
+        return [(name, sub) for name, sub in sorted(space.spaces.items()) if name != MASK_KEY]
+    return [(str(i), sub) for i, sub in enumerate(space.spaces)]
+
+
 def _parts(space: gym.Space, key: str, start: int) -> list[Part]:
     """The parts of `space` in storage order, the first beginning at entry `start`."""
     if isinstance(space, gym.spaces.Box):
@@ -100,12 +85,8 @@ def _parts(space: gym.Space, key: str, start: int) -> list[Part]:
     if isinstance(space, gym.spaces.MultiBinary):
         return [Part(key, "vector", tuple(np.atleast_1d(space.shape)), start, int(np.prod(space.shape)))]
     if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
-        items = (sorted(space.spaces.items()) if isinstance(space, gym.spaces.Dict)
-                 else [(str(i), sub) for i, sub in enumerate(space.spaces)])
         parts = []
-        for name, sub in items:
-            if name == MASK_KEY and isinstance(space, gym.spaces.Dict):
-                continue
+        for name, sub in _entries(space):
             parts += _parts(sub, f"{key}.{name}" if key else name, start + sum(p.size for p in parts))
         return parts
     raise SpaceError(f"observation space {space} is not supported "
@@ -113,7 +94,6 @@ def _parts(space: gym.Space, key: str, start: int) -> list[Part]:
 
 
 def layout(space: gym.Space) -> Layout:
-    """The stored layout of an observation space (see the module docstring)."""
     parts = tuple(_parts(space, "", 0))
     if not parts:
         raise SpaceError(f"the observation space {space} has no observation besides '{MASK_KEY}'")
@@ -124,25 +104,13 @@ def layout(space: gym.Space) -> Layout:
 
 def pack(obs, space: gym.Space) -> np.ndarray:
     """An observation of a packed space -> its stored float32 vector (the layout's order)."""
-    pieces = []
+    if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
+        return np.concatenate([pack(obs[name if isinstance(space, gym.spaces.Dict) else int(name)], sub)
+                               for name, sub in _entries(space)])
+    if isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)):
+        return (np.asarray(obs) - space.start).astype(np.float32).ravel()
+    return np.asarray(obs, dtype=np.float32).ravel()
 
-    def add(value, sub):
-        if isinstance(sub, gym.spaces.Dict):
-            for name in sorted(sub.spaces):
-                if name != MASK_KEY:
-                    add(value[name], sub.spaces[name])
-        elif isinstance(sub, gym.spaces.Tuple):
-            for item, part in zip(value, sub.spaces):
-                add(item, part)
-        elif isinstance(sub, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)):
-            pieces.append((np.asarray(value) - sub.start).astype(np.float32).ravel())
-        else:
-            pieces.append(np.asarray(value, dtype=np.float32).ravel())
-    add(obs, space)
-    return np.concatenate(pieces)
-
-
-# ------------------------------------------------------------------ actions
 
 class ActionFormat(NamedTuple):
     size: int  # k: entries per stored action row
@@ -164,11 +132,8 @@ def action_format(space: gym.Space) -> ActionFormat:
 
 
 def env_actions(space: gym.Space, actions: np.ndarray) -> list:
-    """Stored action rows (W, k) -> what each environment's step() takes.
-
-    Box actions are clipped to the bounds here and only here: the policy's sample
-    (and its log-prob) stays unclipped in the buffer.
-    """
+    """Stored action rows (W, k) -> what each environment's step() takes. Box actions are clipped to the
+    bounds here and only here: the policy's sample (and its log-prob) stays unclipped in the buffer."""
     if isinstance(space, gym.spaces.Discrete):
         return actions[:, 0].tolist()
     if isinstance(space, gym.spaces.Box):
@@ -178,10 +143,7 @@ def env_actions(space: gym.Space, actions: np.ndarray) -> list:
     return list(actions.reshape(len(actions), *space.shape))
 
 
-# -------------------------------------------------------------- both at once
-
 class EnvSpaces(NamedTuple):
-    """Everything the rest of the program needs to know about an environment's spaces."""
     observation: Layout
     observation_space: gym.Space  # the environment's own (before packing)
     action_space: gym.Space

@@ -46,6 +46,7 @@ from checkpoint import (CheckpointError, RunLock, load_checkpoint, require_resum
 from config import (ConfigError, check_resume_overrides, command_line, config_from_dict, load_config,  # noqa: E402
                     start_up_warnings)
 from spaces import SpaceError  # noqa: E402
+from worker import WorkerError  # noqa: E402
 
 MODELS, SUMMARIES = Path("models"), Path("summaries")
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
@@ -177,6 +178,9 @@ def main(argv=None) -> int:
         except (ConfigError, CheckpointError, SpaceError) as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
+        except WorkerError as error:  # an environment that failed as the run started
+            print(f"error: {error}; no checkpoint was saved in this run", file=sys.stderr)
+            return 1
         return train(trainer, checkpoint)
     finally:
         if trainer is not None:
@@ -187,7 +191,6 @@ def main(argv=None) -> int:
 
 def train(trainer, checkpoint: dict | None) -> int:
     from losses import NonFiniteError
-    from worker import WorkerError
     if checkpoint:
         restore(trainer, checkpoint)
         source = f" from {checkpoint['branch_of']}" if "branch_of" in checkpoint else ""

@@ -19,14 +19,13 @@ import torch
 import checkpoint
 from buffer import RolloutBuffer
 from config import Config, IdleCores, rollout_threads, schedule_value
-from environments import spaces_of
 from evaluation import Evaluator
 from losses import StepStats, mean_metrics, ppo_loss, require_finite
 from model import autocast, build_model, check_precision, no_gradient
 from normalization import Normalizers
 from optimizer import AdamW
 from summaries import PhaseTimes, Summaries, UpdateLog
-from worker import VecEnv, environment_seeds
+from worker import VecEnv, environment_seeds, make_probe
 
 
 class Trainer:
@@ -42,8 +41,7 @@ class Trainer:
 
         W, T = config.n_workers, config.worker_steps
         seeds = environment_seeds(config.seed, W)
-        probe = config.environment.make()  # one environment for the spaces, before any worker starts
-        self.spaces = spaces_of(probe, seeds[0])
+        probe, self.spaces = make_probe(config.environment, seeds[0])  # for the spaces, before any worker starts
         self.model = build_model(config, self.spaces).to(self.device)
         self.threads = config.torch_threads or idle.count()  # torch's intra-op threads for the update
         self.rollout_threads = rollout_threads(self.threads, self.spaces.observation.images)

@@ -1,12 +1,5 @@
-"""Environment workers and the vectorised stepping interface.
-
-W environments are stepped either in the trainer's own process (fastest for cheap
-environments such as CartPole, where a process round trip costs more than the
-step) or by P worker processes, each owning a contiguous slice of them. Worker
-processes exchange nothing per step but a short command and its reply:
-actions, observations, rewards and done flags live in shared memory. Finished
-episodes are reset in place (autoreset), and the final observation of a
-truncated episode is kept so that the trainer can bootstrap from it.
+"""W environments behind one step() call, stepped in the trainer's process or by worker processes that share
+the step's arrays with it. Ended episodes are reset in place; a truncated one's final observation is kept.
 """
 from __future__ import annotations
 
@@ -24,33 +17,27 @@ import numpy as np
 import stopping
 from config import EnvironmentConfig
 from environments import spaces_of
-from spaces import MASK_KEY, EnvSpaces, env_actions
+from spaces import MASK_KEY, EnvSpaces, SpaceError, env_actions
 
 
 class WorkerError(RuntimeError):
-    """An environment raised, or a worker process died."""
+    """An environment failed in reset or step (the message names it, with its traceback), or a worker died."""
 
 
 @dataclass
 class Step:
-    """What one vectorised step returns. The arrays are views of shared storage,
-    overwritten by the next step: copy what you keep."""
-    obs: np.ndarray  # (W, *obs_shape) first observation of the next step (after autoreset)
+    """One vectorised step. The arrays are views of shared storage that the next step overwrites."""
+    obs: np.ndarray  # (W, *obs_shape) the next step's observations (after autoreset)
     rewards: np.ndarray  # (W,) float32
     terminated: np.ndarray  # (W,) bool: the episode ended in a terminal state
     truncated: np.ndarray  # (W,) bool: the episode was cut (time limit); bootstrap from final_obs
     final_obs: np.ndarray  # (W, *obs_shape) last observation of truncated episodes; else stale
-    episodes: list[dict]  # stats of the episodes that ended and were scored: reward, length[, success]
-    episode_envs: list[int]  # the environment each of them ended in (a training episode may end unscored:
-    # environments.CONTINUES)
+    episodes: list[dict]  # stats of the scored episodes that ended: reward, length[, success]
+    episode_envs: list[int]  # the environment each of them ended in
 
 
 def environment_seeds(seed: int, count: int) -> list[int]:
-    """Distinct seeds for `count` environments, derived from the run seed.
-
-    Each environment is reset once with its own seed and keeps its own generator
-    afterwards, so no two environments replay the same episodes.
-    """
+    """Distinct seeds for `count` environments, derived from the run seed."""
     rng = np.random.default_rng(seed)
     return [int(s) for s in rng.choice(2 ** 31 - 1, size=count, replace=False)]
 
@@ -86,11 +73,28 @@ class _Shared:
 
 
 class _EnvFault(Exception):
-    """Raised from an environment's step or reset; remembers which environment."""
+    """Environment args[0] failed; the cause is what it raised."""
 
-    def __init__(self, index: int):
-        super().__init__(index)
-        self.index = index
+
+def _trace(error: BaseException) -> str:
+    return "".join(traceback.format_exception(error)).rstrip()
+
+
+def _failed(config: EnvironmentConfig, which: str, where: str, trace: str) -> WorkerError:
+    """The one message for every environment fault, wherever the environment runs."""
+    return WorkerError(f"environment '{config.name or config.type}' {which} ({where}) failed:\n{trace}")
+
+
+def make_probe(config: EnvironmentConfig, seed: int) -> tuple[gym.Env, EnvSpaces]:
+    """One environment of the config, made in this process and reset with `seed`, and its spaces
+    (environments.spaces_of). A VecEnv takes it as environment 0."""
+    env = config.make()
+    try:
+        return env, spaces_of(env, seed)
+    except SpaceError:  # a space this project cannot use: refused as a config error
+        raise
+    except Exception as error:
+        raise _failed(config, "#0", "in the trainer's process", _trace(error)) from None
 
 
 def _reset_slice(envs, lo: int, seeds, shared: _Shared):
@@ -105,8 +109,7 @@ def _reset_slice(envs, lo: int, seeds, shared: _Shared):
 
 
 def _step_slice(envs, lo: int, shared: _Shared) -> list[tuple[int, dict]]:
-    """Steps envs[i] as environment lo + i; per-environment work is kept to the step itself. Returns the
-    scored episodes that ended, with their environment's index."""
+    """Steps envs[i] as environment lo + i; returns the scored episodes that ended, with their environment."""
     hi = lo + len(envs)
     actions = env_actions(envs[0].action_space, shared.actions[lo:hi])
     masked = shared.action_mask.shape[1] > 0
@@ -120,11 +123,11 @@ def _step_slice(envs, lo: int, shared: _Shared) -> list[tuple[int, dict]]:
                 if "episode" in info:
                     episodes.append((lo + i, info["episode"]))
                 obs, info = env.reset()
+            shared.obs[lo + i] = obs  # an observation of the wrong shape fails here
             if masked:
                 shared.action_mask[lo + i] = info[MASK_KEY]
         except Exception as error:
             raise _EnvFault(lo + i) from error
-        shared.obs[lo + i] = obs
         rewards.append(reward)
         terminated.append(term)
         truncated.append(trunc)
@@ -134,89 +137,59 @@ def _step_slice(envs, lo: int, shared: _Shared) -> list[tuple[int, dict]]:
     return episodes
 
 
-def _fault_report(fault: _EnvFault) -> tuple[int, str]:
-    return fault.index, "".join(traceback.format_exception(fault.__cause__)).rstrip()
+def _run(envs, lo: int, seeds, shared: _Shared, command: str, argument=None):
+    """One command on the environments lo, lo + 1, ..., in whichever process holds them."""
+    if command == "step":
+        return _step_slice(envs, lo, shared)
+    if command == "reset":
+        return _reset_slice(envs, lo, seeds, shared)
+    if command == "get_state":
+        return [env.get_state() for env in envs]
+    for env, state in zip(envs, argument):  # "set_state"
+        env.set_state(state)
 
 
 @contextlib.contextmanager
 def _deaf_to_stop_signals():
-    """Starts worker processes that never act on SIGINT or SIGTERM: a Ctrl-C reaches the
-    whole process group, and the trainer alone decides how to stop (it finishes the update
-    and saves, which needs the workers). They leave when told to, or when the trainer's
-    pipe closes.
-
-    The two signals are blocked while the workers start (stopping.blocked), so the
-    forkserver and every worker it forks begin with them blocked (each worker then also
-    ignores them, _worker_main). (Ignoring them here instead, SIG_IGN, which also survives
-    exec, threw away a Ctrl-C sent while the workers started: the run trained on.)
-
-    The forkserver is started by multiprocessing after its resource tracker, and CPython's
-    resource_tracker.ensure_running() unblocks both signals once it has spawned the tracker
-    (bpo-33613), whatever the mask was: the forkserver, and every worker forked from it,
-    then began with them unblocked, and a Ctrl-C while the forkserver was still importing
-    printed its KeyboardInterrupt traceback (about 1 start-up Ctrl-C in 24 beside a busy
-    core). So the tracker is started first, and the mask blocked again after it.
-
-    A stop signal that reaches the trainer meanwhile waits until the workers have started
-    (stopping.deferred): acted on while a worker's start-up data was half written, it left that
-    worker reading a broken pipe."""
+    """Starts worker processes that never act on SIGINT or SIGTERM: the trainer alone decides how to stop
+    (it finishes the update and saves, which needs the workers). A stop signal that reaches the trainer
+    meanwhile waits until they have started: a worker's start-up data cut halfway breaks its pipe."""
     with stopping.deferred(), stopping.blocked():
-        resource_tracker.ensure_running()  # a no-op once it runs; else it unblocks both signals on its way out
+        # The forkserver starts after the resource tracker, which unblocks both signals once it runs
+        # (bpo-33613): start the tracker first, then block them again for the forkserver and the workers.
+        resource_tracker.ensure_running()
         with stopping.blocked():
             yield
 
 
 def _worker_main(conn, config: EnvironmentConfig, lo: int, seeds: list[int], shared: _Shared):
-    for number in (signal.SIGINT, signal.SIGTERM):  # see _deaf_to_stop_signals
+    for number in stopping.STOP_SIGNALS:  # the trainer stops the workers (_deaf_to_stop_signals)
         signal.signal(number, signal.SIG_IGN)
     envs = []
     try:
         envs = [config.make() for _ in seeds]
-        while True:
-            command, argument = conn.recv()
-            if command == "step":
-                conn.send(("ok", _step_slice(envs, lo, shared)))
-            elif command == "reset":
-                _reset_slice(envs, lo, seeds, shared)
-                conn.send(("ok", None))
-            elif command == "get_state":
-                conn.send(("ok", [env.get_state() for env in envs]))
-            elif command == "set_state":
-                for env, state in zip(envs, argument):
-                    env.set_state(state)
-                conn.send(("ok", None))
-            else:  # "close"
-                break
+        while (message := conn.recv())[0] != "close":
+            conn.send(("ok", _run(envs, lo, seeds, shared, *message)))
     except (EOFError, BrokenPipeError, ConnectionResetError):
         pass  # the trainer is gone (it stopped, or was killed): just leave
-    except _EnvFault as fault:
-        _send_fault(conn, _fault_report(fault))
-    except Exception:
-        _send_fault(conn, (None, traceback.format_exc().rstrip()))
+    except Exception as error:
+        fault = (error.args[0], _trace(error.__cause__)) if isinstance(error, _EnvFault) else (None, _trace(error))
+        with contextlib.suppress(OSError):  # the trainer may be gone too
+            conn.send(("fault", fault))
     finally:
         for env in envs:
             env.close()
 
 
-def _send_fault(conn, report: tuple) -> None:
-    try:
-        conn.send(("fault", report))
-    except OSError:
-        pass  # the trainer is gone too
-
-
 class VecEnv:
-    """W environments behind one step(actions) call; see the module docstring."""
-
     def __init__(self, config: EnvironmentConfig, seeds: list[int], processes: int = 0, probe: gym.Env | None = None,
                  spaces: EnvSpaces | None = None):
-        """probe: an environment of this config already made (it becomes environment 0 or is
-        closed); spaces: its description, if already made (environments.spaces_of)."""
+        """probe, spaces: make_probe()'s, if already made (the probe becomes environment 0, or is closed)."""
         self.config = config
         self.seeds = [int(s) for s in seeds]
-        probe = probe or config.make()
-        self.spaces = spaces or spaces_of(probe, self.seeds[0])
-        self.masked = self.spaces.masked
+        if probe is None:
+            probe, spaces = make_probe(config, self.seeds[0])
+        self.spaces = spaces
         W = len(self.seeds)
         ctx = mp.get_context("forkserver")
         self._shared = _Shared(W, self.spaces, ctx)
@@ -250,19 +223,13 @@ class VecEnv:
 
     def reset(self) -> np.ndarray:
         """Resets every environment with its own seed; returns obs (W, *obs_shape)."""
-        if self._envs:
-            self._run_in_process(_reset_slice, self._envs, 0, self.seeds, self._shared)
-        else:
-            self._command("reset")
+        self._each("reset")
         return self._shared.obs
 
     def step(self, actions: np.ndarray) -> Step:
         """actions (W, k) stored rows (spaces.py) -> Step. Ended episodes are reset before returning."""
         self._shared.actions[:] = actions
-        if self._envs:
-            ended = self._run_in_process(_step_slice, self._envs, 0, self._shared)
-        else:
-            ended = [e for part in self._command("step") for e in part]
+        ended = [e for part in self._each("step") for e in part]
         s = self._shared
         return Step(s.obs, s.rewards, s.terminated, s.truncated, s.final_obs, [stats for _, stats in ended],
                     [w for w, _ in ended])
@@ -270,34 +237,29 @@ class VecEnv:
     @property
     def action_mask(self) -> np.ndarray | None:
         """(W, A) the actions allowed at the current observations; None if the env masks nothing."""
-        return self._shared.action_mask if self.masked else None
+        return self._shared.action_mask if self.spaces.masked else None
 
     def get_state(self) -> list[dict]:
-        """Every environment's state as plain data (EpisodeStats.get_state), for a checkpoint
-        that resumes exactly; one entry per environment, whatever the number of processes."""
-        if self._envs:
-            return [env.get_state() for env in self._envs]
-        return [state for part in self._command("get_state") for state in part]
+        return [state for part in self._each("get_state") for state in part]
 
     def set_state(self, states: list[dict]) -> None:
         if len(states) != self.n:
             raise ValueError(f"{len(states)} environment states for {self.n} environments")
-        if self._envs:
-            for env, state in zip(self._envs, states):
-                env.set_state(state)
-        else:
-            self._command("set_state", [states[lo:hi] for _, _, lo, hi in self._workers])
+        slices = [(lo, hi) for *_, lo, hi in self._workers] or [(0, self.n)]
+        self._each("set_state", [states[lo:hi] for lo, hi in slices])
 
-    def _run_in_process(self, function, *args):
+    def _each(self, command: str, arguments: list | None = None) -> list:
+        """Runs a command on each slice of environments (one slice: all of them, in this process); the replies."""
+        if not self._envs:
+            return self._command(command, arguments)
         try:
-            return function(*args)
+            return [_run(self._envs, 0, self.seeds, self._shared, command, None if arguments is None else arguments[0])]
         except _EnvFault as fault:
-            index, trace = _fault_report(fault)
-            raise WorkerError(f"environment '{self.config.type}' #{index} (stepped in the trainer's process) "
-                              f"raised:\n{trace}") from None
+            self.close()
+            trace = _trace(fault.__cause__)
+            raise _failed(self.config, f"#{fault.args[0]}", "in the trainer's process", trace) from None
 
     def _command(self, command: str, arguments: list | None = None) -> list:
-        """Sends a command to every worker process; returns their replies in order."""
         for p, (process, conn, _, _) in enumerate(self._workers):
             try:
                 conn.send((command, None if arguments is None else arguments[p]))
@@ -305,10 +267,8 @@ class VecEnv:
                 self._died(p)
         replies = []
         for p, (process, conn, lo, hi) in enumerate(self._workers):
-            # Wait on the pipe and on the process itself, so a killed worker is
-            # noticed at once instead of blocking recv() forever.
-            ready = wait([conn, process.sentinel])
-            if conn not in ready:
+            # Wait on the process too: a killed worker is noticed at once, not waited on forever.
+            if conn not in wait([conn, process.sentinel]):
                 self._died(p)
             try:
                 status, payload = conn.recv()
@@ -316,10 +276,9 @@ class VecEnv:
                 self._died(p)
             if status == "fault":
                 index, trace = payload
-                which = f"#{index}" if index is not None else f"{lo}..{hi - 1}"
                 self.close()
-                raise WorkerError(f"environment '{self.config.type}' {which} in worker process {p} "
-                                  f"(pid {process.pid}) raised:\n{trace}")
+                raise _failed(self.config, f"#{index}" if index is not None else f"{lo}..{hi - 1}",
+                              f"in worker process {p}, pid {process.pid}", trace)
             replies.append(payload)
         return replies
 
@@ -335,17 +294,13 @@ class VecEnv:
             env.close()
         self._envs = []
         for process, conn, _, _ in self._workers:
-            try:
+            with contextlib.suppress(OSError):
                 conn.send(("close", None))
-            except (BrokenPipeError, OSError):
-                pass
         for process, conn, _, _ in self._workers:
-            if process.pid is None:  # never started
-                conn.close()
-                continue
-            process.join(timeout=5)
-            if process.is_alive():
-                process.kill()
-                process.join()
+            if process.pid is not None:
+                process.join(timeout=5)
+                if process.is_alive():
+                    process.kill()
+                    process.join()
             conn.close()
         self._workers = []

@@ -1,20 +1,22 @@
-"""make_env(): builds one environment of a family from plain values.
-
-Every environment comes back wrapped in EpisodeStats (the raw episode return,
-length and success, before any training-only reward scaling; and its state as
-plain data for checkpoints) so the trainer and enjoy.py can report scores in the
-environment's own units. Nothing here reads the config: config.py turns its
-environment section into make_env's arguments (EnvironmentConfig.make).
+"""make_env(): one environment of a family, from plain values (config.py's EnvironmentConfig.make gives them),
+wrapped in EpisodeStats, which reports its episodes and keeps its state as plain data for checkpoints.
 """
 from __future__ import annotations
 
 import reprlib
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Callable, NamedTuple
 
 import gymnasium as gym
 import numpy as np
 
+from environments.atari import make_atari
+from environments.cartpole import CartPole
+from environments.memory_gym import MemoryGymEnv
+from environments.minigrid import make_minigrid
+from environments.poc_memory import PocMemoryEnv
+from environments.wrappers import HideEntries, PackObservation
 from spaces import MASK_KEY, EnvSpaces, describe
 
 
@@ -22,57 +24,31 @@ class SetupError(ValueError):
     """An environment that cannot be made as asked; the message is one line."""
 
 
-# Episode seeds are drawn from two disjoint halves of [0, 2**32): below HELD_OUT for every
-# environment seeded below it (training's, worker.environment_seeds), from HELD_OUT up for one
-# seeded at or above it (evaluation's, evaluation.evaluation_seeds). So no held-out episode ever
-# replays a training episode, however many each plays.
+# Environments seeded below HELD_OUT (training's) draw their episode seeds below it, those seeded from it up
+# (evaluation's) above it: no held-out episode replays a training one.
 HELD_OUT = 2 ** 31
 
 # In a terminated step's info: the training episode ends here, the scored episode goes on (EpisodeStats).
 CONTINUES = "episode_continues"
 
-# Evaluation's step cap (make_env's max_steps=0) where the environment has no time limit of its own:
-# longer than any episode of the environments here (Atari's 108,000 frames are 27,000 steps), so it
-# only ever ends an episode that would not end (a loop of a deterministic policy in an environment
-# without a time limit); 100,000 steps of the PoC model took 28 s here, beside a training run.
+# Evaluation's step cap where the environment has no time limit of its own: longer than any episode here
+# (Atari's 108,000 frames are 27,000 steps), so it only ends episodes that would never end.
 DEFAULT_MAX_STEPS = 100_000
 
 
 class EpisodeStats(gym.Wrapper):
-    """Adds info["episode"] = {reward, length[, success]} at the end of each episode,
-    in the environment's own reward units (training's reward scale is applied by the
-    trainer, normalization.Normalizers.reward).
-
-    It also makes the environment's state plain data, for checkpoints that load
-    weights-only (no pickled objects): every episode is reset with a seed drawn from
-    a generator of this wrapper's own (seeded by the first seeded reset), and the
-    actions since that reset are kept. get_state() is that generator's state, the
-    episode's seed and its actions; set_state() resets with the seed and replays the
-    actions. Any environment whose episode is a function of its reset seed and its
-    actions (Gymnasium's contract for reset(seed=...)) resumes exactly.
-
-    An environment may end a training episode inside a scored one: a terminated step
-    whose info holds CONTINUES (Atari's lost life under `episodic_life`, environments/
-    atari.py). The termination goes to the trainer (no bootstrap, a fresh recurrent
-    state), but the episode is not scored yet: the next reset() without a seed is passed
-    on seedless, and the environment goes on with the same episode (its return, length,
-    seed and actions carry on), until an end without CONTINUES scores it whole. Replay
-    makes those seedless resets again where they were made.
-
-    With max_steps, an episode that reaches it without ending is truncated there, its stats marked
-    "capped" (evaluation's step cap: an environment without a time limit and a policy that loops
-    would otherwise never end an episode). The cap counts the scored episode's steps: a training
-    episode's end inside it (CONTINUES) does not restart the count, and one at the cap is cut there.
-
-    One wrapper does all this because each wrapper layer costs a Python call per step.
-    """
+    """Adds info["episode"] = {reward, length[, success]} at each episode's end, in the environment's own
+    units, and keeps its state as plain data: each episode is reset with a seed from this wrapper's own
+    generator and its actions are kept, so set_state() resumes it exactly by replay. A terminated step whose
+    info holds CONTINUES ends the training episode only: the next seedless reset goes on with the scored one.
+    max_steps cuts a scored episode (evaluation's cap, "capped"). One wrapper, as each layer costs a call."""
 
     def __init__(self, env: gym.Env, max_steps: int | None = None):
         super().__init__(env)
-        self.max_steps = max_steps  # cut an episode that reaches it (evaluation's cap, see make_env); None: never
+        self.max_steps = max_steps
         self._return, self._length = 0.0, 0
-        self._seeds = np.random.default_rng()  # replaced at the first seeded reset
-        self._half = 0  # where the episode seeds' half of the range begins: 0 or HELD_OUT (see HELD_OUT)
+        self._seeds = np.random.default_rng()
+        self._half = 0  # where the episode seeds' half begins: 0 or HELD_OUT
         self._episode_seed: int | None = None
         self._actions: list = []  # since the episode's reset; arrays are copies (workers pass views)
         self._continues = False  # the last step ended a training episode inside this one (CONTINUES)
@@ -86,7 +62,7 @@ class EpisodeStats(gym.Wrapper):
         if seed is not None:
             self._seeds = np.random.default_rng(seed)
             self._half = HELD_OUT if seed >= HELD_OUT else 0
-        # 31 random bits (a raw draw: 0.4 us against integers()' 1.9 us at every episode's start)
+        # 31 random bits, drawn raw: cheaper than integers(), at every episode's start
         self._episode_seed = self._half + (int(self._seeds.bit_generator.random_raw()) >> 33)
         return self._reset(options)
 
@@ -108,13 +84,12 @@ class EpisodeStats(gym.Wrapper):
                 if "success" in info:
                     stats["success"] = float(info["success"])
                 if capped and (info.get(CONTINUES) or not (terminated or truncated)):
-                    truncated, stats["capped"] = True, True  # truncated here, by the cap: the episode as it stood
+                    truncated, stats["capped"] = True, True
                 info = {**info, "episode": stats}
         return obs, reward, terminated, truncated, info
 
     def get_state(self) -> dict:
-        """Plain data: the episode-seed generator's state, this episode's seed and actions, and where
-        the episode went on after a training episode's end."""
+        """The seed generator's state, this episode's seed and actions, and where it went on (CONTINUES)."""
         return {"seeds": self._seeds.bit_generator.state, "episode_seed": self._episode_seed,
                 "actions": np.array(self._actions), "half": self._half,
                 "goes_on": np.array(self._goes_on, dtype=np.int64)}
@@ -136,99 +111,88 @@ class EpisodeStats(gym.Wrapper):
         self._half = state.get("half", 0)  # checkpoints from before the halves: training's
 
 
-def _one_line(error: BaseException) -> str:
-    return " ".join(str(error).split())
-
-
-def _poc(name, kwargs, reset_params, render_mode):
-    from environments.poc_memory import PocMemoryEnv
-    return PocMemoryEnv(render_mode=render_mode, **kwargs)
-
-
-def _cartpole(masked: bool):
-    def build(name, kwargs, reset_params, render_mode):
-        from environments.cartpole import CartPole
-        return CartPole(masked=masked, render_mode=render_mode, **kwargs)
-    return build
-
-
-def _minigrid(name, kwargs, reset_params, render_mode):
-    from environments.minigrid import make_minigrid
-    return make_minigrid(name or "MiniGrid-MemoryS9-v0", render_mode=render_mode, **kwargs)
-
-
-def _memory_gym(name, kwargs, reset_params, render_mode):
-    from environments.memory_gym import make_memory_gym
-    return make_memory_gym(name or "MortarMayhem-Grid-v0", reset_params=reset_params, render_mode=render_mode)
-
-
-def _atari(name, kwargs, reset_params, render_mode):
-    from environments.atari import make_atari
-    return make_atari(name or "ALE/Breakout-v5", render_mode=render_mode, **kwargs)
-
-
-def _gym(name, kwargs, reset_params, render_mode):
+def _gym(name: str = "", render_mode: str | None = None, **kwargs) -> gym.Env:
     if not name:
         raise SetupError("environment.type 'gym' needs environment.name, a Gymnasium id such as 'CartPole-v1'")
     return gym.make(name, **kwargs, **({"render_mode": render_mode} if render_mode else {}))
 
 
+class Allowed(NamedTuple):
+    """The values a setting takes: a test, and the words that name them in a refusal."""
+    test: Callable[[object], bool]
+    words: str
+
+
+def integer(low: int) -> Allowed:
+    return Allowed(lambda value: type(value) is int and value >= low, f"an integer >= {low}")  # not a bool
+
+
+FLAG = Allowed(lambda value: type(value) is bool, "true or false")
+
+
 @dataclass(frozen=True)
 class Family:
-    build: Callable  # (name, kwargs, reset_params, render_mode) -> gym.Env
+    build: Callable  # (render_mode=, **kwargs, [name=, reset_params=]) -> gym.Env
     reward_scale: float = 1.0  # training's reward scale when the config gives none (Normalizers.reward)
     named: bool = False  # takes a Gymnasium id in environment.name
-    kwargs: tuple[str, ...] | None = ()  # the constructor kwargs it takes; None: any (gym.make's)
-    reset_params: bool = False  # takes environment.reset_params
+    kwargs: dict[str, Allowed] = field(default_factory=dict)  # the constructor's kwargs, and their values
+    reset_params: dict[str, Allowed] = field(default_factory=dict)  # environment.reset_params' keys likewise
+    more_kwargs: bool = False  # takes other kwargs too, checked where they are used (gym.make's)
+    more_reset_params: bool = False  # takes other reset_params too, checked by the environment
     install: str = "pip install -r requirements.txt"  # what provides its modules
 
 
 FAMILIES: dict[str, Family] = {
-    "PocMemoryEnv": Family(_poc),
-    "CartPoleMasked": Family(_cartpole(masked=True), reward_scale=0.01, kwargs=("max_steps",)),
-    "CartPole": Family(_cartpole(masked=False), reward_scale=0.01, kwargs=("max_steps",)),
-    "Minigrid": Family(_minigrid, named=True, kwargs=None),
-    "MemoryGym": Family(_memory_gym, named=True, reset_params=True,
-                        install="pip install -r requirements.txt && "
-                                "pip install --no-deps -r requirements-nodeps.txt"),
-    "Atari": Family(_atari, named=True, kwargs=None),
-    "gym": Family(_gym, named=True, kwargs=None),
+    "PocMemoryEnv": Family(PocMemoryEnv),
+    "CartPoleMasked": Family(partial(CartPole, masked=True), reward_scale=0.01, kwargs={"max_steps": integer(1)}),
+    "CartPole": Family(partial(CartPole, masked=False), reward_scale=0.01, kwargs={"max_steps": integer(1)}),
+    "Minigrid": Family(make_minigrid, named=True, more_kwargs=True, kwargs={
+        "agent_view_size": Allowed(lambda value: type(value) is int and value in (3, 7, 21),
+                                   "3, 7 or 21 (odd, and dividing the 84 pixels)"),
+        "seed_pool": integer(0)}),
+    "MemoryGym": Family(MemoryGymEnv, named=True, reset_params={"start-seed": integer(0), "num-seeds": integer(1)},
+                        more_reset_params=True,
+                        install="pip install -r requirements.txt && pip install --no-deps -r requirements-nodeps.txt"),
+    "Atari": Family(make_atari, named=True, more_kwargs=True, kwargs={
+        "frame_stack": integer(0), "noop_max": integer(0), "frame_skip": integer(1), "screen_size": integer(1),
+        "terminal_on_life_loss": FLAG, "episodic_life": FLAG, "fire_reset": FLAG}),
+    "gym": Family(_gym, named=True, more_kwargs=True),
 }
 
 
 def check_settings(family: str, name: str = "", kwargs: dict | None = None,
                    reset_params: dict | None = None) -> Family:
-    """Refuses, in one line, settings the family does not know or would ignore."""
+    """Refuses, in one line, settings the family does not know, would ignore or does not allow."""
     if family not in FAMILIES:
         raise SetupError(f"config key 'environment.type' = {family!r} is not allowed: one of {', '.join(FAMILIES)}")
     spec = FAMILIES[family]
     if name and not spec.named:
         raise SetupError(f"environment.name {name!r} is not used by environment.type '{family}' "
                          "(only Minigrid, MemoryGym, Atari and gym take a Gymnasium id): remove it")
-    unknown = [key for key in (kwargs or {}) if spec.kwargs is not None and key not in spec.kwargs]
-    if unknown:
-        takes = f"it takes {', '.join(spec.kwargs)}" if spec.kwargs else "it takes none"
-        raise SetupError(f"environment.kwargs {', '.join(map(repr, unknown))} not taken by environment.type "
-                         f"'{family}' ({takes})")
-    if reset_params and not spec.reset_params:
-        raise SetupError(f"environment.reset_params is for MemoryGym only, not environment.type '{family}'")
+    for key, given, allowed, more in (("environment.kwargs", kwargs, spec.kwargs, spec.more_kwargs),
+                                      ("environment.reset_params", reset_params, spec.reset_params,
+                                       spec.more_reset_params)):
+        for setting, value in (given or {}).items():
+            if setting in allowed and not allowed[setting].test(value):
+                raise SetupError(f"config key '{key}.{setting}' = {reprlib.repr(value)} is not allowed: "
+                                 f"{allowed[setting].words}")
+            if setting not in allowed and not more:
+                takes = f"it takes {', '.join(allowed)}" if allowed else "it takes none"
+                raise SetupError(f"{key} {setting!r} is not taken by environment.type '{family}' ({takes})")
     return spec
 
 
 def make_env(family: str, name: str = "", kwargs: dict | None = None, reset_params: dict | None = None,
              observation_mask: list[int] | None = None, render_mode: str | None = None,
              max_steps: int | None = None) -> gym.Env:
-    """The family's environment, its observation mask applied, any observation but a
-    single Box packed into one vector (spaces.py), and EpisodeStats outermost.
-
-    Whatever the environment's constructor raises (a Gymnasium environment's own KeyError or
-    AssertionError for a value it does not take, ...) is a SetupError naming the settings and the
-    error. max_steps: evaluation's step cap (EpisodeStats); 0: the environment's own time limit
-    if it has one, else DEFAULT_MAX_STEPS; None: none (training)."""
-    from environments.wrappers import HideEntries, PackObservation
+    """The family's environment, its observation mask applied, any observation but a single Box packed into
+    one vector (spaces.py), EpisodeStats outermost. Whatever its constructor raises is a one-line SetupError.
+    max_steps: evaluation's step cap; 0: the environment's own time limit, else DEFAULT_MAX_STEPS; None: none."""
     spec = check_settings(family, name, kwargs, reset_params)
     try:
-        env = spec.build(name, dict(kwargs or {}), dict(reset_params or {}), render_mode)
+        args = dict(kwargs or {}, render_mode=render_mode)
+        args.update((key, value) for key, value in (("name", name), ("reset_params", reset_params)) if value)
+        env = spec.build(**args)  # a name or reset_params not given: the family's defaults
     except ModuleNotFoundError as error:
         if error.name is None:  # gym.make of "package:Id" re-raises with a message of its own
             raise SetupError(f"environment.name {name!r} cannot be made: {_one_line(error)}") from None
@@ -237,13 +201,10 @@ def make_env(family: str, name: str = "", kwargs: dict | None = None, reset_para
         raise
     except Exception as error:  # the environment's own code: any type, for a bad value
         what = f"environment.name {name!r}" if name else f"environment.type {family!r}"
-        settings = "".join(f" with {key} {reprlib.repr(value)}" for key, value in (("environment.kwargs", kwargs),
-                                                                                  ("environment.reset_params",
-                                                                                   reset_params)) if value)
-        message = _one_line(error)
-        if not isinstance(error, (gym.error.Error, TypeError, ValueError)) or not message:
-            message = f"{type(error).__name__}: {message}" if message else type(error).__name__
-        raise SetupError(f"{what}{settings} cannot be made: {message[:300]}") from None
+        for key, value in (("environment.kwargs", kwargs), ("environment.reset_params", reset_params)):
+            what += f" with {key} {reprlib.repr(value)}" if value else ""
+        message = f"{type(error).__name__}: {_one_line(error)}".removesuffix(": ")
+        raise SetupError(f"{what} cannot be made: {message[:300]}") from None
     if observation_mask is not None:
         env = HideEntries(env, observation_mask)
     if not isinstance(env.observation_space, gym.spaces.Box):
@@ -253,10 +214,13 @@ def make_env(family: str, name: str = "", kwargs: dict | None = None, reset_para
     return EpisodeStats(env, max_steps)
 
 
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split())
+
+
 def spaces_of(env: gym.Env, seed: int | None = None) -> EnvSpaces:
-    """The environment's spaces described once (spaces.describe): its own observation space
-    (before packing), its action space, and whether it masks actions, which an environment
-    says in the info of a reset (this one resets it, with `seed`)."""
+    """The environment's spaces (spaces.describe): its own observation space (before packing), its action
+    space, and whether it masks actions, which the info of a reset says (this resets it with `seed`)."""
     _, info = env.reset(seed=seed)
     inner = env
     while isinstance(inner, gym.Wrapper) and not hasattr(inner, "original_space"):

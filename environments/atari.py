@@ -1,40 +1,19 @@
-"""Atari games through ale-py (its ROMs ship inside the package): Breakout and any ALE id.
-
-The usual DQN preprocessing, by gymnasium's AtariPreprocessing: up to 30 no-op
-actions after each reset, each action repeated on 4 frames (the base
-environment is made with frameskip=1 so that the skip is not applied twice),
-the last two of them max-pooled, grayscale, 84x84, uint8. Observations are
-(84, 84, 1) (a trailing channel axis), or (k, 84, 84) with `frame_stack: k`,
-the k latest frames stacked channels first (the first frame repeated after a reset).
-Rewards are not clipped here: the episode statistics report game scores, and
-`environment.reward_scale` / `reward_clip` shape them for training only. The ALE
-ids' own settings stay (v5: sticky actions with probability 0.25, at most 108,000
-frames per episode, reported as truncation); other keys of `kwargs` go to
-gym.make (e.g. repeat_action_probability, full_action_space).
-
-Two settings of the DQN papers' and CleanRL's Atari setting (its EpisodicLifeEnv and
-FireResetEnv, as stable-baselines3's atari_wrappers write them):
-- `episodic_life: true`: a lost life ends the training episode (terminated: no bootstrap,
-  a fresh recurrent state) but not the game: the next reset takes one no-op step and the
-  game goes on. The episode statistics still score whole games (environments.CONTINUES),
-  and a checkpoint replays the game from its start, lives lost included.
-- `fire_reset: true`: after every reset (and with episodic_life, after every lost life)
-  FIRE then RIGHT are pressed, so the ball is in play (games whose actions include FIRE).
-(`terminal_on_life_loss: true`, gymnasium's own, instead starts a new game at every lost
-life.)
+"""Atari games through ale-py: Breakout and any ALE id, with gymnasium's AtariPreprocessing (the DQN
+papers': up to 30 no-ops after a reset, each action held 4 frames, grayscale 84x84 uint8; `frame_stack: k`
+stacks k frames channels first). Rewards stay unclipped here; other kwargs go to gym.make.
 """
 from __future__ import annotations
 
 import gymnasium as gym
 
-from environments import CONTINUES
+import environments
 
 NOOP, FIRE, RIGHT = 0, 1, 2  # the ALE's action ids in every game's minimal action set that has them
 
 
 class LivesAndFire(gym.Wrapper):
-    """episodic_life and fire_reset (module docstring). It holds nothing a checkpoint needs: the lives
-    are read from the emulator, and EpisodeStats' replay repeats the steps and resets that set them."""
+    """episodic_life: a lost life ends the training episode, not the game, scored whole (environments.CONTINUES).
+    fire_reset: FIRE then RIGHT after every reset and lost life, so the ball is in play (as CleanRL's)."""
 
     def __init__(self, env: gym.Env, episodic_life: bool, fire_reset: bool):
         super().__init__(env)
@@ -65,7 +44,7 @@ class LivesAndFire(gym.Wrapper):
         lives = self.env.unwrapped.ale.lives()
         if self._episodic_life and not (terminated or truncated) and 0 < lives < self._lives:
             terminated, self._life_lost = True, True
-            info = {**info, CONTINUES: True}
+            info = {**info, environments.CONTINUES: True}
         self._lives = lives
         return obs, reward, terminated, truncated, info
 

@@ -1,17 +1,6 @@
-"""CartPole with a 200-step limit; masked: the two velocity entries are zeroed.
-
-Without the velocities the task needs memory: the agent must infer them from
-consecutive positions and angles (the reference baseline's masked CartPole).
-
-The dynamics are the cart-pole of Barto, Sutton and Anderson (1983) with the
-constants, Euler integration, thresholds, reward and start distribution of
-Gymnasium's CartPole-v1, written on Python floats: Gymnasium's version spends
-most of its step in numpy scalar calls and an action-space check, which made
-the environment the largest cost of training. tests/test_environments.py
-checks that both produce the same trajectories from the same state and actions
-(to 1e-6: math.cos and np.cos may differ in the last bit). The start state is
-drawn as Gymnasium draws it (each entry uniform in [-0.05, 0.05)), but from the
-seed by SplitMix64 (environments/seeding.py), not by Gymnasium's generator.
+"""CartPole with a 200-step limit; masked: the two velocities are zeroed, so the task needs memory.
+Gymnasium's CartPole-v1 on Python floats, for speed (tests/test_environments.py checks both give the same
+trajectories); episodes are drawn from their seed by environments/seeding.py.
 """
 from __future__ import annotations
 
@@ -27,11 +16,11 @@ GRAVITY = 9.8
 MASS_CART = 1.0
 MASS_POLE = 0.1
 TOTAL_MASS = MASS_CART + MASS_POLE
-HALF_LENGTH = 0.5  # half the pole's length
+HALF_LENGTH = 0.5
 POLE_MOMENT = MASS_POLE * HALF_LENGTH
 FORCE = 10.0
 TAU = 0.02  # seconds per step
-THETA_LIMIT = 12 * 2 * math.pi / 360  # the episode ends beyond +-12 degrees
+THETA_LIMIT = 12 * 2 * math.pi / 360
 X_LIMIT = 2.4
 MAX_STEPS = 200
 VELOCITY_ENTRIES = (1, 3)  # cart velocity, pole angular velocity
@@ -58,9 +47,9 @@ class CartPole(gym.Env):
         return np.array(self._state, dtype=np.float32) * self._keep
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        if seed is not None:  # drawn from the seed itself: environments/seeding.py says why
-            self._rng.seed(seed)
-        self._state = tuple(-0.05 + 0.1 * self._rng.random() for _ in range(4))  # uniform in [-0.05, 0.05)
+        if seed is not None:
+            self._rng = SplitMix64(seed)
+        self._state = tuple(-0.05 + 0.1 * self._rng.random() for _ in range(4))
         self._t = 0
         return self._obs(), {}
 
@@ -80,13 +69,12 @@ class CartPole(gym.Env):
         return self._obs(), 1.0, terminated, truncated, {}
 
     def render(self):
-        """A 200x400 picture: the track, the cart and the pole."""
         x, _, theta, _ = self._state
         frame = np.full((200, 400, 3), 255, dtype=np.uint8)
-        frame[150, :] = 0  # track
+        frame[150, :] = 0
         cart_x = int(200 + x / X_LIMIT * 180)
         frame[140:160, max(cart_x - 20, 0):min(cart_x + 20, 400)] = (60, 60, 60)
-        for r in np.linspace(0, 100, 100):  # pole: 100 pixels long
+        for r in np.linspace(0, 100, 100):
             px, py = int(cart_x + r * math.sin(theta)), int(140 - r * math.cos(theta))
             if 0 <= px < 400 and 0 <= py < 200:
                 frame[max(py - 2, 0):py + 2, max(px - 2, 0):px + 2] = (200, 120, 40)

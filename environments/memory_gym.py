@@ -1,35 +1,7 @@
-"""Memory Gym (Mortar Mayhem, Mystery Path, Searing Spotlights): 84x84 RGB pictures.
-
-The ids that memory-gym 1.0.2 registers, with their action spaces:
-
-    MortarMayhem-Grid-v0, MysteryPath-Grid-v0, Endless-MysteryPath-v0   Discrete(4)
-    MortarMayhem-v0, MysteryPath-v0, SearingSpotlights-v0,
-    Endless-MortarMayhem-v0, Endless-SearingSpotlights-v0               MultiDiscrete([3, 3])
-    MortarMayhemB-v0, MortarMayhemB-Grid-v0   (Dict observations: picture + command vector)
-
-Every observation is Box(0, 255, (84, 84, 3), uint8), kept as uint8 like MiniGrid's.
-
-Memory Gym is configured through reset parameters, not constructor arguments:
-`environment.reset_params` goes to every reset as `options=`, including the
-resets our workers make without arguments. As in the reference baseline, the two
-keys `start-seed` and `num-seeds` are ours, not the environment's: every episode
-is played on a seed drawn from [start-seed, start-seed + num-seeds) by the
-wrapper's own generator, which reset(seed=...) seeds (unlimited seeds when
-they are not given).
-
-Two more things the wrapper adds:
-- Mystery Path and Searing Spotlights end an episode at their `max_steps` limit
-  with done=True; the agent is not shown the clock, so an episode cut by that
-  limit (and not won on that step) is reported as truncated, not terminated, and
-  the trainer bootstraps from it. (One that fails on exactly its last allowed
-  step is reported as truncated too; it cannot be told apart from outside.)
-- Nothing here for checkpoints: the environments hold pygame surfaces, and a
-  checkpoint instead keeps each episode's reset seed and its actions, replayed
-  on resume (environments.EpisodeStats), which rebuilds them exactly.
-
-pygame keeps one display per process, shared by the Memory Gym environments in
-it; each draws its whole picture on every step, so they can share it. Closing
-one would quit pygame for all, so pygame is quit only when the last one closes.
+"""Memory Gym (Mortar Mayhem, Mystery Path, Searing Spotlights): 84x84 RGB pictures, kept as uint8.
+`environment.reset_params` goes to every reset as `options=`, but for two keys of ours (as the reference
+baseline's): each episode's seed is drawn from [start-seed, start-seed + num-seeds). An episode cut by the
+environment's hidden `max_steps` limit is reported as truncated. The environments of a process share pygame.
 """
 from __future__ import annotations
 
@@ -38,22 +10,18 @@ import os
 import gymnasium as gym
 import numpy as np
 
-SEED_KEYS = ("start-seed", "num-seeds")  # ours: the seed range episodes are drawn from
 UNLIMITED_SEEDS = 2 ** 31 - 1
 
 _open_envs = 0  # Memory Gym environments alive in this process (they share pygame)
 
 
 class MemoryGymEnv(gym.Wrapper):
-    """One Memory Gym id, reset with `reset_params` on every reset; see the module docstring."""
 
-    def __init__(self, name: str, reset_params: dict | None = None, render_mode: str | None = None):
-        self._name, self._render_mode = name, render_mode
+    def __init__(self, name: str = "MortarMayhem-Grid-v0", reset_params: dict | None = None,
+                 render_mode: str | None = None):
         params = dict(reset_params or {})
-        self._start = int(params.pop("start-seed", 0))
-        self._count = int(params.pop("num-seeds", UNLIMITED_SEEDS - self._start))
-        if self._start < 0 or self._count < 1:
-            raise ValueError(f"reset_params start-seed {self._start} must be >= 0 and num-seeds {self._count} >= 1")
+        self._start = params.pop("start-seed", 0)
+        self._count = params.pop("num-seeds", UNLIMITED_SEEDS - self._start)
         self._params = params
         super().__init__(_make(name, render_mode))
         try:
@@ -63,7 +31,7 @@ class MemoryGymEnv(gym.Wrapper):
             raise
         self._rng = np.random.default_rng()
         self._steps = 0
-        # A time limit the environment applies but does not show: "max_steps" among its reset parameters.
+        # a time limit the environment applies but does not show
         self._has_time_limit = "max_steps" in self.env.unwrapped.default_reset_parameters
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -78,8 +46,7 @@ class MemoryGymEnv(gym.Wrapper):
         self._steps += 1
         obs, reward, terminated, truncated, info = self.env.step(action)
         if terminated and self._has_time_limit and not info.get("success"):
-            limit = self.env.unwrapped.reset_params["max_steps"]
-            if self._steps == limit:
+            if self._steps == self.env.unwrapped.reset_params["max_steps"]:
                 terminated, truncated = False, True
         return _upright(obs), reward, terminated, truncated, info
 
@@ -100,7 +67,7 @@ def _make(name: str, render_mode: str | None) -> gym.Env:
         os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
     os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
     import memory_gym  # noqa: F401  (registers the Memory Gym ids)
-    spec = gym.spec(name)  # raises gym.error.Error for an unknown id
+    spec = gym.spec(name)
     if not str(spec.entry_point).startswith("memory_gym"):
         ids = [i for i, s in gym.registry.items() if str(s.entry_point).startswith("memory_gym")]
         raise ValueError(f"'{name}' is not a Memory Gym id; one of {', '.join(ids)}")
@@ -115,7 +82,7 @@ def _check_params(env: gym.Env, params: dict) -> None:
     unknown = [key for key in params if key not in valid]
     if unknown:
         raise ValueError(f"unknown reset_params {', '.join(map(repr, unknown))} for this id; "
-                         f"valid: {', '.join([*SEED_KEYS, *valid])}")
+                         f"valid: start-seed, num-seeds, {', '.join(valid)}")
     try:
         type(env).process_reset_params(params)
     except AssertionError:
@@ -128,7 +95,3 @@ def _upright(obs):
         return {**obs, "visual_observation": _upright(obs["visual_observation"])}
     return np.ascontiguousarray(obs.transpose(1, 0, 2))
 
-
-def make_memory_gym(name: str = "MortarMayhem-Grid-v0", reset_params: dict | None = None,
-                    render_mode: str | None = None) -> gym.Env:
-    return MemoryGymEnv(name, reset_params, render_mode)

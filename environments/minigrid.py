@@ -1,15 +1,6 @@
-"""MiniGrid Memory (and any MiniGrid id): 84x84 RGB egocentric view, three actions.
-
-As the reference baseline uses it: the agent sees an RGB picture of its
-agent_view_size x agent_view_size egocentric view (3x3 by default; 7x7
-selectable), scaled to 84x84 pixels, kept as uint8; the actions are reduced to
-turn left, turn right and move forward. Each environment is seeded once and
-then draws every episode from its own generator, so episodes come from
-unlimited seeds. `seed_pool: N` instead draws each episode's layout seed from
-0..N-1, as the reference did with N = 99; there, layouts repeat, so a policy can
-score above chance from the start position alone (0.586 on MemoryS9's 99 seeds,
-against 0.5), and evaluation is no longer on held-out layouts. An episode is a
-success when it ends with a positive reward.
+"""MiniGrid Memory (and any MiniGrid id), as the reference baseline uses it: the agent's 3x3 egocentric view
+as an 84x84 RGB picture, three actions, success for a positive final reward. `seed_pool: N` draws each
+layout seed from 0..N-1, as the reference did with N = 99 (docs/environments.md).
 """
 from __future__ import annotations
 
@@ -34,8 +25,7 @@ class _ThreeActions(gym.Wrapper):
 
 
 class _SeedPool(gym.Wrapper):
-    """Each reset draws the layout seed from 0..pool-1 with a generator of its own,
-    seeded by the first seeded reset (so runs stay reproducible and resumable)."""
+    """Each reset draws the layout seed from 0..pool-1, by a generator that the first seeded reset seeds."""
 
     def __init__(self, env: gym.Env, pool: int):
         super().__init__(env)
@@ -52,10 +42,6 @@ def make_minigrid(name: str = "MiniGrid-MemoryS9-v0", agent_view_size: int = 3,
                   render_mode: str | None = None, seed_pool: int = 0, **kwargs) -> gym.Env:
     import minigrid  # noqa: F401  (registers the MiniGrid ids)
     from minigrid.wrappers import ImgObsWrapper, RGBImgPartialObsWrapper
-    if PIXELS % agent_view_size:
-        raise ValueError(f"agent_view_size {agent_view_size} must divide {PIXELS} (3, 7, ...)")
-    if seed_pool < 0:
-        raise ValueError(f"seed_pool must be >= 0 (0: unlimited seeds), got {seed_pool}")
     env = gym.make(name, agent_view_size=agent_view_size, render_mode=render_mode, **kwargs)
     env = ImgObsWrapper(RGBImgPartialObsWrapper(env, tile_size=PIXELS // agent_view_size))
     env = _ThreeActions(env)

@@ -1,11 +1,7 @@
-"""Proof-of-concept memory task (PocMemoryEnv), as the reference baseline defines it.
-
-A 1-D track from -1 to 1 in steps of 0.2. The two ends hold goals of +1 and -1 in
-random order; they are visible in the reset observation and during the first two
-steps, in which the agent cannot move, and are hidden (zeroed) afterwards. Each
-later step costs 0.1; reaching the +1 end gives +1.6 (success), the -1 end -1.6,
-and both end the episode. An optimal agent averages a return of 1.2 in 7 steps,
-which needs the goals to be remembered for up to five steps.
+"""Proof-of-concept memory task, as the reference baseline defines it: a track from -1 to 1 in steps of 0.2
+whose ends hold goals of +1 and -1 in random order, shown at the reset and the first two steps (when the agent
+cannot move), hidden afterwards. Each later step costs 0.1; the +1 end gives +1.6 (success), the -1 end -1.6,
+and both end the episode. An optimal agent averages 1.2 in 7 steps.
 """
 from __future__ import annotations
 
@@ -17,7 +13,7 @@ from environments.seeding import SplitMix64
 
 STEP = 0.2
 ENDS = 5  # the track ends sit at +-ENDS cells of STEP
-STARTS = np.array([-2, -1, 0, 1, 2])  # start cells: positions -0.4 .. 0.4
+STARTS = np.array([-2, -1, 0, 1, 2])
 SHOW_STEPS = 2  # steps during which the goals are shown and the agent is frozen
 TIME_PENALTY = 0.1
 GOAL_REWARD = 1.0 + (ENDS + 1) * TIME_PENALTY  # 1.6, the reference's value
@@ -41,8 +37,8 @@ class PocMemoryEnv(gym.Env):
         return np.array([left, self._cell * STEP, right], dtype=np.float32)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        if seed is not None:  # drawn from the seed itself: environments/seeding.py says why
-            self._rng.seed(seed)
+        if seed is not None:
+            self._rng = SplitMix64(seed)
         self._cell = int(STARTS[self._rng.integers(len(STARTS))])
         plus_right = self._rng.random() < 0.5
         self._goals = np.array([-1.0, 1.0] if plus_right else [1.0, -1.0], dtype=np.float32)
@@ -67,7 +63,6 @@ class PocMemoryEnv(gym.Env):
         text = "".join(cells)
         if self.render_mode == "ansi":
             return text
-        # A small picture: one 16x16 tile per cell; goals green/red, the agent white.
         tile = 16
         frame = np.zeros((tile, tile * len(cells), 3), dtype=np.uint8)
         colours = {"+": (40, 200, 40), "-": (200, 40, 40), "A": (240, 240, 240), ".": (60, 60, 60)}

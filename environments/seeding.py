@@ -1,13 +1,6 @@
-"""The random numbers of this repository's own environments (CartPole, PocMemoryEnv): drawn straight
-from the episode's seed, because every episode starts from a seed of its own (environments.EpisodeStats)
-and each needs only 2 (PoC) or 4 (CartPole) of them.
-
-Gymnasium's `reset(seed=...)` builds a numpy generator through SeedSequence: 12.8 us here, about 20 of
-the 26 us a PoC reset took, and a trained PoC policy ends an episode every ~7 steps (16 environments:
-~2 resets a step). SplitMix64 (Steele, Lea and Flood 2014; the generator Vigna recommends for seeding
-others) draws them from the seed itself: a PoC reset's two numbers in 1.2 us, CartPole's four in 3.1 us.
-The same seed always gives the same episode; the episodes are not Gymnasium's for the same seed, which
-nothing here relies on.
+"""SplitMix64 (Steele, Lea and Flood 2014) for our own environments (CartPole, PocMemoryEnv): each episode
+starts from a seed of its own (environments.EpisodeStats) and needs only a few numbers, far fewer than
+building a numpy generator costs. The same seed always gives the same episode (not Gymnasium's).
 """
 from __future__ import annotations
 
@@ -17,18 +10,13 @@ _MASK = 2 ** 64 - 1
 
 
 class SplitMix64:
-    """A 64-bit generator with one integer of state: seed(), then next() / random() / integers()."""
 
     __slots__ = ("state",)
 
     def __init__(self, seed: int | None = None):
         self.state = (secrets.randbits(64) if seed is None else seed) & _MASK
 
-    def seed(self, seed: int) -> None:
-        self.state = seed & _MASK
-
     def next(self) -> int:
-        """The next 64 random bits."""
         self.state = state = (self.state + 0x9E3779B97F4A7C15) & _MASK
         z = ((state ^ (state >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
         z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK

@@ -8,16 +8,14 @@ from spaces import MASK_KEY, SpaceError, layout, pack
 
 
 class HideEntries(gym.ObservationWrapper):
-    """Drops the listed entries of a vector observation (environment.observation_mask),
-    turning a fully observed task into a partially observed one: Pendulum without its
-    angular velocity needs memory to be balanced."""
+    """Drops the listed entries of a vector observation (environment.observation_mask): Pendulum without
+    its angular velocity needs memory to be balanced."""
 
     def __init__(self, env: gym.Env, hidden: list[int]):
         super().__init__(env)
         space = env.observation_space
         if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
-            raise SpaceError(f"environment.observation_mask needs a vector (1-D Box) observation, "
-                              f"not {space}")
+            raise SpaceError(f"environment.observation_mask needs a vector (1-D Box) observation, not {space}")
         size = space.shape[0]
         bad = [i for i in hidden if not -size <= i < size]
         if bad:
@@ -34,10 +32,8 @@ class HideEntries(gym.ObservationWrapper):
 
 
 class PackObservation(gym.Wrapper):
-    """Any observation but a single Box (Discrete, MultiDiscrete, MultiBinary, Dict, Tuple,
-    nested) -> one float32 vector (spaces.py); a Dict's `action_mask` key, if any, goes to
-    info["action_mask"]. `original_space` keeps the environment's own space, which
-    spaces.layout() describes part by part for the model's encoders."""
+    """Any observation but a single Box -> one float32 vector (spaces.pack); a Dict's `action_mask` goes to
+    the info. `original_space` keeps the environment's own space, for spaces.layout()."""
 
     def __init__(self, env: gym.Env):
         super().__init__(env)

@@ -104,3 +104,35 @@ class Endless(gym.Env):
 
 gym.register("Endless-v0", entry_point=Endless)
 gym.register("EndlessLimited-v0", entry_point=Endless, max_episode_steps=30)
+
+
+class BadReset(Flaky):
+    """Flaky's task without its step fault, whose reset raises from its `at_reset`-th call on (1: the
+    first, the one that describes the spaces; 2: the first reset of the run's environments)."""
+
+    def __init__(self, at_reset: int = 1):
+        super().__init__(at_step=2 ** 62)
+        self.at_reset, self.resets = at_reset, 0
+
+    def reset(self, *, seed=None, options=None):
+        self.resets += 1
+        if self.resets >= self.at_reset:
+            raise RuntimeError(f"BadReset broke at reset {self.resets}")
+        return super().reset(seed=seed)
+
+
+gym.register("BadReset-v0", entry_point=BadReset)
+
+
+class WrongShape(Flaky):
+    """Flaky's task whose step returns an observation of 3 entries where its space says 2."""
+
+    def __init__(self):
+        super().__init__(at_step=2 ** 62)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return np.append(obs, 0.0).astype(np.float32), reward, terminated, truncated, info
+
+
+gym.register("WrongShape-v0", entry_point=WrongShape)

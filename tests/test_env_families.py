@@ -12,7 +12,7 @@ import pytest
 from gymnasium import spaces
 
 from checkpoint import FORMAT, _tensors, arrays, load_checkpoint, save_checkpoint
-from config import ConfigError, EnvironmentConfig, load_config
+from config import ConfigError, EnvironmentConfig, config_from_dict, load_config
 
 from environments.memory_gym import MemoryGymEnv
 from worker import VecEnv, environment_seeds
@@ -314,6 +314,27 @@ def test_missing_package_is_one_line(monkeypatch, family, module, words):
 def test_reset_params_are_refused_outside_memory_gym():
     with pytest.raises(ConfigError, match="reset_params"):
         EnvironmentConfig(type="Atari", reset_params={"max_steps": 3}).make()
+
+
+@pytest.mark.parametrize("environment, key, allowed", [
+    ({"type": "CartPoleMasked", "kwargs": {"max_steps": 0}}, "kwargs.max_steps", "an integer >= 1"),
+    ({"type": "CartPole", "kwargs": {"max_steps": -5}}, "kwargs.max_steps", "an integer >= 1"),
+    ({"type": "CartPoleMasked", "kwargs": {"max_steps": "abc"}}, "kwargs.max_steps", "an integer >= 1"),
+    ({"type": "CartPoleMasked", "kwargs": {"max_steps": 2.5}}, "kwargs.max_steps", "an integer >= 1"),
+    ({"type": "CartPoleMasked", "kwargs": {"max_steps": True}}, "kwargs.max_steps", "an integer >= 1"),
+    ({"type": "Minigrid", "kwargs": {"agent_view_size": 4}}, "kwargs.agent_view_size", "3, 7 or 21"),
+    ({"type": "Minigrid", "kwargs": {"seed_pool": 2.5}}, "kwargs.seed_pool", "an integer >= 0"),
+    ({"type": "Atari", "kwargs": {"frame_skip": 0}}, "kwargs.frame_skip", "an integer >= 1"),
+    ({"type": "Atari", "kwargs": {"episodic_life": "yes"}}, "kwargs.episodic_life", "true or false"),
+    ({"type": "MemoryGym", "reset_params": {"num-seeds": 2.5}}, "reset_params.num-seeds", "an integer >= 1"),
+])
+def test_a_family_refuses_values_its_settings_do_not_take_when_the_config_is_checked(environment, key, allowed):
+    """Each family declares the values of its settings (environments.FAMILIES); a config with another is
+    refused in one line naming the key and the values, before any environment is made."""
+    with pytest.raises(ConfigError) as error:
+        config_from_dict({"environment": environment})
+    assert f"config key 'environment.{key}' = " in str(error.value) and allowed in str(error.value)
+    assert "\n" not in str(error.value)
 
 
 def test_minigrid_seed_pool_repeats_layouts_reproducibly_and_default_does_not():

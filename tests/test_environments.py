@@ -180,9 +180,25 @@ def test_worker_exception_names_worker_and_environment():
     vec = VecEnv(config, [1, 2, 3, 4], processes=2)
     with pytest.raises(WorkerError) as error:
         vec.step(np.full((4, 1), 7))  # an invalid action makes CartPole's own check raise
-    assert "worker process 0" in str(error.value) and "gym" in str(error.value)
+    assert "environment 'CartPole-v1' #0 (in worker process 0, pid" in str(error.value)
     assert "Traceback" in str(error.value)
     vec.close()
+
+
+@pytest.mark.filterwarnings("ignore:.*not within the observation space")
+def test_an_environment_that_fails_in_the_trainers_process_is_a_worker_error_naming_it():
+    """Its first reset (the one that reads the spaces), a later reset, and a step whose observation has the
+    wrong shape: each a WorkerError naming the environment, with what went wrong."""
+    for kwargs, words in (({"at_reset": 1}, "broke at reset 1"), ({"at_reset": 2}, "broke at reset 2")):
+        config = EnvironmentConfig(type="gym", name="tests.faulty_envs:BadReset-v0", kwargs=kwargs)
+        with pytest.raises(WorkerError) as error:
+            VecEnv(config, [1, 2], processes=0).reset()
+        assert "environment 'tests.faulty_envs:BadReset-v0' #0 (in the trainer's process) failed" in str(error.value)
+        assert words in str(error.value)
+    vec = VecEnv(EnvironmentConfig(type="gym", name="tests.faulty_envs:WrongShape-v0"), [1, 2], processes=0)
+    vec.reset()
+    with pytest.raises(WorkerError, match=r"(?s)WrongShape-v0' #0 .*could not broadcast .* shape \(3,\) into shape \(2,\)"):
+        vec.step(np.zeros((2, 1), np.int64))
 
 
 def test_a_stop_signal_while_worker_processes_start_still_reaches_the_trainer():

@@ -93,10 +93,30 @@ def test_exception_in_a_worker_process_stops_the_run_with_its_traceback(tmp_path
     run = Run(tmp_path, "--config", config, "--run-id", "flaky")
     code, out, err = run.finish()
     assert code == 1
-    assert "environment 'gym' #" in err and "in worker process" in err
+    assert "environment 'tests.faulty_envs:Flaky-v0' #" in err and "in worker process" in err
     assert "RuntimeError: Flaky environment broke at step 100" in err and "Traceback" in err
     assert "the last good checkpoint is models/flaky.pt (update 3)" in err
     assert load_checkpoint(tmp_path / "models/flaky.pt")["update"] == 3
+
+
+@pytest.mark.parametrize("name,kwargs,processes,error", [
+    ("BadReset-v0", {"at_reset": 1}, 0, "RuntimeError: BadReset broke at reset 1"),  # the reset that reads the spaces
+    ("BadReset-v0", {"at_reset": 2}, 0, "RuntimeError: BadReset broke at reset 2"),  # the run's first reset
+    ("BadReset-v0", {"at_reset": 1}, 2, "RuntimeError: BadReset broke at reset 1"),
+    ("WrongShape-v0", {}, 0, "ValueError: could not broadcast input array from shape (3,) into shape (2,)"),
+    ("WrongShape-v0", {}, 2, "ValueError: could not broadcast input array from shape (3,) into shape (2,)")])
+def test_an_environment_that_fails_at_start_or_step_ends_in_the_one_formatted_error(tmp_path, name, kwargs, processes,
+                                                                                     error):
+    """Wherever an environment fails (its reset at start-up, a step in the trainer's process or in a worker
+    process), the run ends the same way: exit 1, its own traceback under one line naming it, nothing of ours."""
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", updates=2, worker_processes=processes, **SMALL,
+                          environment={"type": "gym", "name": f"tests.faulty_envs:{name}", "kwargs": kwargs})
+    code, out, err = Run(tmp_path, "--config", config, "--run-id", "fails").finish()
+    assert code == 1
+    first = next(line for line in err.splitlines() if line.startswith("error: "))
+    assert first.startswith(f"error: environment 'tests.faulty_envs:{name}' #0 (in ") and first.endswith(") failed:")
+    assert err.rstrip().endswith(f"{error}; no checkpoint was saved in this run")
+    assert "train.py" not in err and "trainer.py" not in err
 
 
 def test_a_killed_worker_is_noticed_at_the_next_step_not_waited_on(tmp_path):

@@ -260,6 +260,9 @@ def test_run_ids_that_leave_models_and_summaries_are_refused(tmp_path, run_id):
     ({"environment": {"type": "PocMemoryEnv", "kwargs": {"length": 5}}}, "not taken by environment.type"),
     ({"environment": {"type": "PocMemoryEnv", "name": "CartPole-v1"}}, "environment.name"),
     ({"environment": {"type": "CartPoleMasked", "reset_params": {"a": 1}}}, "reset_params"),
+    ({"environment": {"type": "CartPoleMasked", "kwargs": {"max_steps": "abc"}}},
+     "config key 'environment.kwargs.max_steps' = 'abc' is not allowed: an integer >= 1"),
+    ({"environment": {"type": "CartPoleMasked", "kwargs": {"max_steps": 0}}}, "environment.kwargs.max_steps"),
     ({"environment": {"type": "Minigrid"}, "n_workers": 64, "worker_steps": 100000}, "GiB"),
 ])
 def test_settings_that_would_crash_or_be_ignored_are_refused_before_any_worker_starts(tmp_path, change, words):

@@ -24,7 +24,6 @@ from evaluation import Evaluator
 from losses import StepStats, mean_metrics, ppo_loss, require_finite
 from model import autocast, build_model, check_precision, no_gradient
 from normalization import Normalizers
-from optimizer import AdamW
 from summaries import PhaseTimes, Summaries, UpdateLog
 from worker import VecEnv, environment_seeds
 
@@ -48,8 +47,9 @@ class Trainer:
         self.threads = config.torch_threads or idle.count()  # torch's intra-op threads for the update
         self.rollout_threads = rollout_threads(self.threads, self.spaces.observation.images)
         torch.set_num_threads(self.threads)
-        self.optimizer = AdamW(self.model.parameters(), lr=config.learning_rate_schedule.initial,
-                               eps=config.optimizer.eps, weight_decay=config.optimizer.weight_decay)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate_schedule.initial,
+                                           eps=config.optimizer.eps, weight_decay=config.optimizer.weight_decay,
+                                           fused=True)
         self.normalizers = Normalizers(config, self.spaces.observation)
         stored = self.spaces.observation
         self.buffer = RolloutBuffer(W, T, stored.shape, np.float32 if self.normalizers.observations else stored.dtype,
@@ -168,7 +168,8 @@ class Trainer:
     def optimise(self, lr: float, beta: float, clip: float) -> dict:
         """`epochs` passes of minibatch steps over the rollout; the metrics averaged over the steps."""
         c = self.config
-        self.optimizer.lr = lr
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
         value_clip = (c.value_clip_range or clip) if c.value_clip else None
         steps = []  # per minibatch step: its losses and gradient norm, read back once at the end
         epochs = itertools.chain(*(self.buffer.minibatches(c.n_mini_batch, self.model) for _ in range(c.epochs)))
@@ -181,7 +182,7 @@ class Trainer:
                 break  # too far from the rollout's policy: skip this step and the update's remaining epochs
             self.optimizer.zero_grad()
             losses.total.backward()
-            grad_norm = self.optimizer.clip_grad_norm(c.max_grad_norm)  # torch's clip_grad_norm_, on flat gradients
+            grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), c.max_grad_norm)
             require_finite(losses, grad_norm, self.update + 1)
             self.optimizer.step()
             steps.append(StepStats(losses, grad_norm))

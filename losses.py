@@ -75,10 +75,13 @@ class StepStats(NamedTuple):
     grad_norm: torch.Tensor
 
 
-def mean_metrics(steps: list[StepStats], early_stop: bool, taken: int | None = None) -> dict:
-    """The update's metrics: each loss term and the gradient norm averaged over its minibatch
-    steps (read back from the device in one go), whether target_kl stopped it, the steps taken."""
+def mean_metrics(steps: list[StepStats], rejected: Losses | None = None) -> dict:
+    """The update's metrics: each loss term and the gradient norm averaged over its minibatch steps (read
+    back from the device in one go). rejected: the step target_kl stopped at, reported if no step was taken."""
+    taken = len(steps)
+    if not steps:
+        steps = [StepStats(rejected, torch.tensor(0.0))]
     rows = torch.stack([torch.stack([*(v.detach() for v in s.losses), s.grad_norm]) for s in steps])
     means = rows.mean(0).tolist()
-    return {**dict(zip([*Losses._fields, "grad_norm"], means)), "early_stop": float(early_stop),
-            "minibatch_steps": float(len(steps) if taken is None else taken)}
+    return {**dict(zip([*Losses._fields, "grad_norm"], means)), "early_stop": float(rejected is not None),
+            "minibatch_steps": float(taken)}

@@ -1,11 +1,8 @@
-"""Action distributions over the policy head's output, one per kind of action space.
+"""Action distributions over the policy head's output (B, n_params), one per kind of action space.
 
-Each takes the head's parameters (B, n_params) and works on stored action rows
-(B, k) (spaces.py): it samples (with the joint log-prob), evaluates the
-log-prob and entropy of given actions, and turns actions into input features
-(B, n_features) for the model (recurrence.previous_action). Categorical branches honour an action
-mask: a masked action gets probability exactly zero; a row that allows nothing
-(the buffer's zero padding row) is treated as allowing everything, so padding
+Each samples action rows (B, k) with their joint log-prob, evaluates log-prob and entropy, and turns
+actions into input features (B, n_features) for recurrence.previous_action. A masked action gets
+probability zero; a row that allows nothing (the buffer's padding row) allows everything, so padding
 stays finite.
 """
 from __future__ import annotations
@@ -41,11 +38,7 @@ class Categorical(nn.Module):
                          dim=1).float()
 
     def _log_softmax(self, logits: torch.Tensor, mask: torch.Tensor | None) -> list[torch.Tensor]:
-        """One (B, n_i) log-softmax per branch. Each branch is masked with its own part of the
-        mask, so a branch that allows nothing allows everything (as a padding row does) while
-        the row's other branches keep their masks."""
-        if len(self.nvec) == 1:  # Discrete: the whole row (a split costs a Python call at every step)
-            return [_masked_logits(logits, mask).log_softmax(-1)]
+        """One (B, n_i) log-softmax per branch, each masked by its own part of the mask."""
         # (B, sum(nvec)) -> one (B, n_i) block per branch; a mask is laid out the same way
         masks = [None] * len(self.nvec) if mask is None else mask.split(self.nvec, dim=-1)
         return [_masked_logits(b, m).log_softmax(-1) for b, m in zip(logits.split(self.nvec, dim=-1), masks)]
@@ -56,14 +49,10 @@ class Categorical(nn.Module):
             if deterministic:
                 a = lp.argmax(-1, keepdim=True)
             else:
-                # Gumbel-max: argmax(log p - log E), E ~ Exp(1), samples from p in
-                # three cheap ops where torch.multinomial costs several times more.
-                # A masked action has log p = -inf and can never win.
+                # Gumbel-max: argmax(log p - log E), E ~ Exp(1), samples from p; a masked action never wins
                 a = (lp - torch.empty_like(lp).exponential_().log()).argmax(-1, keepdim=True)
             actions.append(a)
             log_probs.append(lp.gather(-1, a))
-        if len(actions) == 1:
-            return actions[0], log_probs[0].squeeze(-1)
         # k branches: (B, 1) each -> (B, k); the joint log-prob is their sum
         return torch.cat(actions, dim=-1), torch.cat(log_probs, dim=-1).sum(-1)
 
@@ -74,8 +63,6 @@ class Categorical(nn.Module):
             # p log p of a masked action is 0 (p = 0), not 0 * -inf
             finite = lp if mask is None else lp.clamp(min=torch.finfo(lp.dtype).min)
             entropies.append(-(lp.exp() * finite).sum(-1))
-        if len(log_probs) == 1:
-            return log_probs[0], entropies[0]
         return torch.stack(log_probs).sum(0), torch.stack(entropies).sum(0)  # k branches: the joint
 
 
@@ -105,9 +92,8 @@ class Bernoulli(nn.Module):
 
 
 class Gaussian(nn.Module):
-    """Box: a diagonal Gaussian; the head gives the means, the log-std is one learned
-    vector independent of the state. Samples are unclipped here: the bounds apply
-    only when the action is sent to the environment (spaces.env_actions)."""
+    """Box: a diagonal Gaussian around the head's means with one learned log-std vector; samples are
+    unclipped (the environment's bounds apply in spaces.env_actions)."""
 
     def __init__(self, n: int):
         super().__init__()

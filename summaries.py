@@ -1,10 +1,5 @@
-"""What a run reports after each update: TensorBoard scalars, and a progress bar on a
-terminal or one line per update when the output goes to a file or a pipe.
-
-The TensorBoard folder also gets `config.json`, the run's whole config, so that
-a folder of runs (a sweep, or runs started by hand) can be grouped and compared
-by stats.py without anything else.
-"""
+"""What a run reports after each update: TensorBoard scalars, and a progress bar on a terminal or one
+line per update otherwise. The TensorBoard folder also gets the run's config.json, for stats.py."""
 from __future__ import annotations
 
 import json
@@ -47,18 +42,18 @@ class PhaseTimes:
 class UpdateLog:
     update: int
     steps: int  # environment steps so far
-    episodes: list[dict]  # the episodes that ended in this update's rollout: reward, length[, success]
+    episodes: list[dict]  # the episodes that ended in this rollout: reward, length[, success]
     metrics: dict = field(default_factory=dict)  # losses and statistics of the optimisation
     times: PhaseTimes = field(default_factory=PhaseTimes)
     seconds: float = 0.0  # wall time of the whole update
-    evaluation: list[dict] | None = None  # the held-out episodes scored after this update, if any
+    evaluation: list[dict] | None = None  # the held-out episodes scored after this update
 
     def _mean(self, key: str) -> float | None:
         values = [e[key] for e in self.episodes if key in e]
         return float(np.mean(values)) if values else None
 
     @property
-    def reward_mean(self) -> float | None:  # mean raw return of this update's episodes
+    def reward_mean(self) -> float | None:  # mean raw return
         return self._mean("reward")
 
     @property
@@ -66,7 +61,7 @@ class UpdateLog:
         return self._mean("length")
 
     @property
-    def success_mean(self) -> float | None:  # None where the environment reports no success
+    def success_mean(self) -> float | None:
         return self._mean("success")
 
 
@@ -79,7 +74,7 @@ class Summaries:
         self.recent_rewards: deque = deque(maxlen=100)  # the reference baseline's reward_mean window
         self._writer = None
         self._bar = None
-        self._last_eval = ""  # the progress bar keeps showing the latest evaluation
+        self._last_eval = ""  # the progress bar shows the latest evaluation
 
     def open(self, first_update: int = 0) -> None:
         from torch.utils.tensorboard import SummaryWriter
@@ -92,7 +87,7 @@ class Summaries:
             self._bar = tqdm(total=self.config.updates, initial=first_update, unit="update", dynamic_ncols=True)
 
     def scalars(self, log: UpdateLog) -> dict[str, float]:
-        """Every number reported for one update, by its TensorBoard tag (a sweep reports the same)."""
+        """Every number reported for one update, by its TensorBoard tag."""
         out = {}
         if log.reward_mean is not None:
             out.update({"episode/reward_mean": log.reward_mean, "episode/length_mean": log.length_mean,
@@ -152,7 +147,7 @@ class Summaries:
         self.say("timings: " + json.dumps(self.timings(seconds)))
 
     def timings(self, seconds: float) -> dict:
-        """Totals over the updates of this process: the per-phase split of `seconds`."""
+        """Totals over this process's updates, and the per-phase split of `seconds`."""
         phases = {f.name: sum(getattr(h.times, f.name) for h in self.history) for f in fields(PhaseTimes)}
         steps = len(self.history) * self._steps_per_update()
         # ru_maxrss is in KiB on Linux; worker processes count as children
@@ -161,7 +156,6 @@ class Summaries:
         return {"updates": len(self.history), "env_steps": steps, "train_seconds": seconds,
                 "reward_mean_last100": float(np.mean(self.recent_rewards)) if self.recent_rewards else None,
                 "steps_per_second": steps / seconds, "peak_rss_mb": peak_kib / 1024,
-                # the GPU memory torch's allocator held at most (None: no GPU was used)
                 "peak_gpu_mb": torch.cuda.max_memory_allocated() / 2 ** 20 if torch.cuda.is_initialized() else None,
                 "torch_threads": torch.get_num_threads(),
                 **{f"{k}_seconds": v for k, v in phases.items()}}
@@ -173,8 +167,7 @@ class Summaries:
         self.recent_rewards.extend(state["recent_rewards"])
 
     def close(self) -> None:
-        """Closes the bar and the writer; a write the writer's thread could not make (a full disk)
-        is raised here (OSError) if no earlier call raised it."""
+        """Closes the bar and the writer; raises (OSError) a write the writer's thread could not make."""
         if self._bar is not None:
             self._bar.close()
             self._bar = None
@@ -187,11 +180,8 @@ class Summaries:
 
 
 def _leave_writer_errors_to_the_writer() -> None:
-    """TensorBoard's SummaryWriter writes its events from a thread of its own. A write that fails
-    there (a full disk) ends that thread, whose exception the writer raises again in the caller at
-    its next call (add_scalar, flush), where train.py reports it in one line (exit 1); the thread's
-    own traceback, printed by threading.excepthook beside that line, is left out (only for
-    TensorBoard's threads and OSError: any other thread's exception is printed as before)."""
+    """The writer raises its thread's failed write (a full disk) again at its next call, where train.py
+    reports it in one line; the thread's own traceback (OSError in TensorBoard's threads only) is left out."""
     previous = threading.excepthook
     if getattr(previous, "leaves_writer_errors", False):
         return

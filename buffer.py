@@ -17,9 +17,8 @@ from normalization import ValueNormalizer
 from spaces import ActionFormat
 
 
-def compute_gae(rewards: np.ndarray, values: np.ndarray, final_values: np.ndarray,
-                terminated: np.ndarray, truncated: np.ndarray, last_values: np.ndarray,
-                gamma: float, lamda: float) -> np.ndarray:
+def compute_gae(rewards: np.ndarray, values: np.ndarray, final_values: np.ndarray, terminated: np.ndarray,
+                truncated: np.ndarray, last_values: np.ndarray, gamma: float, lamda: float) -> np.ndarray:
     """GAE for all W workers at once, (W, T) in and out: what follows step t is worth 0 after a termination,
     V(final observation) after a truncation, else V(s_{t+1}) (last_values (W,) after the rollout)."""
     W, T = rewards.shape
@@ -132,17 +131,17 @@ def _field_specs(obs_shape: tuple, obs_dtype: np.dtype, actions: ActionFormat, m
 class RolloutBuffer:
     """W workers x T steps: store_step() and store_outcome() write, finish() prepares, minibatches() serve."""
 
-    def __init__(self, workers: int, steps: int, obs_shape: tuple, obs_dtype: np.dtype,
-                 actions: ActionFormat, masked: bool, state_size: int, device: torch.device, n_mini_batch: int = 1,
-                 previous_size: int = 0):
+    def __init__(self, workers: int, steps: int, obs_shape: tuple, obs_dtype: np.dtype, actions: ActionFormat,
+                 masked: bool, state_size: int, device: torch.device, n_mini_batch: int = 1, previous_size: int = 0):
         W, T = workers, steps
-        require_memory(self.bytes_needed(W, T, obs_shape, obs_dtype, actions, masked, state_size, n_mini_batch,
-                                         previous_size))
+        specs = _field_specs(obs_shape, obs_dtype, actions, masked, state_size, previous_size)
+        per_step = sum(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize for shape, dtype in specs.values())
+        # the storage with its zero row, the (W, T) arrays and what finish() derives, one minibatch's float32 obs
+        require_memory((W * T + 1) * per_step + W * T * 14
+                       + W * T // n_mini_batch * int(np.prod(obs_shape, dtype=np.int64)) * 4)
         self.W, self.T, self.device = W, T, device
-        pinned = device.type == "cuda"
-        self._flat = {name: _zeros((W * T + 1, *shape), dtype, pinned)
-                      for name, (shape, dtype) in _field_specs(obs_shape, obs_dtype, actions, masked,
-                                                               state_size, previous_size).items()}
+        self._flat = {name: _zeros((W * T + 1, *shape), dtype, pinned=device.type == "cuda")
+                      for name, (shape, dtype) in specs.items()}
         self.masked, self.previous_size = masked, previous_size
         for name, storage in self._flat.items():  # (W*T + 1, ...) -> (W, T, ...) views
             setattr(self, name, storage[:W * T].reshape(W, T, *storage.shape[1:]))
@@ -154,17 +153,6 @@ class RolloutBuffer:
         self.burn_in: BurnInIndex | None = None
         self.recurrence = RecurrenceConfig()
         self._train: dict[str, torch.Tensor] = {}
-
-    @staticmethod
-    def bytes_needed(workers: int, steps: int, obs_shape: tuple, obs_dtype: np.dtype, actions: ActionFormat,
-                     masked: bool, state_size: int, n_mini_batch: int, previous_size: int = 0) -> int:
-        """At least what a rollout takes: its storage, and one minibatch's observations as float32."""
-        specs = _field_specs(obs_shape, obs_dtype, actions, masked, state_size, previous_size)
-        per_step = sum(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize for shape, dtype in specs.values())
-        # + rewards, flags and final values, and a part of what finish() derives from them
-        storage = (workers * steps + 1) * per_step + workers * steps * 14
-        minibatch = workers * steps // n_mini_batch * int(np.prod(obs_shape, dtype=np.int64)) * 4
-        return storage + minibatch
 
     def store_step(self, t: int, obs: np.ndarray, state: torch.Tensor, previous: torch.Tensor,
                    action_mask: np.ndarray | None, actions: np.ndarray, log_probs: torch.Tensor,

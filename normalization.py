@@ -40,13 +40,12 @@ class RunningMeanStd:
         self.count = float(state["count"])
 
 
-class ObservationNormalizer:
+class ObservationNormalizer(RunningMeanStd):
     """(obs - mean) / std per feature, clipped, for the vector features only (never image pixels)."""
 
     def __init__(self, features: np.ndarray, clip: float):
-        self.features = features  # (D,) bool
-        self.stats = RunningMeanStd((int(features.sum()),))
-        self.clip = clip
+        super().__init__((int(features.sum()),))
+        self.features, self.clip = features, clip  # features (D,) bool
 
     def __call__(self, obs: np.ndarray, update: bool) -> np.ndarray:
         """obs (W, *shape) -> a normalised float32 copy; update: fold this batch into the statistics first."""
@@ -54,39 +53,33 @@ class ObservationNormalizer:
         flat = obs.reshape(W, -1)  # (W, *shape) -> (W, D)
         values = flat[:, self.features]
         if update:
-            self.stats.update(values)
+            self.update(values)
         out = flat.astype(np.float32)
-        out[:, self.features] = np.clip((values - self.stats.mean) / self.stats.std, -self.clip, self.clip)
+        out[:, self.features] = np.clip((values - self.mean) / self.std, -self.clip, self.clip)
         return out.reshape(obs.shape)  # (W, D) -> (W, *shape)
 
-    def state_dict(self) -> dict:
-        return self.stats.state_dict()
 
-    def load_state_dict(self, state: dict) -> None:
-        self.stats.load_state_dict(state)
-
-
-class RewardScaler:
+class RewardScaler(RunningMeanStd):
     """Divides rewards by the running std of the workers' discounted returns (no mean subtracted, as the
     common PPO implementations do), then clips."""
 
     def __init__(self, workers: int, gamma: float, clip: float):
+        super().__init__()
         self.returns = np.zeros(workers, dtype=np.float64)  # (W,) discounted return so far
-        self.stats = RunningMeanStd()
         self.gamma, self.clip = gamma, clip
 
     def __call__(self, rewards: np.ndarray, dones: np.ndarray) -> np.ndarray:
         """rewards (W,), dones (W,) -> scaled float32 rewards (W,)."""
         self.returns = self.returns * self.gamma + rewards
-        self.stats.update(self.returns)
+        self.update(self.returns)
         self.returns[dones] = 0.0
-        return np.clip(rewards / self.stats.std, -self.clip, self.clip).astype(np.float32)
+        return np.clip(rewards / self.std, -self.clip, self.clip).astype(np.float32)
 
     def state_dict(self) -> dict:
-        return {**self.stats.state_dict(), "returns": self.returns.copy()}
+        return {**super().state_dict(), "returns": self.returns.copy()}
 
     def load_state_dict(self, state: dict) -> None:
-        self.stats.load_state_dict(state)
+        super().load_state_dict(state)
         self.returns = np.array(state["returns"], dtype=np.float64)
 
 

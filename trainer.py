@@ -44,10 +44,10 @@ class Trainer:
                                            eps=config.optimizer.eps, weight_decay=config.optimizer.weight_decay,
                                            fused=True)
         self.normalizers = Normalizers(config, self.spaces.observation)
-        obs = self.spaces.observation  # stored as float32 once normalised
+        obs = self.spaces.observation
         self.buffer = RolloutBuffer(W, T, obs.shape, np.float32 if self.normalizers.observations else obs.dtype,
                                     self.spaces.action, self.spaces.masked, self.model.state_size, self.device,
-                                    config.n_mini_batch, self.model.previous_size)  # refuses one that cannot fit
+                                    config.n_mini_batch, self.model.previous_size)
         self.evaluator = Evaluator(config, self.spaces, self.device) if config.evaluation.interval else None
         self.envs = VecEnv(config.environment, seeds, config.worker_processes, probe, self.spaces)
         self.autocast = functools.partial(autocast, config.precision, self.device)
@@ -115,7 +115,7 @@ class Trainer:
         torch.set_num_threads(self.rollout_threads)
         with self.autocast(), no_gradient(self.device):
             for t in range(self.config.worker_steps):
-                obs = norm.observation(self.obs, update=True)  # what the model and the buffer see
+                obs = norm.observation(self.obs, update=True)
                 mask = self.envs.action_mask  # (W, A) allowed actions, or None
                 out = model.act(torch.from_numpy(obs).to(device), self.state, previous=self.previous,
                                 action_mask=None if mask is None else torch.from_numpy(mask).to(device))
@@ -189,7 +189,6 @@ class Trainer:
             checkpoint.save(self, self.best_path)
 
     def save(self) -> Path:
-        """Writes models/<run-id>.pt (checkpoint.save refuses non-finite parameters)."""
         return checkpoint.save(self)
 
     def close(self) -> None:

@@ -43,16 +43,14 @@ class SequenceIndex(NamedTuple):
 
 
 def episode_starts(dones: np.ndarray) -> np.ndarray:
-    """dones (W, T): the episode ended at this step -> (W, T) True where an episode begins inside the
-    rollout (step 0 of each row is not one: the state stored there came from the last rollout)."""
+    """(W, T) True where an episode begins after a done; not at step 0, whose state is the last rollout's."""
     starts = np.zeros_like(dones, dtype=bool)
     starts[:, 1:] = dones[:, :-1]
     return starts
 
 
 def _episode_position(dones: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(W*T,) steps since the episode began (or its piece in this row, for an episode that crosses
-    the rollout's start), and (W*T,) True where it (or its piece) begins."""
+    """(W*T,) steps since each episode piece began in its row, and (W*T,) True where one begins."""
     W, T = dones.shape
     steps = np.arange(W * T)
     episode_start = episode_starts(dones)
@@ -167,7 +165,6 @@ class RolloutBuffer:
         self.actions[:, t], self.log_probs[:, t], self.values[:, t] = actions, log_probs.cpu(), values.cpu()
 
     def store_outcome(self, t: int, rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray) -> None:
-        """What the environments answered to step t, each (W,)."""
         self.rewards[:, t], self.terminated[:, t], self.truncated[:, t] = rewards, terminated, truncated
 
     def finish(self, last_values: np.ndarray, gamma: float, lamda: float, recurrence: RecurrenceConfig,
@@ -217,7 +214,7 @@ class RolloutBuffer:
             rows, mask = f["index"][ids], f["mask"][ids]
             burn_in = None
             if self.burn_in is not None:
-                before, burn_mask = f["burn_index"][ids], f["burn_mask"][ids]  # (n, K)
+                before, burn_mask = f["burn_index"][ids], f["burn_mask"][ids]
                 # (n, K)[burn_mask] -> (R_b, *obs): the real burn-in steps only
                 burn_in = BurnIn(f["obs"][before[burn_mask]], f["previous"][before] if P else None, burn_mask)
             # (n, L)[mask] -> (R, *obs): the encoder sees the real steps only
@@ -247,7 +244,6 @@ def _zeros(shape: tuple, dtype: np.dtype, pinned: bool) -> np.ndarray:
 
 
 def require_memory(needed: int) -> None:
-    """Refuses (ConfigError) a rollout that cannot fit in the memory available, before it is allocated."""
     import psutil
     available = psutil.virtual_memory().available
     if needed > available:

@@ -1,10 +1,6 @@
-"""Action distributions over the policy head's output (B, n_params), one per kind of action space.
-
-Each samples action rows (B, k) with their joint log-prob, evaluates log-prob and entropy, and turns
-actions into input features (B, n_features) for recurrence.previous_action. A masked action gets
-probability zero; a row that allows nothing (the buffer's padding row) allows everything, so padding
-stays finite.
-"""
+"""Action distributions over the policy head's output (B, n_params), one per kind of action space: each
+samples action rows (B, k), gives log-prob and entropy, and turns actions into features (B, n_features).
+A masked action gets probability zero; a row that allows nothing (padding) allows everything."""
 from __future__ import annotations
 
 import math
@@ -63,7 +59,7 @@ class Categorical(nn.Module):
             # p log p of a masked action is 0 (p = 0), not 0 * -inf
             finite = lp if mask is None else lp.clamp(min=torch.finfo(lp.dtype).min)
             entropies.append(-(lp.exp() * finite).sum(-1))
-        return torch.stack(log_probs).sum(0), torch.stack(entropies).sum(0)  # k branches: the joint
+        return torch.stack(log_probs).sum(0), torch.stack(entropies).sum(0)
 
 
 class Bernoulli(nn.Module):
@@ -87,7 +83,7 @@ class Bernoulli(nn.Module):
         # log sigmoid(x) for a 1, log sigmoid(-x) for a 0
         log_prob = nn.functional.logsigmoid(params * (2 * actions - 1)).sum(-1)
         p = torch.sigmoid(params)
-        entropy = (nn.functional.softplus(params) - p * params).sum(-1)  # Bernoulli entropy from the logit
+        entropy = (nn.functional.softplus(params) - p * params).sum(-1)
         return log_prob, entropy
 
 

@@ -25,8 +25,7 @@ def evaluation_seeds(seed: int, count: int) -> list[int]:
 
 @dataclass
 class CappedEnvironment(EnvironmentConfig):
-    """An environment section whose environments cut their episodes at max_steps (make_env's step cap),
-    whoever makes them."""
+    """An environment section whose environments cut their episodes at max_steps, whoever makes them."""
     max_steps: int = 0
 
     def make(self, render_mode: str | None = None, max_steps: int | None = None):
@@ -79,8 +78,7 @@ def evaluate(agent, episodes: int, seed: int = 0, deterministic: bool = False, w
 
 
 def scores(results: list[dict]) -> dict[str, float]:
-    """Reward mean, std, min and max, length mean; the success rate where every episode reports one, and
-    how many the step cap cut where it cut any."""
+    """Reward and length statistics; the success rate where every episode has one; how many were capped."""
     rewards = np.array([r["reward"] for r in results], dtype=np.float64)
     out = {"reward_mean": float(rewards.mean()), "reward_std": float(rewards.std()),
            "reward_min": float(rewards.min()), "reward_max": float(rewards.max()),

@@ -30,7 +30,6 @@ class PhaseTimes:
 
     @contextmanager
     def measure(self, phase: str):
-        """Adds the wall time of the `with` block to `phase`."""
         start = time.perf_counter()
         try:
             yield
@@ -53,7 +52,7 @@ class UpdateLog:
         return float(np.mean(values)) if values else None
 
     @property
-    def reward_mean(self) -> float | None:  # mean raw return
+    def reward_mean(self) -> float | None:
         return self._mean("reward")
 
     @property
@@ -74,7 +73,7 @@ class Summaries:
         self.recent_rewards: deque = deque(maxlen=100)  # the reference baseline's reward_mean window
         self._writer = None
         self._bar = None
-        self._last_eval = ""  # the progress bar shows the latest evaluation
+        self._last_eval = ""
 
     def open(self, first_update: int = 0) -> None:
         from torch.utils.tensorboard import SummaryWriter
@@ -143,7 +142,6 @@ class Summaries:
         return self.config.n_workers * self.config.worker_steps
 
     def finish(self, seconds: float) -> None:
-        """The run's closing line: its timings over `seconds` of training."""
         self.say("timings: " + json.dumps(self.timings(seconds)))
 
     def timings(self, seconds: float) -> dict:

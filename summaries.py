@@ -1,10 +1,9 @@
-"""What a run reports after each update: TensorBoard scalars, and a progress bar on a terminal or one
-line per update otherwise. The TensorBoard folder also gets the run's config.json, for stats.py."""
+"""What a run reports after each update: TensorBoard scalars and one line on stdout. The TensorBoard
+folder also gets the run's config.json, for stats.py."""
 from __future__ import annotations
 
 import json
 import resource
-import sys
 import threading
 import time
 from collections import deque
@@ -72,18 +71,13 @@ class Summaries:
         self.history: list[UpdateLog] = []
         self.recent_rewards: deque = deque(maxlen=100)  # the reference baseline's reward_mean window
         self._writer = None
-        self._bar = None
-        self._last_eval = ""
 
-    def open(self, first_update: int = 0) -> None:
+    def open(self) -> None:
         from torch.utils.tensorboard import SummaryWriter
         _leave_writer_errors_to_the_writer()
         self._writer = SummaryWriter(str(self.path))
         text = json.dumps(self.config.to_dict(), indent=1)
         write_atomically(self.path / "config.json", lambda tmp: tmp.write_text(text))
-        if self.verbose and sys.stdout.isatty():
-            from tqdm import tqdm
-            self._bar = tqdm(total=self.config.updates, initial=first_update, unit="update", dynamic_ncols=True)
 
     def scalars(self, log: UpdateLog) -> dict[str, float]:
         """Every number reported for one update, by its TensorBoard tag."""
@@ -109,15 +103,7 @@ class Summaries:
         scalars = self.scalars(log)
         for tag, value in scalars.items():
             self._writer.add_scalar(tag, value, log.update)
-        if self._bar is not None:
-            last = "-" if log.reward_mean is None else f"{log.reward_mean:.3f}"
-            if "eval/reward_mean" in scalars:
-                self._last_eval = f"  eval {scalars['eval/reward_mean']:.3f}"
-            self._bar.set_postfix_str(f"steps {log.steps}  reward {last}{self._last_eval}  "
-                                      f"sps {scalars['time/steps_per_second']:.0f}", refresh=False)
-            self._bar.update(1)
-        elif self.verbose:
-            print(self.line(log, scalars), flush=True)
+        self.say(self.line(log, scalars))
         return scalars
 
     def line(self, log: UpdateLog, scalars: dict[str, float]) -> str:
@@ -132,10 +118,7 @@ class Summaries:
                 + (f"  eval {scalars['eval/reward_mean']:.3f}" if "eval/reward_mean" in scalars else ""))
 
     def say(self, text: str) -> None:
-        """A message (when verbose) that does not break the progress bar."""
-        if self._bar is not None:
-            self._bar.write(text)
-        elif self.verbose:
+        if self.verbose:
             print(text, flush=True)
 
     def _steps_per_update(self) -> int:
@@ -165,10 +148,7 @@ class Summaries:
         self.recent_rewards.extend(state["recent_rewards"])
 
     def close(self) -> None:
-        """Closes the bar and the writer; raises (OSError) a write the writer's thread could not make."""
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
+        """Closes the writer; raises (OSError) a write the writer's thread could not make."""
         if self._writer is not None:
             writer, self._writer = self._writer, None
             try:

@@ -110,29 +110,21 @@ class Minibatch(NamedTuple):
     burn_in: BurnIn | None = None
 
 
-def _field_specs(obs_shape: tuple, obs_dtype: np.dtype, actions: ActionFormat, masked: bool,
-                 state_size: int, previous_size: int) -> dict[str, tuple[tuple, np.dtype]]:
-    """The per-step fields stored for training: name -> (shape of one step, dtype)."""
-    specs = {
-        "obs": (tuple(obs_shape), np.dtype(obs_dtype)),
-        "states": ((state_size,), np.dtype(np.float32)),
-        "actions": ((actions.size,), np.dtype(actions.dtype)),
-        **{name: ((), np.dtype(np.float32)) for name in ("log_probs", "values", "advantages", "returns")},
-    }
-    if masked:
-        specs["action_mask"] = ((actions.mask_size,), np.dtype(bool))
-    if previous_size:
-        specs["previous"] = ((previous_size,), np.dtype(np.float32))
-    return specs
-
-
 class RolloutBuffer:
     """W workers x T steps: store_step() and store_outcome() write, finish() prepares, minibatches() serve."""
 
     def __init__(self, workers: int, steps: int, obs_shape: tuple, obs_dtype: np.dtype, actions: ActionFormat,
                  masked: bool, state_size: int, device: torch.device, n_mini_batch: int = 1, previous_size: int = 0):
         W, T = workers, steps
-        specs = _field_specs(obs_shape, obs_dtype, actions, masked, state_size, previous_size)
+        specs = {  # the per-step fields stored for training: name -> (shape of one step, dtype)
+            "obs": (tuple(obs_shape), np.dtype(obs_dtype)),
+            "states": ((state_size,), np.dtype(np.float32)),
+            "actions": ((actions.size,), np.dtype(actions.dtype)),
+            **{name: ((), np.dtype(np.float32)) for name in ("log_probs", "values", "advantages", "returns")}}
+        if masked:
+            specs["action_mask"] = ((actions.mask_size,), np.dtype(bool))
+        if previous_size:
+            specs["previous"] = ((previous_size,), np.dtype(np.float32))
         per_step = sum(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize for shape, dtype in specs.values())
         # the storage with its zero row, the (W, T) arrays and what finish() derives, one minibatch's float32 obs
         require_memory((W * T + 1) * per_step + W * T * 14
@@ -196,20 +188,12 @@ class RolloutBuffer:
         for name, a in sequences.items():
             self._train[name] = torch.from_numpy(a).to(self.device)
 
-    @property
-    def padding_fraction(self) -> float:
-        return 1.0 - float(self.index.mask.mean())
-
-    @property
-    def sequences(self) -> int:
-        return self.index.index.shape[0]
-
     def minibatches(self, n_mini_batch: int, model: ActorCritic | None = None) -> Iterator[Minibatch]:
         """One epoch of shuffled sequences; with recurrence.refresh_states `model` first recomputes the states."""
         if self.recurrence.refresh_states and model is not None:
             self.refresh_states(model, max(1, self.W * self.T // n_mini_batch))
         f, P = self._train, self.previous_size
-        order = torch.randperm(self.sequences).to(self.device)
+        order = torch.randperm(len(self.index.starts)).to(self.device)
         for ids in order.tensor_split(n_mini_batch):
             rows, mask = f["index"][ids], f["mask"][ids]
             burn_in = None

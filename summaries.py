@@ -68,6 +68,7 @@ class Summaries:
 
     def __init__(self, path: str | Path, config: Config, verbose: bool = True):
         self.path, self.config, self.verbose = Path(path), config, verbose
+        self.steps_per_update = config.n_workers * config.worker_steps
         self.history: list[UpdateLog] = []
         self.recent_rewards: deque = deque(maxlen=100)  # the reference baseline's reward_mean window
         self._writer = None
@@ -92,7 +93,7 @@ class Summaries:
             out.update({f"eval/{name}": value for name, value in scores(log.evaluation).items()})
         out.update({f"training/{name}": value for name, value in log.metrics.items()})
         out.update({f"time/{f.name}": getattr(log.times, f.name) for f in fields(PhaseTimes)})
-        out["time/steps_per_second"] = self._steps_per_update() / max(log.seconds, 1e-9)
+        out["time/steps_per_second"] = self.steps_per_update / max(log.seconds, 1e-9)
         out["time/env_steps"] = log.steps
         return out
 
@@ -121,16 +122,13 @@ class Summaries:
         if self.verbose:
             print(text, flush=True)
 
-    def _steps_per_update(self) -> int:
-        return self.config.n_workers * self.config.worker_steps
-
     def finish(self, seconds: float) -> None:
         self.say("timings: " + json.dumps(self.timings(seconds)))
 
     def timings(self, seconds: float) -> dict:
         """Totals over this process's updates, and the per-phase split of `seconds`."""
         phases = {f.name: sum(getattr(h.times, f.name) for h in self.history) for f in fields(PhaseTimes)}
-        steps = len(self.history) * self._steps_per_update()
+        steps = len(self.history) * self.steps_per_update
         # ru_maxrss is in KiB on Linux; worker processes count as children
         peak_kib = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)

@@ -97,8 +97,9 @@ class Trainer:
             self.advantages()
         with times.measure("update"):
             metrics = self.optimise(lr, beta, clip)
-        metrics.update(learning_rate=lr, beta=beta, clip_range=clip, sequences=float(self.buffer.sequences),
-                       padding_fraction=self.buffer.padding_fraction)
+        index = self.buffer.index
+        metrics.update(learning_rate=lr, beta=beta, clip_range=clip, sequences=float(len(index.starts)),
+                       padding_fraction=1.0 - float(index.mask.mean()))
         self.update += 1
         self.steps += c.n_workers * c.worker_steps
         evaluation = None

@@ -1,8 +1,7 @@
 """Rollout storage, GAE, the sequence index map and minibatches of whole sequences.
 
-The rollout writes each step into numpy arrays of W*T + 1 rows whose last row stays zero: a padded
-sequence points its unused slots at that row, so one gather with the (N, L) index map builds every
-padded field. finish() computes the advantages and the index map and moves the fields to torch.
+Each field is a numpy array of W*T + 1 rows whose last row stays zero: a padded sequence points its
+unused slots at that row, so one gather with the (N, L) index map builds every padded field.
 """
 from __future__ import annotations
 
@@ -88,7 +87,7 @@ def burn_in_index(dones: np.ndarray, starts: np.ndarray, k: int) -> BurnInIndex:
     the model unrolls them without gradient from the state stored at `first`."""
     W, T = dones.shape
     position, _ = _episode_position(dones)
-    before = np.minimum(position[starts], k)  # (N,)
+    before = np.minimum(position[starts], k)
     slots = np.arange(-k, 0)  # (K,) offsets from the start: slot K - 1 is the step just before it
     mask = slots >= -before[:, None]  # (N, K)
     index = np.where(mask, starts[:, None] + slots, W * T)
@@ -104,7 +103,7 @@ class Minibatch(NamedTuple):
     values: torch.Tensor
     advantages: torch.Tensor
     returns: torch.Tensor  # value targets: advantages + values
-    mask: torch.Tensor  # True on real steps
+    mask: torch.Tensor
     action_mask: torch.Tensor | None = None  # (n, L, A) the allowed actions; None: no masking
     previous: torch.Tensor | None = None  # (n, L, P) the previous action/reward; None: P = 0
     burn_in: BurnIn | None = None
@@ -161,9 +160,8 @@ class RolloutBuffer:
 
     def finish(self, last_values: np.ndarray, gamma: float, lamda: float, recurrence: RecurrenceConfig,
                value_normalizer: ValueNormalizer | None = None) -> None:
-        """After the rollout: advantages, returns, the sequence index map and the move to torch. Values come
-        as the value head gave them; with a value normalizer they go to the returns' units for GAE, its
-        statistics take in the returns, and targets and values go back to the head's scale."""
+        """Advantages, returns, the sequence index map and the move to torch. With a value normalizer the
+        head's values go to the returns' units for GAE, and targets and values back to the head's scale."""
         if value_normalizer is not None:
             for stored in (self.values, self.final_values):
                 stored[:] = value_normalizer.denormalize(stored)
@@ -210,8 +208,7 @@ class RolloutBuffer:
                 previous=f["previous"][rows] if P else None, burn_in=burn_in)
 
     def refresh_states(self, model: ActorCritic, chunk: int) -> None:
-        """Recomputes the stored states with the current parameters: one pass without gradient from each
-        worker's first state, reset at episode starts as in the rollout (`chunk` steps per encoder call)."""
+        """Recomputes the stored states with the current parameters, from each worker's first state."""
         W, T, f = self.W, self.T, self._train
         obs = f["obs"][:W * T].reshape(W, T, *f["obs"].shape[1:])  # (W*T, *obs) -> (W, T, *obs)
         previous = f["previous"][:W * T].reshape(W, T, -1) if self.previous_size else None  # (W*T, P) -> (W, T, P)

@@ -70,7 +70,6 @@ class Bernoulli(nn.Module):
         self.n_params = self.n_features = n
 
     def features(self, actions: torch.Tensor) -> torch.Tensor:
-        """(B, n) 0/1 -> (B, n) float."""
         return actions.float()
 
     def sample(self, params, mask, deterministic: bool):

@@ -1,11 +1,7 @@
-"""Held-out scoring: the episodes enjoy.py scores, and the evaluations a run makes while it trains.
-
-Both score alike, so a run's eval/* numbers at update k are what `enjoy.py --episodes E --seed S
-[--deterministic]` prints for the checkpoint of update k: W = min(n_workers, episodes) environments
-as environment.for_evaluation() describes them, seeded in the held-out half of the seed range; each
-plays a fixed quota of the episodes (not the first E to finish, which would favour short ones); the
-policy acts through Agent, in float32. During training the training's generators are left as they were.
-"""
+"""Held-out scoring, alike for enjoy.py and for the evaluations a run makes while it trains: a run's eval/*
+at update k is what `enjoy.py --episodes E --seed S` prints for that checkpoint. The environments are
+seeded in the held-out half of the seed range, and each plays a fixed quota of the episodes (the first
+E to finish would favour short ones)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

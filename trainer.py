@@ -37,7 +37,7 @@ class Trainer:
         probe = config.environment.make()  # one environment for the spaces, before any worker starts
         self.spaces = spaces_of(probe, seeds[0])
         self.model = build_model(config, self.spaces).to(self.device)
-        self.threads = config.torch_threads or idle.count()  # torch's intra-op threads for the update
+        self.threads = config.torch_threads or idle.count()
         self.rollout_threads = rollout_threads(self.threads, self.spaces.observation.images)
         torch.set_num_threads(self.threads)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate_schedule.initial,
@@ -157,7 +157,7 @@ class Trainer:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         value_clip = (c.value_clip_range or clip) if c.value_clip else None
-        steps = []  # per minibatch step: its losses and gradient norm, read back once at the end
+        steps = []
         for _ in range(c.epochs):
             for mb in self.buffer.minibatches(c.n_mini_batch, self.model):
                 with self.autocast():

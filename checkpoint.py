@@ -102,7 +102,7 @@ def save(trainer, path: Path | None = None) -> Path:
 def restore(trainer, checkpoint: dict) -> None:
     """Continues a saved run exactly: same parameters, optimizer, generators, environments."""
     trainer.model.load_state_dict(checkpoint["model"])
-    trainer.optimizer.load_state_dict(checkpoint["optimizer"])
+    trainer.optimizer.load_state_dict(torch_optimizer_state(checkpoint["optimizer"], trainer.optimizer))
     for group in trainer.optimizer.param_groups:  # the config's settings, not the saved ones: a resume may change them
         group.update(eps=trainer.config.optimizer.eps, weight_decay=trainer.config.optimizer.weight_decay)
     trainer.update, trainer.steps = checkpoint["update"], checkpoint["steps"]
@@ -121,6 +121,20 @@ def restore(trainer, checkpoint: dict) -> None:
     trainer.best = checkpoint.get("best")  # absent from checkpoints written before evaluation during training
     trainer.summaries.load_state_dict(checkpoint["summaries"])
     trainer.normalizers.load_state_dict(arrays(checkpoint["normalization"]))
+
+
+def torch_optimizer_state(saved: dict, optimizer: torch.optim.Optimizer) -> dict:
+    """A saved optimizer state in torch.optim's form; checkpoints from before torch.optim hold our own
+    AdamW's, with one list of moments per kind in the parameters' order and one step count."""
+    if "exp_avg" not in saved:
+        return saved
+    groups = optimizer.state_dict()["param_groups"]
+    if len(saved["exp_avg"]) != sum(len(g["params"]) for g in groups) or len(saved["param_groups"]) != len(groups):
+        raise ValueError("optimizer state does not match the model's parameters")
+    moments = zip(saved["exp_avg"], saved["exp_avg_sq"])
+    return {"state": {i: {"step": torch.tensor(float(saved["steps"])), "exp_avg": m, "exp_avg_sq": v}
+                      for i, (m, v) in enumerate(moments)},
+            "param_groups": [{**group, **old} for group, old in zip(groups, saved["param_groups"])]}
 
 
 def inference_only(checkpoint: dict) -> dict:

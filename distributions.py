@@ -1,13 +1,6 @@
-"""Action distributions over the policy head's output, one per kind of action space.
-
-Each takes the head's parameters (B, n_params) and works on stored action rows
-(B, k) (spaces.py): it samples (with the joint log-prob), evaluates the
-log-prob and entropy of given actions, and turns actions into input features
-(B, n_features) for the model (recurrence.previous_action). Categorical branches honour an action
-mask: a masked action gets probability exactly zero; a row that allows nothing
-(the buffer's zero padding row) is treated as allowing everything, so padding
-stays finite.
-"""
+"""Action distributions over the policy head's output (B, n_params), one per kind of action space: each
+samples action rows (B, k), gives log-prob and entropy, and turns actions into features (B, n_features).
+A masked action gets probability zero; a row that allows nothing (padding) allows everything."""
 from __future__ import annotations
 
 import math
@@ -41,11 +34,7 @@ class Categorical(nn.Module):
                          dim=1).float()
 
     def _log_softmax(self, logits: torch.Tensor, mask: torch.Tensor | None) -> list[torch.Tensor]:
-        """One (B, n_i) log-softmax per branch. Each branch is masked with its own part of the
-        mask, so a branch that allows nothing allows everything (as a padding row does) while
-        the row's other branches keep their masks."""
-        if len(self.nvec) == 1:  # Discrete: the whole row (a split costs a Python call at every step)
-            return [_masked_logits(logits, mask).log_softmax(-1)]
+        """One (B, n_i) log-softmax per branch, each masked by its own part of the mask."""
         # (B, sum(nvec)) -> one (B, n_i) block per branch; a mask is laid out the same way
         masks = [None] * len(self.nvec) if mask is None else mask.split(self.nvec, dim=-1)
         return [_masked_logits(b, m).log_softmax(-1) for b, m in zip(logits.split(self.nvec, dim=-1), masks)]
@@ -56,14 +45,10 @@ class Categorical(nn.Module):
             if deterministic:
                 a = lp.argmax(-1, keepdim=True)
             else:
-                # Gumbel-max: argmax(log p - log E), E ~ Exp(1), samples from p in
-                # three cheap ops where torch.multinomial costs several times more.
-                # A masked action has log p = -inf and can never win.
+                # Gumbel-max: argmax(log p - log E), E ~ Exp(1), samples from p; a masked action never wins
                 a = (lp - torch.empty_like(lp).exponential_().log()).argmax(-1, keepdim=True)
             actions.append(a)
             log_probs.append(lp.gather(-1, a))
-        if len(actions) == 1:
-            return actions[0], log_probs[0].squeeze(-1)
         # k branches: (B, 1) each -> (B, k); the joint log-prob is their sum
         return torch.cat(actions, dim=-1), torch.cat(log_probs, dim=-1).sum(-1)
 
@@ -74,9 +59,7 @@ class Categorical(nn.Module):
             # p log p of a masked action is 0 (p = 0), not 0 * -inf
             finite = lp if mask is None else lp.clamp(min=torch.finfo(lp.dtype).min)
             entropies.append(-(lp.exp() * finite).sum(-1))
-        if len(log_probs) == 1:
-            return log_probs[0], entropies[0]
-        return torch.stack(log_probs).sum(0), torch.stack(entropies).sum(0)  # k branches: the joint
+        return torch.stack(log_probs).sum(0), torch.stack(entropies).sum(0)
 
 
 class Bernoulli(nn.Module):
@@ -87,7 +70,6 @@ class Bernoulli(nn.Module):
         self.n_params = self.n_features = n
 
     def features(self, actions: torch.Tensor) -> torch.Tensor:
-        """(B, n) 0/1 -> (B, n) float."""
         return actions.float()
 
     def sample(self, params, mask, deterministic: bool):
@@ -100,14 +82,13 @@ class Bernoulli(nn.Module):
         # log sigmoid(x) for a 1, log sigmoid(-x) for a 0
         log_prob = nn.functional.logsigmoid(params * (2 * actions - 1)).sum(-1)
         p = torch.sigmoid(params)
-        entropy = (nn.functional.softplus(params) - p * params).sum(-1)  # Bernoulli entropy from the logit
+        entropy = (nn.functional.softplus(params) - p * params).sum(-1)
         return log_prob, entropy
 
 
 class Gaussian(nn.Module):
-    """Box: a diagonal Gaussian; the head gives the means, the log-std is one learned
-    vector independent of the state. Samples are unclipped here: the bounds apply
-    only when the action is sent to the environment (spaces.env_actions)."""
+    """Box: a diagonal Gaussian around the head's means with one learned log-std vector; samples are
+    unclipped (the environment's bounds apply in spaces.env_actions)."""
 
     def __init__(self, n: int):
         super().__init__()

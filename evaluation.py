@@ -1,22 +1,7 @@
-"""Held-out scoring: the episodes enjoy.py scores, and the evaluations a run makes while it trains.
-
-Both score alike, so a run's eval/* numbers at update k are what `enjoy.py --episodes E --seed S
-[--deterministic]` prints for the checkpoint saved at update k:
-- W = min(n_workers, episodes) environments, built as `environment.for_evaluation()` describes
-  (evaluation_kwargs and evaluation_reset_params merged over the training settings, e.g. MiniGrid's
-  unlimited layouts, Memory Gym's novel seeds);
-- seeded from the evaluation seed in the held-out half of the seed range (environments.HELD_OUT), so
-  no episode replays a training episode; the same seed gives the same episodes, and with sampled
-  actions the same draws (the policy's generator is seeded too);
-- environment w plays a fixed quota of the episodes (not "the first E to finish", which would favour
-  short episodes); what it plays beyond its quota is not counted;
-- the policy acts through Agent, in float32, as any program that loads the checkpoint would.
-
-During training (config `evaluation`, Evaluator) the episodes run after the update's optimisation,
-while nothing else runs, in the trainer's process, on environments made once and reset to the same
-seeds at every evaluation; the training's random generators go on as if nothing had run, so a run
-with evaluations resumes exactly.
-"""
+"""Held-out scoring, alike for enjoy.py and for the evaluations a run makes while it trains: a run's eval/*
+at update k is what `enjoy.py --episodes E --seed S` prints for that checkpoint. The environments are
+seeded in the held-out half of the seed range, and each plays a fixed quota of the episodes (the first
+E to finish would favour short ones)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,9 +21,7 @@ def evaluation_seeds(seed: int, count: int) -> list[int]:
 
 @dataclass
 class CappedEnvironment(EnvironmentConfig):
-    """An environment section whose every environment cuts its episodes at max_steps (make_env's
-    step cap: 0, the environment's own time limit, else environments.DEFAULT_MAX_STEPS), whoever
-    makes them (VecEnv calls make())."""
+    """An environment section whose environments cut their episodes at max_steps, whoever makes them."""
     max_steps: int = 0
 
     def make(self, render_mode: str | None = None, max_steps: int | None = None):
@@ -46,17 +29,15 @@ class CappedEnvironment(EnvironmentConfig):
 
 
 def evaluation_environment(config: Config, max_steps: int | None = None) -> CappedEnvironment:
-    """The environment section that scores: for_evaluation()'s, its episodes cut at max_steps (None:
-    the config's evaluation.max_steps), so no evaluation hangs on a policy that loops forever in an
-    environment without a time limit."""
+    """for_evaluation()'s environment section, its episodes cut at max_steps (None: evaluation.max_steps),
+    so that no evaluation hangs on a policy that never ends an episode."""
     cap = config.evaluation.max_steps if max_steps is None else max_steps
     return CappedEnvironment(**vars(config.environment.for_evaluation()), max_steps=cap)
 
 
 def evaluation_envs(config: Config, episodes: int, seed: int, workers: int | None = None,
                     max_steps: int | None = None):
-    """The environments that score `episodes` episodes: min(workers or n_workers, episodes) of them,
-    stepped in this process, their episodes cut at the step cap (evaluation_environment)."""
+    """min(workers or n_workers, episodes) environments stepped in this process, with the step cap."""
     from worker import VecEnv
     W = max(1, min(workers or config.n_workers, episodes))
     return VecEnv(evaluation_environment(config, max_steps), evaluation_seeds(seed, W), processes=0)
@@ -64,11 +45,9 @@ def evaluation_envs(config: Config, episodes: int, seed: int, workers: int | Non
 
 def evaluate(agent, episodes: int, seed: int = 0, deterministic: bool = False, workers: int | None = None,
              on_episode=None, envs=None, max_steps: int | None = None) -> list[dict]:
-    """Runs `episodes` held-out episodes across parallel environments; their stats (reward, length
-    [, success], capped: True where the step cap cut the episode) in the order they ended. envs:
-    environments from evaluation_envs() to reuse (they are reset here and left open), else made
-    (with the step cap max_steps, see evaluation_environment) and closed here."""
-    torch.manual_seed(seed)  # the policy's sampled actions: the same command gives the same scores
+    """Runs `episodes` held-out episodes; their stats (reward, length[, success], capped) in the order they
+    ended. envs: from evaluation_envs(), reset here and left open; else made and closed here."""
+    torch.manual_seed(seed)  # the same command samples the same actions
     own = envs is None
     if own:
         envs = evaluation_envs(agent.config, episodes, seed, workers, max_steps)
@@ -95,8 +74,7 @@ def evaluate(agent, episodes: int, seed: int = 0, deterministic: bool = False, w
 
 
 def scores(results: list[dict]) -> dict[str, float]:
-    """The statistics of scored episodes: reward mean, std, min and max, length mean, the success
-    rate where every episode reports success, and how many the step cap cut (only where it cut any)."""
+    """Reward and length statistics; the success rate where every episode has one; how many were capped."""
     rewards = np.array([r["reward"] for r in results], dtype=np.float64)
     out = {"reward_mean": float(rewards.mean()), "reward_std": float(rewards.std()),
            "reward_min": float(rewards.min()), "reward_max": float(rewards.max()),
@@ -122,16 +100,13 @@ def summary(results: list[dict]) -> str:
 
 
 class Evaluator:
-    """Evaluation during training: config `evaluation`, see the module docstring."""
+    """Evaluation during training (config `evaluation`)."""
 
     def __init__(self, config: Config, spaces, device: torch.device):
-        """spaces: the training environments' (environments.spaces_of). The evaluation's environments
-        are made here, at start and before any worker process: settings that only evaluation uses
-        (environment.evaluation_kwargs, evaluation_reset_params) are refused now, in one line, not
-        with a traceback at the first evaluation, an hour into the run."""
+        """Makes the environments now, so that a setting only evaluation uses is refused at start."""
         self.config, self.action_space, self.device = config, spaces.action_space, torch.device(device)
         e = config.evaluation
-        self.envs = evaluation_envs(config, e.episodes, e.seed)  # kept until close()
+        self.envs = evaluation_envs(config, e.episodes, e.seed)
         made = self.envs.spaces
         if made.observation != spaces.observation or made.action_space != spaces.action_space:
             self.close()
@@ -146,13 +121,13 @@ class Evaluator:
         return interval > 0 and (update % interval == 0 or update == self.config.updates)
 
     def __call__(self, model, normalizers) -> list[dict]:
-        """The episodes' stats for the model as it is now (it is left in training mode)."""
+        """The episodes' stats for the model as it is now; it is left in training mode."""
         from agent import Agent
         e = self.config.evaluation
         agent = Agent(model, self.config, self.action_space, self.device, normalizers)
         devices = [self.device.index or 0] if self.device.type == "cuda" else []
         try:
-            with torch.random.fork_rng(devices=devices):  # the training's generator is put back afterwards
+            with torch.random.fork_rng(devices=devices):  # the training's generator is left as it was
                 return evaluate(agent, e.episodes, e.seed, e.deterministic, envs=self.envs)
         finally:
             model.train()

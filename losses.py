@@ -10,10 +10,7 @@ from model import EvaluateOutput
 
 
 def mean_weights(mask: torch.Tensor) -> torch.Tensor:
-    """mask / (number of real steps): (x * weights).sum() is the mean over real steps.
-
-    Made once per minibatch, it turns each masked mean into two operations.
-    """
+    """mask / (number of real steps): (x * weights).sum() is the mean over the real steps."""
     return mask / mask.sum().clamp(min=1)
 
 
@@ -35,8 +32,9 @@ class Losses(NamedTuple):
 
 def ppo_loss(out: EvaluateOutput, mb: Minibatch, clip_range: float, beta: float, value_coefficient: float,
              normalize_advantages: bool = True, value_clip_range: float | None = None) -> Losses:
-    """value_clip_range None: the plain squared value error, unclipped."""
-    w = mean_weights(mb.mask)  # (n, L): 1 / real steps on real steps, 0 on padding
+    """Clipped surrogate, value loss (clipped unless value_clip_range is None) and entropy, each a mean
+    over the real steps only."""
+    w = mean_weights(mb.mask)  # (n, L), 0 on padding
     advantages = masked_normalize(mb.advantages, w) if normalize_advantages else mb.advantages
     log_ratio = out.log_probs - mb.log_probs
     ratio = log_ratio.exp()
@@ -45,8 +43,7 @@ def ppo_loss(out: EvaluateOutput, mb: Minibatch, clip_range: float, beta: float,
 
     v_error = (out.values - mb.returns).square()
     if value_clip_range is not None:
-        # Clipped value loss (as the reference): the new value may not move further
-        # than the clip range from the rollout's value without paying the unclipped error.
+        # the new value may not move further than the clip range from the rollout's without paying for it
         values_clipped = mb.values + (out.values - mb.values).clamp(-value_clip_range, value_clip_range)
         v_error = torch.max(v_error, (values_clipped - mb.returns).square())
     v_loss = (v_error * w).sum()
@@ -75,10 +72,13 @@ class StepStats(NamedTuple):
     grad_norm: torch.Tensor
 
 
-def mean_metrics(steps: list[StepStats], early_stop: bool, taken: int | None = None) -> dict:
-    """The update's metrics: each loss term and the gradient norm averaged over its minibatch
-    steps (read back from the device in one go), whether target_kl stopped it, the steps taken."""
+def mean_metrics(steps: list[StepStats], rejected: Losses | None = None) -> dict:
+    """The update's metrics: each loss term and the gradient norm averaged over its minibatch steps (read
+    back from the device in one go). rejected: the step target_kl stopped at, reported if no step was taken."""
+    taken = len(steps)
+    if not steps:
+        steps = [StepStats(rejected, torch.tensor(0.0))]
     rows = torch.stack([torch.stack([*(v.detach() for v in s.losses), s.grad_norm]) for s in steps])
     means = rows.mean(0).tolist()
-    return {**dict(zip([*Losses._fields, "grad_norm"], means)), "early_stop": float(early_stop),
-            "minibatch_steps": float(len(steps) if taken is None else taken)}
+    return {**dict(zip([*Losses._fields, "grad_norm"], means)), "early_stop": float(rejected is not None),
+            "minibatch_steps": float(taken)}

@@ -1,11 +1,5 @@
-"""Running statistics for the normalisation switches (config `normalization`).
-
-All three keep numpy float64 statistics, update from whole batches (the parallel
-form of Welford's algorithm, as Chan et al. 1979), and round-trip through a
-checkpoint with state_dict() / load_state_dict(). A model trained with any of
-them on is only meaningful with the same statistics, so the checkpoint carries
-them and enjoy.py / Agent use them frozen.
-"""
+"""Running statistics for the normalisation switches (config `normalization`), in float64, updated from
+whole batches (Chan et al.'s parallel variance). The checkpoint carries them; Agent uses them frozen."""
 from __future__ import annotations
 
 import numpy as np
@@ -41,96 +35,73 @@ class RunningMeanStd:
         return {"mean": self.mean.copy(), "var": self.var.copy(), "count": self.count}
 
     def load_state_dict(self, state: dict) -> None:
-        # np.array copies, from the arrays of a live run or the tensors of a checkpoint
         self.mean = np.array(state["mean"], dtype=np.float64)
         self.var = np.array(state["var"], dtype=np.float64)
         self.count = float(state["count"])
 
 
-class ObservationNormalizer:
-    """(obs - mean) / std per feature, clipped; only the vector features (spaces.Layout.vector_features),
-    never image pixels. Works on stored observations (W, D)."""
+class ObservationNormalizer(RunningMeanStd):
+    """(obs - mean) / std per feature, clipped, for the vector features only (never image pixels)."""
 
     def __init__(self, features: np.ndarray, clip: float):
-        self.features = features  # (D,) bool
-        self.stats = RunningMeanStd((int(features.sum()),))
-        self.clip = clip
+        super().__init__((int(features.sum()),))
+        self.features, self.clip = features, clip  # features (D,) bool
 
     def __call__(self, obs: np.ndarray, update: bool) -> np.ndarray:
-        """obs (W, *shape) raw -> normalised float32 copy; update: fold this batch into the statistics first."""
+        """obs (W, *shape) -> a normalised float32 copy; update: fold this batch into the statistics first."""
         W = obs.shape[0]
         flat = obs.reshape(W, -1)  # (W, *shape) -> (W, D)
         values = flat[:, self.features]
         if update:
-            self.stats.update(values)
+            self.update(values)
         out = flat.astype(np.float32)
-        out[:, self.features] = np.clip((values - self.stats.mean) / self.stats.std, -self.clip, self.clip)
+        out[:, self.features] = np.clip((values - self.mean) / self.std, -self.clip, self.clip)
         return out.reshape(obs.shape)  # (W, D) -> (W, *shape)
 
-    def state_dict(self) -> dict:
-        return self.stats.state_dict()
 
-    def load_state_dict(self, state: dict) -> None:
-        self.stats.load_state_dict(state)
-
-
-class RewardScaler:
-    """Divides rewards by the running std of each worker's discounted return (not by
-    the std of the rewards, and without subtracting a mean: the variant of the
-    common PPO implementations, see seed 003), then clips."""
+class RewardScaler(RunningMeanStd):
+    """Divides rewards by the running std of the workers' discounted returns (no mean subtracted, as the
+    common PPO implementations do), then clips."""
 
     def __init__(self, workers: int, gamma: float, clip: float):
+        super().__init__()
         self.returns = np.zeros(workers, dtype=np.float64)  # (W,) discounted return so far
-        self.stats = RunningMeanStd()
         self.gamma, self.clip = gamma, clip
 
     def __call__(self, rewards: np.ndarray, dones: np.ndarray) -> np.ndarray:
-        """rewards (W,), dones (W,) the episode ended at this step -> scaled float32 rewards (W,)."""
+        """rewards (W,), dones (W,) -> scaled float32 rewards (W,)."""
         self.returns = self.returns * self.gamma + rewards
-        self.stats.update(self.returns)
+        self.update(self.returns)
         self.returns[dones] = 0.0
-        return np.clip(rewards / self.stats.std, -self.clip, self.clip).astype(np.float32)
+        return np.clip(rewards / self.std, -self.clip, self.clip).astype(np.float32)
 
     def state_dict(self) -> dict:
-        return {**self.stats.state_dict(), "returns": self.returns.copy()}
+        return {**super().state_dict(), "returns": self.returns.copy()}
 
     def load_state_dict(self, state: dict) -> None:
-        self.stats.load_state_dict(state)
+        super().load_state_dict(state)
         self.returns = np.array(state["returns"], dtype=np.float64)
 
 
-class ValueNormalizer:
-    """The value head predicts returns standardised by their running mean and std;
-    normalize() turns targets into that scale, denormalize() turns predictions back."""
-
-    def __init__(self):
-        self.stats = RunningMeanStd()
+class ValueNormalizer(RunningMeanStd):
+    """The value head predicts returns standardised by their running mean and std."""
 
     def update(self, returns: np.ndarray) -> None:
-        self.stats.update(returns.reshape(-1))
+        super().update(returns.reshape(-1))
 
     def normalize(self, x):
-        return (x - float(self.stats.mean)) / float(self.stats.std)
+        return (x - float(self.mean)) / float(self.std)
 
     def denormalize(self, x):
-        return x * float(self.stats.std) + float(self.stats.mean)
-
-    def state_dict(self) -> dict:
-        return self.stats.state_dict()
-
-    def load_state_dict(self, state: dict) -> None:
-        self.stats.load_state_dict(state)
+        return x * float(self.std) + float(self.mean)
 
 
 class Normalizers:
-    """What training sees of observations, rewards and values: the switched-on normalisers
-    (None where off) and the environment's reward scale, saved and restored together."""
+    """The switched-on normalisers (None where off) and the environment's reward scale and clip."""
 
     def __init__(self, config, observation: Layout):
-        """config: the run's Config; observation: how observations are stored (spaces.Layout)."""
         norm = config.normalization
         features = observation.vector_features()
-        # images are never normalised: a pure image observation has no features to normalise
         self.observations = (ObservationNormalizer(features, norm.observation_clip)
                              if norm.observations and features is not None else None)
         self.rewards = RewardScaler(config.n_workers, config.gamma, norm.reward_clip) if norm.rewards else None
@@ -139,21 +110,20 @@ class Normalizers:
         self.reward_clip = config.environment.reward_clip
 
     def observation(self, obs: np.ndarray, update: bool) -> np.ndarray:
-        """Raw observations (n, ...) -> what the model sees: normalised when switched on, else as they are."""
+        """Raw observations (n, ...) -> what the model sees."""
         return obs if self.observations is None else self.observations(obs, update)
 
     def reward(self, rewards: np.ndarray, dones: np.ndarray) -> np.ndarray:
-        """Raw rewards (W,) -> what training uses: times the reward scale and clipped to the reward clip
-        (the environment's own units stay in the episode statistics), then scaled by the return's std
-        when switched on."""
+        """Raw rewards (W,) -> what training uses: scaled, clipped, then divided by the return's std when on.
+        The episode statistics keep the environment's own units."""
         if self.reward_scale != 1.0:
-            rewards = (rewards * self.reward_scale).astype(np.float32)  # stored as float32, whatever dtype the rewards came in
+            rewards = (rewards * self.reward_scale).astype(np.float32)
         if self.reward_clip is not None:
             rewards = np.clip(rewards, -self.reward_clip, self.reward_clip).astype(np.float32)
         return rewards if self.rewards is None else self.rewards(rewards, dones)
 
     def value_units(self, values: np.ndarray) -> np.ndarray:
-        """The value head's output -> the returns' units: denormalised when switched on, else as it is."""
+        """The value head's output -> the returns' units."""
         return values if self.values is None else self.values.denormalize(values)
 
     def _parts(self) -> dict:

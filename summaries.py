@@ -1,15 +1,9 @@
-"""What a run reports after each update: TensorBoard scalars, and a progress bar on a
-terminal or one line per update when the output goes to a file or a pipe.
-
-The TensorBoard folder also gets `config.json`, the run's whole config, so that
-a folder of runs (a sweep, or runs started by hand) can be grouped and compared
-by stats.py without anything else.
-"""
+"""What a run reports after each update: TensorBoard scalars and one line on stdout. The TensorBoard
+folder also gets the run's config.json, for stats.py."""
 from __future__ import annotations
 
 import json
 import resource
-import sys
 import threading
 import time
 from collections import deque
@@ -35,7 +29,6 @@ class PhaseTimes:
 
     @contextmanager
     def measure(self, phase: str):
-        """Adds the wall time of the `with` block to `phase`."""
         start = time.perf_counter()
         try:
             yield
@@ -47,18 +40,18 @@ class PhaseTimes:
 class UpdateLog:
     update: int
     steps: int  # environment steps so far
-    episodes: list[dict]  # the episodes that ended in this update's rollout: reward, length[, success]
+    episodes: list[dict]  # the episodes that ended in this rollout: reward, length[, success]
     metrics: dict = field(default_factory=dict)  # losses and statistics of the optimisation
     times: PhaseTimes = field(default_factory=PhaseTimes)
     seconds: float = 0.0  # wall time of the whole update
-    evaluation: list[dict] | None = None  # the held-out episodes scored after this update, if any
+    evaluation: list[dict] | None = None  # the held-out episodes scored after this update
 
     def _mean(self, key: str) -> float | None:
         values = [e[key] for e in self.episodes if key in e]
         return float(np.mean(values)) if values else None
 
     @property
-    def reward_mean(self) -> float | None:  # mean raw return of this update's episodes
+    def reward_mean(self) -> float | None:
         return self._mean("reward")
 
     @property
@@ -66,7 +59,7 @@ class UpdateLog:
         return self._mean("length")
 
     @property
-    def success_mean(self) -> float | None:  # None where the environment reports no success
+    def success_mean(self) -> float | None:
         return self._mean("success")
 
 
@@ -75,24 +68,20 @@ class Summaries:
 
     def __init__(self, path: str | Path, config: Config, verbose: bool = True):
         self.path, self.config, self.verbose = Path(path), config, verbose
+        self.steps_per_update = config.n_workers * config.worker_steps
         self.history: list[UpdateLog] = []
         self.recent_rewards: deque = deque(maxlen=100)  # the reference baseline's reward_mean window
         self._writer = None
-        self._bar = None
-        self._last_eval = ""  # the progress bar keeps showing the latest evaluation
 
-    def open(self, first_update: int = 0) -> None:
+    def open(self) -> None:
         from torch.utils.tensorboard import SummaryWriter
         _leave_writer_errors_to_the_writer()
         self._writer = SummaryWriter(str(self.path))
         text = json.dumps(self.config.to_dict(), indent=1)
         write_atomically(self.path / "config.json", lambda tmp: tmp.write_text(text))
-        if self.verbose and sys.stdout.isatty():
-            from tqdm import tqdm
-            self._bar = tqdm(total=self.config.updates, initial=first_update, unit="update", dynamic_ncols=True)
 
     def scalars(self, log: UpdateLog) -> dict[str, float]:
-        """Every number reported for one update, by its TensorBoard tag (a sweep reports the same)."""
+        """Every number reported for one update, by its TensorBoard tag."""
         out = {}
         if log.reward_mean is not None:
             out.update({"episode/reward_mean": log.reward_mean, "episode/length_mean": log.length_mean,
@@ -104,7 +93,7 @@ class Summaries:
             out.update({f"eval/{name}": value for name, value in scores(log.evaluation).items()})
         out.update({f"training/{name}": value for name, value in log.metrics.items()})
         out.update({f"time/{f.name}": getattr(log.times, f.name) for f in fields(PhaseTimes)})
-        out["time/steps_per_second"] = self._steps_per_update() / max(log.seconds, 1e-9)
+        out["time/steps_per_second"] = self.steps_per_update / max(log.seconds, 1e-9)
         out["time/env_steps"] = log.steps
         return out
 
@@ -115,15 +104,7 @@ class Summaries:
         scalars = self.scalars(log)
         for tag, value in scalars.items():
             self._writer.add_scalar(tag, value, log.update)
-        if self._bar is not None:
-            last = "-" if log.reward_mean is None else f"{log.reward_mean:.3f}"
-            if "eval/reward_mean" in scalars:
-                self._last_eval = f"  eval {scalars['eval/reward_mean']:.3f}"
-            self._bar.set_postfix_str(f"steps {log.steps}  reward {last}{self._last_eval}  "
-                                      f"sps {scalars['time/steps_per_second']:.0f}", refresh=False)
-            self._bar.update(1)
-        elif self.verbose:
-            print(self.line(log, scalars), flush=True)
+        self.say(self.line(log, scalars))
         return scalars
 
     def line(self, log: UpdateLog, scalars: dict[str, float]) -> str:
@@ -138,30 +119,22 @@ class Summaries:
                 + (f"  eval {scalars['eval/reward_mean']:.3f}" if "eval/reward_mean" in scalars else ""))
 
     def say(self, text: str) -> None:
-        """A message (when verbose) that does not break the progress bar."""
-        if self._bar is not None:
-            self._bar.write(text)
-        elif self.verbose:
+        if self.verbose:
             print(text, flush=True)
 
-    def _steps_per_update(self) -> int:
-        return self.config.n_workers * self.config.worker_steps
-
     def finish(self, seconds: float) -> None:
-        """The run's closing line: its timings over `seconds` of training."""
         self.say("timings: " + json.dumps(self.timings(seconds)))
 
     def timings(self, seconds: float) -> dict:
-        """Totals over the updates of this process: the per-phase split of `seconds`."""
+        """Totals over this process's updates, and the per-phase split of `seconds`."""
         phases = {f.name: sum(getattr(h.times, f.name) for h in self.history) for f in fields(PhaseTimes)}
-        steps = len(self.history) * self._steps_per_update()
+        steps = len(self.history) * self.steps_per_update
         # ru_maxrss is in KiB on Linux; worker processes count as children
         peak_kib = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
         return {"updates": len(self.history), "env_steps": steps, "train_seconds": seconds,
                 "reward_mean_last100": float(np.mean(self.recent_rewards)) if self.recent_rewards else None,
                 "steps_per_second": steps / seconds, "peak_rss_mb": peak_kib / 1024,
-                # the GPU memory torch's allocator held at most (None: no GPU was used)
                 "peak_gpu_mb": torch.cuda.max_memory_allocated() / 2 ** 20 if torch.cuda.is_initialized() else None,
                 "torch_threads": torch.get_num_threads(),
                 **{f"{k}_seconds": v for k, v in phases.items()}}
@@ -173,11 +146,7 @@ class Summaries:
         self.recent_rewards.extend(state["recent_rewards"])
 
     def close(self) -> None:
-        """Closes the bar and the writer; a write the writer's thread could not make (a full disk)
-        is raised here (OSError) if no earlier call raised it."""
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
+        """Closes the writer; raises (OSError) a write the writer's thread could not make."""
         if self._writer is not None:
             writer, self._writer = self._writer, None
             try:
@@ -187,11 +156,8 @@ class Summaries:
 
 
 def _leave_writer_errors_to_the_writer() -> None:
-    """TensorBoard's SummaryWriter writes its events from a thread of its own. A write that fails
-    there (a full disk) ends that thread, whose exception the writer raises again in the caller at
-    its next call (add_scalar, flush), where train.py reports it in one line (exit 1); the thread's
-    own traceback, printed by threading.excepthook beside that line, is left out (only for
-    TensorBoard's threads and OSError: any other thread's exception is printed as before)."""
+    """The writer raises its thread's failed write (a full disk) again at its next call, where train.py
+    reports it in one line; the thread's own traceback (OSError in TensorBoard's threads only) is left out."""
     previous = threading.excepthook
     if getattr(previous, "leaves_writer_errors", False):
         return

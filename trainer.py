@@ -1,14 +1,8 @@
-"""The PPO loop: collect a rollout, compute advantages, optimise, in that order, and when due
-score the policy on held-out episodes.
-
-run() -> one_update() -> collect() / advantages() / optimise() [/ evaluate()]. Nothing here knows
-which environment or recurrent layer it trains; reports are summaries.py's, checkpoints
-checkpoint.py's, held-out scoring evaluation.py's, signals train.py's.
-"""
+"""The PPO loop: collect a rollout, compute advantages, optimise, in that order, and when due score
+the policy on held-out episodes. Nothing here knows which environment or recurrent core it trains."""
 from __future__ import annotations
 
 import functools
-import itertools
 import time
 from datetime import datetime
 from pathlib import Path
@@ -23,7 +17,6 @@ from evaluation import Evaluator
 from losses import StepStats, mean_metrics, ppo_loss, require_finite
 from model import autocast, build_model, check_precision, no_gradient
 from normalization import Normalizers
-from optimizer import AdamW
 from summaries import PhaseTimes, Summaries, UpdateLog
 from worker import VecEnv, environment_seeds, make_probe
 
@@ -38,43 +31,41 @@ class Trainer:
         torch.set_num_threads(1)  # the orthogonal init's QR rounds by thread count: a seed's weights at any count
         torch.manual_seed(config.seed)
         np.random.seed(config.seed)
-
         W, T = config.n_workers, config.worker_steps
         seeds = environment_seeds(config.seed, W)
         probe, self.spaces = make_probe(config.environment, seeds[0])  # for the spaces, before any worker starts
         self.model = build_model(config, self.spaces).to(self.device)
-        self.threads = config.torch_threads or idle.count()  # torch's intra-op threads for the update
+        self.threads = config.torch_threads or idle.count()
         self.rollout_threads = rollout_threads(self.threads, self.spaces.observation.images)
         torch.set_num_threads(self.threads)
-        self.optimizer = AdamW(self.model.parameters(), lr=config.learning_rate_schedule.initial,
-                               eps=config.optimizer.eps, weight_decay=config.optimizer.weight_decay)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate_schedule.initial,
+                                           eps=config.optimizer.eps, weight_decay=config.optimizer.weight_decay,
+                                           fused=True)
         self.normalizers = Normalizers(config, self.spaces.observation)
-        stored = self.spaces.observation
-        self.buffer = RolloutBuffer(W, T, stored.shape, np.float32 if self.normalizers.observations else stored.dtype,
+        obs = self.spaces.observation
+        self.buffer = RolloutBuffer(W, T, obs.shape, np.float32 if self.normalizers.observations else obs.dtype,
                                     self.spaces.action, self.spaces.masked, self.model.state_size, self.device,
-                                    config.n_mini_batch, self.model.previous_size)  # refuses one that cannot fit
-        # before the worker processes start: the evaluation's environments are made and checked here
+                                    config.n_mini_batch, self.model.previous_size)
         self.evaluator = Evaluator(config, self.spaces, self.device) if config.evaluation.interval else None
         self.envs = VecEnv(config.environment, seeds, config.worker_processes, probe, self.spaces)
-        self.autocast = functools.partial(autocast, config.precision, self.device)  # rollout and training pass
+        self.autocast = functools.partial(autocast, config.precision, self.device)
         self.update = self.steps = 0
         self.saved_update: int | None = None  # the update of the last checkpoint written
         self.stop_signal: int | None = None  # set by a signal handler: stop after this update
         self.checkpoint_path = Path(models_dir) / f"{run_id}.pt"
-        # the best evaluation so far, {"reward_mean", "update"}, whose checkpoint is models/<run-id>-best.pt
-        self.best: dict | None = None
+        self.best: dict | None = None  # the best evaluation so far, {"reward_mean", "update"}, saved to best_path
         self.best_path = Path(models_dir) / f"{run_id}-best.pt"
         self.summaries = Summaries(summaries_path or Path(summaries_dir, run_id, f"{datetime.now():%Y%m%d-%H%M%S}"),
                                    config, verbose)
-        self.obs = self.envs.reset()  # (W, *obs_shape) host array
+        self.obs = self.envs.reset()  # (W, *obs_shape)
         self.state = self.model.initial_state(W, self.device)  # (W, S)
         self.previous = torch.zeros(W, self.model.previous_size, device=self.device)  # (W, P): no step before
 
     def run(self, on_update=None) -> list[UpdateLog]:
-        """Trains until config.updates or a stop signal, saving every checkpoint_interval
-        updates and at the end; on_update(trainer, log, scalars) follows every update."""
+        """Trains until config.updates or a stop signal, saving every checkpoint_interval updates and at
+        the end; on_update(trainer, log, scalars) follows every update."""
         c = self.config
-        self.summaries.open(self.update)  # TensorBoard's import and writer: start-up, not the loop's time
+        self.summaries.open()
         start = time.perf_counter()
         try:
             while self.update < c.updates and self.stop_signal is None:
@@ -99,14 +90,14 @@ class Trainer:
         c, times, tick = self.config, PhaseTimes(), time.perf_counter()
         lr, beta, clip = (schedule_value(schedule, self.update)
                           for schedule in (c.learning_rate_schedule, c.beta_schedule, c.clip_range_schedule))
-
         episodes = self.collect(times)
         with times.measure("buffer"):
             self.advantages()
         with times.measure("update"):
             metrics = self.optimise(lr, beta, clip)
-        metrics.update(learning_rate=lr, beta=beta, clip_range=clip, sequences=float(self.buffer.sequences),
-                       padding_fraction=self.buffer.padding_fraction)
+        index = self.buffer.index
+        metrics.update(learning_rate=lr, beta=beta, clip_range=clip, sequences=float(len(index.starts)),
+                       padding_fraction=1.0 - float(index.mask.mean()))
         self.update += 1
         self.steps += c.n_workers * c.worker_steps
         evaluation = None
@@ -115,47 +106,30 @@ class Trainer:
                 evaluation = self.evaluate()
         return UpdateLog(self.update, self.steps, episodes, metrics, times, time.perf_counter() - tick, evaluation)
 
-    def advantages(self) -> None:
-        """GAE and the sequence index over the rollout, bootstrapped from V of the next observations."""
-        c = self.config
-        self.buffer.finish(self._values(self.obs, self.state, self.previous), c.gamma, c.lamda, c.recurrence,
-                           self.normalizers.values)
-
-    def _values(self, obs: np.ndarray, state: torch.Tensor, previous: torch.Tensor) -> np.ndarray:
-        """V(obs) as the value head gives it, for raw observations and the state and previous input before them."""
-        obs = self.normalizers.observation(obs, update=False)
-        with self.autocast():
-            return self.model.value(torch.from_numpy(obs).to(self.device), state, previous).cpu().numpy()
-
     def collect(self, times: PhaseTimes) -> list[dict]:
-        """Fills the buffer with T steps of all W environments; returns the finished episodes."""
+        """Fills the buffer with T steps of all W environments; returns the episodes that ended."""
         b, model, device, norm = self.buffer, self.model, self.device, self.normalizers
         episodes = []
         start = time.perf_counter()
         torch.set_num_threads(self.rollout_threads)
-        # one autocast region for the whole rollout: the weights' bfloat16 copies are made once, not every
-        # step; and one grad mode (model.no_gradient): act() then enters none of its own at every step
         with self.autocast(), no_gradient(self.device):
             for t in range(self.config.worker_steps):
-                obs = norm.observation(self.obs, update=True)  # what the model and the buffer see
-                mask = self.envs.action_mask  # (W, A) allowed actions, or None; stored: the update uses the same
+                obs = norm.observation(self.obs, update=True)
+                mask = self.envs.action_mask  # (W, A) allowed actions, or None
                 out = model.act(torch.from_numpy(obs).to(device), self.state, previous=self.previous,
                                 action_mask=None if mask is None else torch.from_numpy(mask).to(device))
                 actions = out.actions.cpu().numpy()
                 b.store_step(t, obs, self.state, self.previous, mask, actions, out.log_probs, out.values)
-
-                tick = time.perf_counter()  # not times.measure(): a context manager costs 1 us of a 160 us step
-                step = self.envs.step(actions)
-                times.env += time.perf_counter() - tick
+                with times.measure("env"):
+                    step = self.envs.step(actions)
                 done = step.terminated | step.truncated
                 b.store_outcome(t, norm.reward(step.rewards, done), step.terminated, step.truncated)
-                previous = model.previous_input(out.actions, step.rewards)  # (W, P) the next step's, from raw rewards
+                previous = model.previous_input(out.actions, step.rewards)  # (W, P) from the raw rewards
                 if step.truncated.any():
-                    # Bootstrap a time-limit cut from V(final observation) under the state
-                    # that followed the last step, before that state is reset.
+                    # a time-limit cut is bootstrapped from V(final observation), under the state before its reset
                     rows = np.flatnonzero(step.truncated)
                     b.final_values[rows, t] = self._values(step.final_obs[rows], out.state[rows], previous[rows])
-                self.obs = step.obs  # a view of the workers' shared array: read before the next step overwrites it
+                self.obs = step.obs  # the workers' shared array: the next step overwrites it
                 self.state = model.reset_state(out.state, done)
                 self.previous = model.reset_previous(previous, done)
                 episodes.extend(step.episodes)
@@ -163,32 +137,44 @@ class Trainer:
         times.inference = time.perf_counter() - start - times.env
         return episodes
 
+    def advantages(self) -> None:
+        """GAE and the sequence index over the rollout, bootstrapped from V of the next observations."""
+        c = self.config
+        self.buffer.finish(self._values(self.obs, self.state, self.previous), c.gamma, c.lamda, c.recurrence,
+                           self.normalizers.values)
+
+    def _values(self, obs: np.ndarray, state: torch.Tensor, previous: torch.Tensor) -> np.ndarray:
+        """V(obs) as the value head gives it, for raw observations (n, ...) and the state and previous input."""
+        obs = self.normalizers.observation(obs, update=False)
+        with self.autocast():
+            return self.model.value(torch.from_numpy(obs).to(self.device), state, previous).cpu().numpy()
+
     def optimise(self, lr: float, beta: float, clip: float) -> dict:
         """`epochs` passes of minibatch steps over the rollout; the metrics averaged over the steps."""
         c = self.config
-        self.optimizer.lr = lr
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
         value_clip = (c.value_clip_range or clip) if c.value_clip else None
-        steps = []  # per minibatch step: its losses and gradient norm, read back once at the end
-        epochs = itertools.chain(*(self.buffer.minibatches(c.n_mini_batch, self.model) for _ in range(c.epochs)))
-        for mb in epochs:
-            with self.autocast():
-                out = self.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask, mb.previous,
-                                          mb.burn_in)
-            losses = ppo_loss(out, mb, clip, beta, c.value_loss_coefficient, c.normalization.advantages, value_clip)
-            if c.target_kl is not None and losses.approx_kl.item() > c.target_kl:
-                break  # too far from the rollout's policy: skip this step and the update's remaining epochs
-            self.optimizer.zero_grad()
-            losses.total.backward()
-            grad_norm = self.optimizer.clip_grad_norm(c.max_grad_norm)  # torch's clip_grad_norm_, on flat gradients
-            require_finite(losses, grad_norm, self.update + 1)
-            self.optimizer.step()
-            steps.append(StepStats(losses, grad_norm))
-        else:
-            return mean_metrics(steps, early_stop=False)
-        return mean_metrics(steps or [StepStats(losses, torch.tensor(0.0))], early_stop=True, taken=len(steps))
+        steps = []
+        for _ in range(c.epochs):
+            for mb in self.buffer.minibatches(c.n_mini_batch, self.model):
+                with self.autocast():
+                    out = self.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask, mb.previous,
+                                              mb.burn_in)
+                losses = ppo_loss(out, mb, clip, beta, c.value_loss_coefficient, c.normalization.advantages,
+                                  value_clip)
+                if c.target_kl is not None and losses.approx_kl.item() > c.target_kl:
+                    return mean_metrics(steps, rejected=losses)  # too far from the rollout's policy: stop here
+                self.optimizer.zero_grad()
+                losses.total.backward()
+                grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), c.max_grad_norm)
+                require_finite(losses, grad_norm, self.update + 1)
+                self.optimizer.step()
+                steps.append(StepStats(losses, grad_norm))
+        return mean_metrics(steps)
 
     def evaluate(self) -> list[dict]:
-        """The held-out episodes of the policy as it is now (evaluation.py), stepped on the rollout's threads."""
+        """The held-out episodes of the policy as it is now, stepped on the rollout's threads."""
         torch.set_num_threads(self.rollout_threads)
         try:
             return self.evaluator(self.model, self.normalizers)
@@ -196,14 +182,12 @@ class Trainer:
             torch.set_num_threads(self.threads)
 
     def keep_if_best(self, reward_mean: float) -> None:
-        """Writes models/<run-id>-best.pt when this evaluation beats every earlier one: a later
-        collapse does not cost the run its best policy."""
+        """Writes models/<run-id>-best.pt when this evaluation beats every earlier one."""
         if self.best is None or reward_mean > self.best["reward_mean"]:
             self.best = {"reward_mean": reward_mean, "update": self.update}
             checkpoint.save(self, self.best_path)
 
     def save(self) -> Path:
-        """Writes models/<run-id>.pt (checkpoint.save refuses non-finite parameters)."""
         return checkpoint.save(self)
 
     def close(self) -> None:

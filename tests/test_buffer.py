@@ -220,7 +220,6 @@ def test_memory_estimate_is_the_storage_allocated_and_one_minibatch_of_float32_o
         obs_entries *= d
     expected = allocated_bytes(b) + 4 * W * T + (W * T // n) * obs_entries * 4
     assert checked == [expected]
-    assert RolloutBuffer.bytes_needed(W, T, obs_shape, obs_dtype, actions, masked, S, n, P) == expected
 
 
 def test_buffer_defaults_to_one_minibatch_and_no_previous_input(monkeypatch):
@@ -231,7 +230,6 @@ def test_buffer_defaults_to_one_minibatch_and_no_previous_input(monkeypatch):
     assert b.previous_size == 0 and "previous" not in b._flat
     expected = allocated_bytes(b) + 4 * 6 + 6 * 4 * 4  # 6 steps in the one minibatch, 4 float32 entries each
     assert checked == [expected]
-    assert RolloutBuffer.bytes_needed(2, 3, (4,), np.float32, actions, False, 8, 1) == expected
 
 
 def test_a_rollout_needing_more_than_the_available_memory_is_refused_with_both_sizes(monkeypatch):

@@ -41,7 +41,7 @@ def test_train_two_updates_writes_checkpoint_and_summaries(tmp_path):
     model.load_state_dict(checkpoint["model"])
     vec.close()
     assert all(torch.isfinite(p).all() for p in model.parameters())
-    assert checkpoint["optimizer"]["steps"] == 2 * 2 * config.epochs  # updates x minibatches x epochs
+    assert checkpoint["optimizer"]["state"][0]["step"] == 2 * 2 * config.epochs  # updates x minibatches x epochs
     events = list((tmp_path / "summaries/my-run").glob("*/events.out.tfevents.*"))
     assert len(events) == 1 and events[0].stat().st_size > 0
 

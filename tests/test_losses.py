@@ -166,7 +166,7 @@ def test_non_finite_error_names_the_update_every_loss_term_and_the_gradient_norm
 def test_mean_metrics_average_each_term_and_the_gradient_norm_over_the_steps():
     steps = [StepStats(_losses(1.0, 2.0, 3.0, 4.0, 5.0, 6.0), torch.tensor(7.0)),
              StepStats(_losses(3.0, 4.0, 5.0, 6.0, 7.0, 8.0), torch.tensor(9.0))]
-    assert mean_metrics(steps, early_stop=False) == {
+    assert mean_metrics(steps) == {
         "total": 2.0, "pg_loss": 3.0, "v_loss": 4.0, "entropy": 5.0, "approx_kl": 6.0, "clip_frac": 7.0,
         "grad_norm": 8.0, "early_stop": 0.0, "minibatch_steps": 2.0}
 
@@ -174,5 +174,5 @@ def test_mean_metrics_average_each_term_and_the_gradient_norm_over_the_steps():
 def test_mean_metrics_report_the_steps_taken_when_target_kl_stops_the_update():
     """The trainer stops before the first step's optimiser step: the metrics are those of the
     minibatch that was evaluated, but no step was taken."""
-    stopped = mean_metrics([StepStats(_losses(1.0), torch.tensor(0.0))], early_stop=True, taken=0)
+    stopped = mean_metrics([], rejected=_losses(1.0))
     assert stopped["early_stop"] == 1.0 and stopped["minibatch_steps"] == 0.0 and stopped["total"] == 1.0

@@ -58,7 +58,7 @@ def test_loaded_statistics_are_float64_copies():
     scaler = RewardScaler(workers=2, gamma=0.9, clip=10.0)
     scaler.load_state_dict({"mean": mean[0], "var": var[0], "count": 7.0, "returns": returns})
     for loaded, source in ((stats.mean, mean), (stats.var, var), (scaler.returns, returns),
-                           (scaler.stats.mean, mean[0]), (scaler.stats.var, var[0])):
+                           (scaler.mean, mean[0]), (scaler.var, var[0])):
         assert loaded.dtype == np.float64
         np.testing.assert_array_equal(loaded, source)
     assert stats.count == 7.0 and type(stats.count) is float
@@ -84,7 +84,7 @@ def test_observations_are_standardised_per_feature_clipped_both_ways_and_keep_th
     frozen = normalizer(outliers, update=False)
     assert (frozen[0] == 3.0).all() and (frozen[1] == -3.0).all()
     np.testing.assert_allclose(frozen, expected(outliers), rtol=1e-5, atol=1e-6)
-    assert normalizer.stats.count == PRIOR + 16  # update=False leaves the statistics as they were
+    assert normalizer.count == PRIOR + 16  # update=False leaves the statistics as they were
 
 
 def test_rewards_are_divided_by_the_std_of_the_discounted_return_and_clipped_both_ways():
@@ -109,7 +109,7 @@ def test_rewards_are_divided_by_the_std_of_the_discounted_return_and_clipped_bot
         np.testing.assert_allclose(scaler.returns, returns, rtol=1e-12)
         assert scaler.returns.dtype == np.float64
     assert clipped == {-1.0, 1.0}  # the clip bounds were both reached
-    np.testing.assert_allclose(scaler.stats.mean, pooled(seen)[0], rtol=1e-12)
+    np.testing.assert_allclose(scaler.mean, pooled(seen)[0], rtol=1e-12)
 
 
 def _normalizers(value_targets: bool) -> Normalizers:
@@ -146,7 +146,7 @@ def test_normalizers_with_every_switch_on_use_the_configured_clips_gamma_workers
     assert out[3, 0] == 1.5  # (10 - 2.5) / 4.33 = 1.73, clipped
     np.testing.assert_array_equal(out[:, 2], obs[:, 2])
     n.observation(obs, update=False)
-    assert n.observations.stats.count == PRIOR + 4  # folded in once, with update=True only
+    assert n.observations.count == PRIOR + 4  # folded in once, with update=True only
 
     # rewards (exact in float32): times 0.5, then divided by the std of each worker's discounted return
     # (gamma 0.9), clipped at 0.75

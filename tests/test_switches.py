@@ -107,9 +107,9 @@ def test_normaliser_state_round_trips_through_a_checkpoint_and_enjoy_uses_it_fro
     np.testing.assert_array_equal(step.actions, expected.actions[:, 0].numpy())
     np.testing.assert_allclose(step.values, trainer.normalizers.values.denormalize(expected.values.numpy()),
                                rtol=1e-6)
-    count = agent.normalizers.observations.stats.count
+    count = agent.normalizers.observations.count
     agent.act(raw, step.state, np.zeros(4, dtype=bool))
-    assert agent.normalizers.observations.stats.count == count  # frozen in evaluation
+    assert agent.normalizers.observations.count == count  # frozen in evaluation
 
     resumed = Trainer(small(normalization={"observations": True, "rewards": True, "value_targets": True}),
                       summaries_dir=tmp_path, models_dir=tmp_path / "r", verbose=False)

@@ -22,8 +22,8 @@ class Core(NamedTuple):
     state_parts: int
 
 
-# recurrence.layer_type -> any module with torch's RNN interface: layer(F, H, num_layers=, batch_first=True)(x
-# (N, L, F), state) -> (outputs (N, L, H), state), the state (layers, N, H) or a tuple of state_parts of them.
+# recurrence.layer_type -> its core: any module built as layer(F, H, num_layers=, batch_first=True) and called as
+# layer(x (N, L, F), state) -> (outputs (N, L, H), state), a state being (layers, N, H) or a tuple of state_parts.
 CORES = {"gru": Core(nn.GRU, state_parts=1), "lstm": Core(nn.LSTM, state_parts=2)}
 
 # On a CPU the training pass feeds torch's layers the real steps alone (a PackedSequence) when the input is

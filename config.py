@@ -477,7 +477,8 @@ def validate(config: Config) -> None:
     rec = config.recurrence
     need(0 < rec.num_layers <= MAX_LAYERS, "recurrence.num_layers", rec.num_layers,
          f"from 1 to {MAX_LAYERS} (torch builds and steps stacked layers one by one: 1,000 took 12 s to build here)")
-    need(rec.layer_type in ("gru", "lstm"), "recurrence.layer_type", rec.layer_type, "one of gru, lstm")
+    from model import CORES  # here: model imports config
+    need(rec.layer_type in CORES, "recurrence.layer_type", rec.layer_type, f"one of {', '.join(CORES)}")
     need(rec.hidden_state_size > 0, "recurrence.hidden_state_size", rec.hidden_state_size, "must be > 0")
     need(rec.sequence_length <= config.worker_steps, "recurrence.sequence_length", rec.sequence_length,
          f"at most worker_steps ({config.worker_steps}); <= 0 means whole episodes")

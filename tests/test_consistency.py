@@ -7,6 +7,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from torch.nn.utils.rnn import pack_padded_sequence
 
 import model
 from config import ConfigError, RecurrenceConfig, config_from_dict
@@ -16,10 +17,15 @@ from trainer import PhaseTimes, Trainer
 
 
 # float32 rounding only. On a GPU the rollout's one-step calls and the training pass's whole sequences
-# run different kernels (cuDNN's sequence RNN), whose sums round differently: up to 1.7e-5 on an H200
-# (results/gpu/tests_before_tolerance.txt), against at most 1e-5 on the CPU. A wrong initial state or a
-# shuffled step moves the sharpened log-probs by orders of magnitude more.
+# may run different cuDNN kernels, whose sums round differently (docs/results.md). A wrong initial state
+# or a shuffled step moves the sharpened log-probs by orders of magnitude more.
 TOLERANCE = {"cpu": 1e-5, "cuda": 1e-4}
+
+
+def packing(monkeypatch, packed: bool) -> None:
+    """Makes evaluate() feed torch's layers the real steps alone (a PackedSequence) always, or never."""
+    monkeypatch.setattr(model, "PACK_MIN_WIDTH", 0 if packed else 2 ** 62)
+    monkeypatch.setattr(model, "PACK_MIN_PADDING", 0.0 if packed else 1.0)
 
 
 def small_config(env: str, layer: str, L: int, reset: bool, seed: int = 0):
@@ -136,9 +142,9 @@ def test_recomputed_log_probs_match_the_rollout_under_bfloat16(tmp_path, monkeyp
     """precision bfloat16: the rollout's inference (one step, 4 rows) and the training pass (sequences,
     all rows) round differently, so they agree to a stated tolerance, not to 1e-5: log-probs within
     0.01 for a sharp policy (a ratio within 1% of 1; PPO clips at 20%; 0.002 was the largest seen),
-    values within 2% of their scale. packed: the training pass runs the core over the real steps only,
-    outside torch's fused layer, as it does for an LSTM on an image encoder's 3136 features."""
-    monkeypatch.setattr(ActorCritic, "_packs", lambda self, *args: packed)
+    values within 2% of their scale. packed: the training pass runs the core over the real steps only, as a
+    PackedSequence, as it does on an image encoder's features."""
+    packing(monkeypatch, packed)
     raw = {"environment": {"type": "gym", "name": env}, "n_workers": 4, "worker_steps": 32, "n_mini_batch": 2,
            "hidden_layer_size": 32, "precision": "bfloat16",
            "recurrence": {"sequence_length": 8, "hidden_state_size": 16, "layer_type": layer}}
@@ -218,17 +224,13 @@ def test_encoding_only_real_steps_leaves_outputs_and_gradients_unchanged(layer):
 @pytest.mark.parametrize("layers", [1, 2])
 @pytest.mark.parametrize("layer", ["gru", "lstm"])
 @pytest.mark.parametrize("padded", [False, True])
-@pytest.mark.parametrize("rows", [1, 4])  # 4: every step's rows rounded up to a multiple of 4
 @pytest.mark.parametrize("extras", [False, True])  # the previous action and reward, an action mask
-def test_the_packed_way_gives_the_fused_layers_outputs_and_gradients(monkeypatch, layer, layers, critic_core, padded,
-                                                                   rows, extras):
-    """evaluate()'s two ways (torch's fused GRU/LSTM over every slot, or the core, heads and distribution
-    over the real steps only, one time step at a time) are one function: the same outputs on real steps
-    and the same gradients in float32, with sequences of several lengths (padding trailing) or none, with
-    the previous action and reward beside the observation and an action mask or without; the packed way
-    reads 0 on padding; with rows rounded up, steps also run sequences that have ended."""
-    monkeypatch.setattr(model, "PACKED_ROWS", rows)
-    monkeypatch.setattr(model, "_step_rows", lambda b: -(-b // rows) * rows)
+def test_the_packed_way_gives_the_padded_ways_outputs_and_gradients(monkeypatch, layer, layers, critic_core, padded,
+                                                                   extras):
+    """evaluate()'s two ways (torch's layer over every slot, padding included, or over the real steps alone as a
+    PackedSequence) are one function: the same outputs on real steps and the same gradients in float32, with
+    sequences of several lengths (padding trailing) or none, with the previous action and reward beside the
+    observation and an action mask or without; both read 0 on padding."""
     torch.manual_seed(0)
     recurrence = RecurrenceConfig(layer_type=layer, hidden_state_size=16, num_layers=layers,
                                   separate_critic_core=critic_core, previous_action=extras, previous_reward=extras)
@@ -241,62 +243,40 @@ def test_the_packed_way_gives_the_fused_layers_outputs_and_gradients(monkeypatch
     previous = torch.cat((torch.eye(3)[torch.randint(0, 3, (N, L))], torch.randn(N, L, 1)), -1) * mask[..., None]
     action_mask = (torch.rand(N, L, 3) < 0.5).scatter(-1, actions, True)  # (N, L, 3), the taken action allowed
     state = torch.randn(N, net.state_size) * 0.5
-    results = []
+    results, calls = [], []
+    monkeypatch.setattr(model, "pack_padded_sequence", lambda *a, **k: calls.append(1) or pack_padded_sequence(*a, **k))
     for packed in (False, True):
-        monkeypatch.setattr(ActorCritic, "_packs", lambda self, *args: packed)
+        packing(monkeypatch, packed)
         net.zero_grad()
-        out = net.evaluate(obs[mask] if padded else obs, state, actions, mask=mask if padded else None,
-                           previous=previous if extras else None, action_mask=action_mask if extras else None)
+        out = net.evaluate(obs[mask], state, actions, mask=mask, previous=previous if extras else None,
+                           action_mask=action_mask if extras else None)
         ((out.log_probs + out.values.square() + out.entropy) * mask).sum().backward()
         results.append((out, [p.grad.clone() for p in net.parameters()]))
+    assert len(calls) == 1  # the second way packed, the first did not
     (fused, fused_grads), (packed, packed_grads) = results
     for name in ("log_probs", "values", "entropy"):
         torch.testing.assert_close(getattr(packed, name)[mask], getattr(fused, name)[mask], atol=1e-5, rtol=1e-5)
-        assert not getattr(packed, name)[~mask].any()
+        assert not getattr(packed, name)[~mask].any() and not getattr(fused, name)[~mask].any()
     for a, b in zip(fused_grads, packed_grads):
         torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-4)
 
 
-def test_packing_takes_each_time_step_longest_sequences_first_and_refuses_leading_padding():
-    """model.packing: batch_sizes counts the sequences going at each step, to_time lists the real steps
-    (numbered row-major, as x[mask] orders them) step by step, longest sequence first, and to_rows
-    inverts it; with more than 8 going, a step's rows are rounded up (_step_rows) and run sequences that
-    have ended, which read the padding row R. A mask with padding before a real step is refused (the
-    packed recurrence would skip it)."""
-    lengths = torch.tensor([2, 4, 1, 4])  # row-major real steps: 0 1 | 2 3 4 5 | 6 | 7 8 9 10
-    mask = torch.arange(4) < lengths[:, None]
-    pack = model.packing(mask)
-    assert pack.batch_sizes == [4, 3, 2, 2]
-    assert pack.order.tolist() == [1, 3, 0, 2]  # longest first; ties keep their order
-    assert pack.to_time.tolist() == [2, 7, 0, 6, 3, 8, 1, 4, 9, 5, 10]
-    assert torch.equal(pack.to_time[pack.to_rows], torch.arange(11))
-    lengths = torch.tensor([2] + [3] * 8 + [1])  # 10, 9 and 8 going: 10 rows run at step 1
-    mask = torch.arange(3) < lengths[:, None]
-    pack = model.packing(mask)
-    assert pack.batch_sizes == [10, 10, 8] and pack.order[-2:].tolist() == [0, 9]
-    R = int(lengths.sum())
-    assert pack.to_time[10:20].tolist() == [*range(3, 25, 3), 1, R]  # step 1: sequence 9 has ended
-    assert torch.equal(pack.to_time[pack.to_rows], torch.arange(R))
-    assert [model._step_rows(b) for b in (1, 8, 9, 10, 11, 17, 33, 64, 65, 500)] == [1, 8, 10, 10, 12, 20, 40, 64,
-                                                                                     80, 512]
-    with pytest.raises(ValueError, match="padding trails"):
-        model.packing(torch.tensor([[True, False, True]]))
+def test_the_rule_packs_on_a_cpu_for_wide_inputs_or_half_padding(monkeypatch):
+    """evaluate() packs on a CPU when the core's input is at least PACK_MIN_WIDTH wide (with padding or
+    without, with a mask or without) or at least PACK_MIN_PADDING of the slots are padding."""
+    calls = []
+    monkeypatch.setattr(model, "pack_padded_sequence", lambda *a, **k: calls.append(1) or pack_padded_sequence(*a, **k))
 
+    def packs(width: int, lengths: list[int], masked: bool = True) -> bool:
+        net = ActorCritic(gym.spaces.Box(-1, 1, (width,), np.float32), gym.spaces.Discrete(3), 8,
+                          RecurrenceConfig(hidden_state_size=4))
+        mask = torch.arange(4) < torch.tensor(lengths)[:, None]  # (N, L = 4)
+        obs = torch.zeros(int(mask.sum()), width) if masked else torch.zeros(len(lengths), 4, width)
+        calls.clear()
+        net.evaluate(obs, net.initial_state(len(lengths)), torch.zeros(len(lengths), 4, 1, dtype=torch.long),
+                     mask=mask if masked else None)
+        return bool(calls)
 
-def test_the_rule_packs_wide_inputs_by_padding_share_and_length():
-    """_packs: never for narrow inputs, off the CPU or without a real step; for a GRU on an image
-    encoder's features by the padding share its L needs (PACKED_MIN_PADDING); never without padding."""
-    net = ActorCritic(gym.spaces.Box(-1, 1, (4,), np.float32), gym.spaces.Discrete(3), 32,
-                      RecurrenceConfig(layer_type="gru", hidden_state_size=8))
-    cpu = torch.device("cpu")
-
-    def packs(width: int, L: int, padding: float, device=cpu) -> bool:
-        """_packs for 100 sequences of L slots, this share of them padding"""
-        return net._packs(width, L, round(100 * (1 - padding)) * L, 100 * L, device)
-
-    assert not packs(64, 8, 0.9)
-    assert not packs(3136, 8, 0.0) and not packs(3136, 8, 1.0)
-    assert not packs(3136, 8, 0.9, torch.device("meta"))
-    for L, least in model.PACKED_MIN_PADDING[:2]:
-        assert packs(3136, L, least) and not packs(3136, L, least - 0.01)
-    assert packs(3136, 512, 0.9) and not packs(3136, 512, 0.89)
+    assert packs(8, [4, 1, 1, 2]) and packs(8, [2, 2]) and not packs(8, [4, 1, 2, 2]) and not packs(8, [4, 4])
+    assert packs(model.PACK_MIN_WIDTH, [4, 4]) and packs(model.PACK_MIN_WIDTH, [4, 4], masked=False)
+    assert not packs(model.PACK_MIN_WIDTH - 1, [4, 3]) and not packs(8, [4, 4], masked=False)

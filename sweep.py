@@ -29,6 +29,7 @@ Options:
 Ctrl-C or SIGTERM stops the trials at their checkpoints (exit 130 or 143); a second one stops at once.
 Exit codes: 0 every trial ended, 1 a trial failed more often than allowed, 2 refused before starting.
 """
+import contextlib
 import itertools
 import json
 import math
@@ -55,6 +56,8 @@ if __name__ == "__main__":
 from atomic import write_atomically  # noqa: E402
 from checkpoint import writable  # noqa: E402
 from config import ConfigError, command_line, config_from_dict, load_config, read_yaml, start_up_warnings  # noqa: E402
+from environments import spaces_of  # noqa: E402
+from spaces import SpaceError  # noqa: E402
 from train import check_run_id  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
@@ -219,11 +222,11 @@ def read_sweep(args: dict) -> Sweep:
 
 
 def check_trials(sweep: Sweep) -> list:
-    """Every grid point's config, or every search bound's and choice's: an unknown key or a value its key
-    does not allow is one line that names the flag and the values."""
+    """Every grid point's config, or every search bound's and choice's, refused as train.py refuses it: the
+    config's checks, then each distinct environment made once, as a run makes it before its workers start."""
     points = [dict(zip(sweep.grid, values)) for values in itertools.product(*sweep.grid.values())]
     points += [{key: value} for key, (kind, *arguments) in sweep.search.items() for value in arguments]
-    configs, names = [], set()
+    configs, names, made = [], set(), set()
     for point in points:
         what = f"{'--search' if sweep.search else '--grid'} {', '.join(f'{k}={v}' for k, v in point.items())}"
         if not sweep.search:
@@ -233,7 +236,13 @@ def check_trials(sweep: Sweep) -> list:
             names.add(name)
         try:
             configs.append(config := trial_config(sweep, {"seed": sweep.seeds[0], **point}))
-        except ConfigError as error:
+            evaluated = [config.environment.for_evaluation()] if config.evaluation.interval else []
+            for environment in [config.environment, *evaluated]:
+                if repr(environment) not in made:
+                    made.add(repr(environment))
+                    with contextlib.closing(environment.make()) as env:
+                        spaces_of(env, config.seed)
+        except (ConfigError, SpaceError) as error:
             raise ConfigError(f"{what}: {error}" if point else str(error)) from None
     return configs
 

@@ -36,6 +36,7 @@ import math
 import os
 import re
 import reprlib
+import secrets
 import shlex
 import shutil
 import signal
@@ -67,8 +68,7 @@ DISTRIBUTIONS = ("loguniform", "uniform", "int", "choice")
 MAX_TRIALS = 10_000  # Tune keeps every trial in the driver; also the bound of --max-concurrent
 MAX_PER_TRIAL = 2 ** 16  # CPUs or GPUs: a trial runs on one node
 OWN_FLAGS = ("--resume", "--address", "--threshold")  # what --resume can be combined with
-TUNE_NOISE = ("Tuner.restore", "Stop signal received", "Failed to fetch metrics",  # sweep.py says these itself
-              "Token authentication is enabled")  # at every start of Ray's own cluster
+TUNE_NOISE = ("Tuner.restore", "Stop signal received", "Failed to fetch metrics")  # sweep.py says these itself
 
 
 @dataclass
@@ -389,11 +389,14 @@ def start_ray(address: str | None, sweep: Sweep) -> None:
     if address is None:
         os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")  # out of memory is the kernel's call
         os.environ.setdefault("RAY_worker_niceness", "0")  # trials at the sweep's own priority, not 15 steps below
+        if "RAY_AUTH_MODE" not in os.environ:  # Ray's token authentication, its token kept out of ~/.ray
+            os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=os.environ.get("RAY_AUTH_TOKEN") or
+                              secrets.token_hex(32))
     import logging
 
     import ray
     for name in ("ray.tune.tune", "ray.tune.analysis.experiment_analysis", "ray.tune.execution.experiment_state",
-                 "ray.train._internal.syncer", "ray._private.authentication.authentication_token_setup"):
+                 "ray.train._internal.syncer"):
         logging.getLogger(name).addFilter(_not_noise)
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     # log_to_driver=False: what a trial's process writes stays in Ray's logs (docs/sweeps.md)

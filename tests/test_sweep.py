@@ -133,12 +133,16 @@ def test_search_is_seeded_and_int_bounds_are_inclusive():
 def test_what_a_trial_writes_stays_in_rays_logs_not_on_the_sweeps_console(tmp_path):
     """Ray forwarded its worker processes' output to the driver: an environment's banner, and the C++
     core's own lines as Ray stopped them. The sweep's console shows what sweep.py says, and the line once,
-    from the driver's own check of the environment (as train.py shows it)."""
+    from the driver's own check of the environment (as train.py shows it); and Ray's token for its own
+    cluster is not written under HOME (~/.ray/auth_token)."""
     said, line = tmp_path / "said", "a-line-from-the-chatty-environment"
+    (tmp_path / "home").mkdir()
     done = run_sweep(tmp_path, "--config", POC, "--seeds", "1", "--sweep-id", "quiet",
                      *sets(*TINY, "updates=1", "environment.type=gym", "environment.name=tests.faulty_envs:Chatty-v0",
-                           f"environment.kwargs.said={said}", f"environment.kwargs.line={line}"))
+                           f"environment.kwargs.said={said}", f"environment.kwargs.line={line}"),
+                     env={"HOME": str(tmp_path / "home")})
     assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "home/.ray").exists()
     assert said.read_text().count(line) > 2  # made by the driver's check and the trial's 4 environments
     assert done.stderr == line + "\n" and line not in done.stdout and "1 of 1 trials ended" in done.stdout
 

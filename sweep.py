@@ -63,11 +63,11 @@ from train import check_run_id  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 METRICS = ("episode/reward_mean_last100", "episode/reward_mean", "episode/success_mean", "episode/length_mean",
-           "eval/reward_mean", "eval/success_mean", "eval/length_mean")  # eval/*: config `evaluation`
+           "eval/reward_mean", "eval/success_mean", "eval/length_mean")
 DISTRIBUTIONS = ("loguniform", "uniform", "int", "choice")
 MAX_TRIALS = 10_000  # Tune keeps every trial in the driver; also the bound of --max-concurrent
 MAX_PER_TRIAL = 2 ** 16  # CPUs or GPUs: a trial runs on one node
-OWN_FLAGS = ("--resume", "--address", "--threshold")  # what --resume can be combined with
+RESUME_FLAGS = ("--resume", "--address", "--threshold")
 TUNE_NOISE = ("Tuner.restore", "Stop signal received", "Failed to fetch metrics")  # sweep.py says these itself
 
 
@@ -75,21 +75,21 @@ TUNE_NOISE = ("Tuner.restore", "Stop signal received", "Failed to fetch metrics"
 class Sweep:
     """Everything a trial and a resumed sweep need; stored as <storage>/<sweep-id>/sweep.json."""
     sweep_id: str
-    config_path: str  # as given to --config
+    config_path: str
     sets: list[str]  # the --set items, already applied to config
     config: dict  # the config, --set applied
     seeds: list[int]
-    grid: dict[str, list] = field(default_factory=dict)  # key -> values
+    grid: dict[str, list] = field(default_factory=dict)
     search: dict[str, list] = field(default_factory=dict)  # key -> [kind, *arguments]
     samples: int = 0
     scheduler: str = "none"
     metric: str = METRICS[0]
-    cpus: float = 1.0  # a trial's
+    cpus: float = 1.0
     gpus: float = 0.0
     max_concurrent: int | None = None
     max_failures: int = 3
     storage: str = ""  # absolute folder or URI
-    summaries: str = ""  # absolute: summaries/<sweep-id>
+    summaries: str = ""
     local: str = ""  # the sweep's folder on this machine (models/, stats.*): ./sweeps/<sweep-id> for a URI
     threshold: float | None = None
     updates: int = 0  # the most updates of any trial: ASHA's max_t
@@ -102,8 +102,6 @@ class Sweep:
     def folder(self) -> str:
         return f"{self.storage.rstrip('/')}/{self.sweep_id}"
 
-
-# ---------------------------------------------------------------- reading the command line
 
 def _number(text: str, flag: str, kind=float, low: float = 0.0, high: float = math.inf):
     try:
@@ -121,8 +119,10 @@ def _number(text: str, flag: str, kind=float, low: float = 0.0, high: float = ma
 def _values(text: str, what: str) -> list:
     try:
         return read_yaml(f"[{text}]")  # a flow sequence: commas split, brackets nest
-    except (yaml.YAMLError, ConfigError):
+    except yaml.YAMLError:
         raise ConfigError(f"{what}: cannot read {reprlib.repr(text)} as yaml values") from None
+    except ConfigError as error:
+        raise ConfigError(f"{what}: {error}") from None
 
 
 def read_keys(items: list[str], flag: str) -> dict[str, str]:
@@ -205,7 +205,7 @@ def read_sweep(args: dict) -> Sweep:
                   storage=storage, summaries=str(Path("summaries").resolve() / sweep_id),
                   local=str(Path(storage if "://" not in storage else "sweeps").resolve() / sweep_id),
                   threshold=number.get("--threshold"))
-    if sweep.trials > MAX_TRIALS:  # before any config is built for them
+    if sweep.trials > MAX_TRIALS:
         raise ConfigError(f"the sweep would run {sweep.trials:,} trials (seeds x grid points), more than "
                           f"{MAX_TRIALS:,}: split it into several sweeps")
     if sweep.gpus > 1 and sweep.gpus != int(sweep.gpus):
@@ -297,8 +297,6 @@ def write_sweep_file(sweep: Sweep) -> None:
     write_atomically(Path(sweep.folder) / "sweep.json", lambda tmp: tmp.write_bytes(data))
 
 
-# ---------------------------------------------------------------- trials
-
 def override(key: str, value) -> str:
     """A value back as a --set item, in yaml's own dump: 1e-05 stays a float (yaml reads '1e-05' as text)."""
     return f"{key}={yaml.safe_dump(value, default_flow_style=True).strip().removesuffix(chr(10) + '...')}"
@@ -377,11 +375,8 @@ def run_trial(values: dict, sweep: dict) -> None:
         lock.release()
 
 
-# ---------------------------------------------------------------- the driver
-
 def start_ray(address: str | None, sweep: Sweep) -> None:
     """A Ray of its own in this process, or a connection to a cluster whose nodes have this repository here."""
-    # Ray reads these when it is imported
     os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # main() answers SIGINT and SIGTERM alike
     os.environ["RAY_DISABLE_FAILURE_SIGNAL_HANDLER"] = "1"  # Ray's crash handler aborted the driver on SIGTERM
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")  # num_to_keep=1's cost
@@ -409,7 +404,7 @@ def start_ray(address: str | None, sweep: Sweep) -> None:
             raise ConfigError(f"--address {address}: {' '.join(str(error).split())[:300]}") from None
     with stopping.blocked():  # Ray's processes start with both signals blocked: the driver alone answers them
         ray.init(address="local", num_cpus=len(os.sched_getaffinity(0)), include_dashboard=False, **common)
-    if sweep.gpus > (gpus := ray.cluster_resources().get("GPU", 0)):  # its trials would wait forever
+    if sweep.gpus > (gpus := ray.cluster_resources().get("GPU", 0)):
         raise ConfigError(f"--gpus-per-trial {sweep.gpus:g}: this machine has {gpus:g} GPUs")
 
 
@@ -507,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with start_up_warnings():  # a refusal is its one line alone; a sweep that starts shows them
             args = command_line(__doc__, argv)
-            given = [a.split("=")[0] for a in argv if a.startswith("--") and a.split("=")[0] not in OWN_FLAGS]
+            given = [a.split("=")[0] for a in argv if a.startswith("--") and a.split("=")[0] not in RESUME_FLAGS]
             if args["--resume"] and given:
                 raise ConfigError(f"{', '.join(given)} cannot be combined with --resume (the sweep keeps them)")
             sweep = read_sweep_file(args["--resume"]) if args["--resume"] else read_sweep(args)
@@ -541,7 +536,7 @@ def main(argv: list[str] | None = None) -> int:
                       file=sys.stderr)
                 return 1
         results = tuner(sweep, bool(args["--resume"]), caught).fit()
-        return report(sweep, [results[i] for i in range(len(results))], time.perf_counter() - start, caught)
+        return report(sweep, list(results), time.perf_counter() - start, caught)
     except KeyboardInterrupt:  # a second signal
         print(f"stopped at once; resume with: python sweep.py --resume {sweep.folder}", file=sys.stderr)
         return 128 + (caught[0] if caught else signal.SIGINT)
@@ -558,7 +553,7 @@ def report(sweep: Sweep, results: list, seconds: float, caught: list[int]) -> in
     import stats
     ended = [r for r in results if r.error is None]
     finished = [r for r in ended if r.metrics.get("update") == r.metrics.get("updates")]
-    if caught:  # Tune stopped the trials: the unfinished ones go on with --resume
+    if caught:
         print(f"stopped with {len(finished)} of {sweep.trials} trials finished; resume with: python sweep.py "
               f"--resume {sweep.folder}", flush=True)
         return 128 + caught[0]

@@ -353,14 +353,16 @@ def run_trial(values: dict, sweep: dict) -> None:
         if saved:
             restore(trainer, saved)
         # updates without an episode's end or an evaluation report the latest value, as stats.py reads curves
-        latest = {sweep.metric: float("nan"), "node_id": ray.get_runtime_context().get_node_id()}
+        latest = {sweep.metric: float("nan")}
+        node = ray.get_runtime_context().get_node_id()
         staging = models / f".{name}.tune"
 
         def on_update(trainer, log, scalars: dict) -> None:
             if trainer.update == trainer.config.updates and trainer.saved_update != trainer.update:
                 trainer.save()  # the final checkpoint travels with the final result
             latest.update((k, v) for k, v in scalars.items() if k.startswith(("episode/", "eval/")))
-            metrics = {**scalars, **latest, "update": trainer.update, "updates": trainer.config.updates}
+            metrics = {**scalars, **latest, "update": trainer.update, "updates": trainer.config.updates,
+                       "node_id": node}
             if trainer.saved_update != trainer.update:
                 return tune.report(metrics)
             shutil.rmtree(staging, ignore_errors=True)

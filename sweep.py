@@ -29,7 +29,6 @@ Options:
 Ctrl-C or SIGTERM stops the trials at their checkpoints (exit 130 or 143); a second one stops at once.
 Exit codes: 0 every trial ended, 1 a trial failed more often than allowed, 2 refused before starting.
 """
-import contextlib
 import itertools
 import json
 import math
@@ -57,9 +56,9 @@ if __name__ == "__main__":
 from atomic import write_atomically  # noqa: E402
 from checkpoint import writable  # noqa: E402
 from config import ConfigError, command_line, config_from_dict, load_config, read_yaml, start_up_warnings  # noqa: E402
-from environments import spaces_of  # noqa: E402
 from spaces import SpaceError  # noqa: E402
 from train import check_run_id  # noqa: E402
+from worker import WorkerError, make_probe  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 METRICS = ("episode/reward_mean_last100", "episode/reward_mean", "episode/success_mean", "episode/length_mean",
@@ -223,7 +222,8 @@ def read_sweep(args: dict) -> Sweep:
 
 def check_trials(sweep: Sweep) -> list:
     """Every grid point's config, or every search bound's and choice's, refused as train.py refuses it: the
-    config's checks, then each distinct environment made once, as a run makes it before its workers start."""
+    config's checks, then each distinct environment made and reset once, as the Trainer's probe before its
+    workers start."""
     points = [dict(zip(sweep.grid, values)) for values in itertools.product(*sweep.grid.values())]
     points += [{key: value} for key, (kind, *arguments) in sweep.search.items() for value in arguments]
     configs, names, made = [], set(), set()
@@ -240,9 +240,8 @@ def check_trials(sweep: Sweep) -> list:
             for environment in [config.environment, *evaluated]:
                 if repr(environment) not in made:
                     made.add(repr(environment))
-                    with contextlib.closing(environment.make()) as env:
-                        spaces_of(env, config.seed)
-        except (ConfigError, SpaceError) as error:
+                    make_probe(environment, config.seed)[0].close()
+        except (ConfigError, SpaceError, WorkerError) as error:
             raise ConfigError(f"{what}: {error}" if point else str(error)) from None
     return configs
 

@@ -340,13 +340,26 @@ def test_bad_input_is_one_line_exit_2_and_starts_nothing(tmp_path, args, says):
     (tmp_path / "a-file").write_text("a user's file")
     (tmp_path / "bad.yaml").write_text("recurrence:\n  layer_type: transformer\n")
     before = sorted(tmp_path.rglob("*"))
-    args = [a.replace("PORT", str(free_port())).replace("TMP", str(tmp_path)) for a in args]
+    done = refused(tmp_path, [a.replace("PORT", str(free_port())).replace("TMP", str(tmp_path)) for a in args])
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: ") and says in done.stderr, done.stderr
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_an_environment_whose_reset_raises_is_refused_before_ray_starts(tmp_path):
+    """As train.py's probe environment: its error with the environment's own trace, before any trial."""
+    done = refused(tmp_path, [*sets("environment.type=gym", "environment.name=tests.faulty_envs:BadReset-v0"),
+                              "--grid", "environment.kwargs.at_reset=2,1"])
+    assert done.stderr.startswith("error: --grid environment.kwargs.at_reset=1: environment "
+                                  "'tests.faulty_envs:BadReset-v0' #0 (in the trainer's process) failed"), done.stderr
+    assert done.stderr.rstrip().endswith("RuntimeError: BadReset broke at reset 1")
+
+
+def refused(tmp_path: Path, args: list[str]) -> subprocess.CompletedProcess:
+    """sweep.main(args) in its own process, which must exit 2 before Ray was imported."""
     probe = ("import sys, sweep; code = sweep.main(sys.argv[1:]); "
              "print('ray imported' if 'ray' in sys.modules else 'no ray'); sys.exit(code)")
     config = [] if "--config" in args else ["--config", POC]
     done = subprocess.run([sys.executable, "-c", probe, *config, *args], cwd=tmp_path, capture_output=True,
                           text=True, timeout=HANG_S, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert done.returncode == 2
-    assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: ") and says in done.stderr, done.stderr
-    assert done.stdout == "no ray\n"
-    assert sorted(tmp_path.rglob("*")) == before
+    assert done.returncode == 2 and done.stdout == "no ray\n", done.stderr
+    return done

@@ -72,8 +72,8 @@ from pathlib import Path  # noqa: E402
 import yaml  # noqa: E402
 
 from atomic import temporary_beside  # noqa: E402
-from config import (ConfigError, apply_override, command_line, config_from_dict, load_config, read_yaml,  # noqa: E402
-                    start_up_warnings, validate)
+from cli import command_line, start_up_warnings  # noqa: E402
+from config import ConfigError, apply_override, config_from_dict, load_config, read_yaml, validate  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 SWEEP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")

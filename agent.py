@@ -1,23 +1,15 @@
-"""A trained agent for use outside training (a notebook, another program, enjoy.py).
+"""A trained agent for other programs (a notebook, enjoy.py), as sb3-contrib's predict(): the caller carries
+the recurrent state and says which environments begin an episode; the agent resets their state as training
+did. A model trained with recurrence.previous_action / previous_reward also takes the actions act() returned
+last and the raw rewards given for them (None at the first step). Box actions come back unclipped: clip them
+for the environment (spaces.env_actions), but pass them back as they came.
 
     agent = Agent.load("models/cartpole_masked.pt")
-    env = agent.config.environment.make()  # the environment it was trained on (here one: n = 1)
-    obs, _ = env.reset(seed=0)
-    state, start, action, reward = None, np.ones(1, dtype=bool), None, None
-    while True:
-        step = agent.act(obs[None], state, start, deterministic=True, previous_action=action, previous_reward=reward)
-        # step.actions (1,) for a Discrete space, else (1, k); step.state (1, S); step.log_probs, step.values (1,)
-        obs, r, terminated, truncated, _ = env.step(step.actions[0])
-        if terminated or truncated:
-            break
-        state, start, action, reward = step.state, np.zeros(1, dtype=bool), step.actions, np.array([r])
+    step = agent.act(obs[None], state, start, deterministic=True)  # state None, start [True] at first
+    state, start = step.state, np.array([terminated or truncated])  # step.actions (1,) for a Discrete space
 
-As sb3-contrib's predict(): the caller carries the recurrent state and says which environments begin an
-episode; the agent resets their state as training did. A model trained with recurrence.previous_action /
-previous_reward also needs the actions act() returned last and the raw rewards given for them (None at the
-first step). Box actions come back unclipped: clip them for the environment (spaces.env_actions), but pass
-them back as they came. act() checks its arguments where they enter: a wrong shape, type or a value that is
-not finite is one ValueError naming the argument, never a torch error from deep inside or a wrong action.
+act() checks its arguments where they enter: a wrong shape or type, or a value that is not finite, is one
+ValueError naming the argument, never a torch error from deep inside or a silently wrong action.
 """
 from __future__ import annotations
 
@@ -49,7 +41,6 @@ class Agent:
         self.model, self.config, self.action_space = model.eval(), config, action_space
         self.device = torch.device(device)
         self.normalizers = normalizers  # frozen: statistics from training, never updated here
-        # what act() checks its arguments against
         self._obs_shape = tuple(model.observation_layout.shape)
         self._mask_branches = ([int(action_space.n)] if isinstance(action_space, gym.spaces.Discrete) else
                                [int(n) for n in np.ravel(action_space.nvec)]
@@ -59,7 +50,7 @@ class Agent:
 
     @classmethod
     def load(cls, path: str | Path, device: str = "cpu") -> "Agent":
-        """Rebuilds the model from the checkpoint alone (an environment is made once, for its spaces)."""
+        """The model from the checkpoint alone (an environment is made once, for its spaces)."""
         checkpoint = load_checkpoint(path, map_location=device)
         config = config_from_dict(checkpoint["config"])
         env = config.environment.make()
@@ -80,11 +71,9 @@ class Agent:
     def act(self, obs: np.ndarray, state: torch.Tensor | None, episode_start: np.ndarray,
             deterministic: bool = False, action_mask: np.ndarray | None = None,
             previous_action: np.ndarray | None = None, previous_reward: np.ndarray | None = None) -> AgentStep:
-        """obs (n, *obs_shape) as the environment gives it (a Dict packed as make_env() does), n >= 1,
-        state (n, S) float32 tensor or None (a fresh start), episode_start (n,) bool (None only with
-        state None: all start), action_mask (n, A) bool or None (each row allowing some action),
-        previous_action: the actions the last call returned, previous_reward (n,): the raw rewards the
-        environments gave for them (both None at the first step). Anything else: a ValueError."""
+        """obs (n, *obs_shape) as the environment gives it (a Dict packed as make_env() does), n >= 1; state
+        (n, S) float32 tensor or None (a fresh start); episode_start (n,) bool (None with state None: all
+        start); action_mask (n, A) bool or None; previous_action, previous_reward (n,): see the module."""
         if not isinstance(deterministic, (bool, np.bool_)):
             raise ValueError(f"deterministic: expected True or False, got {deterministic!r}")
         obs = self._checked_obs(obs)
@@ -109,11 +98,9 @@ class Agent:
             values = normalizers.value_units(values)
         return AgentStep(actions, out.state, out.log_probs.cpu().numpy(), values)
 
-    # ------------------------------------------------------ act()'s arguments, checked where they enter
     @staticmethod
     def _array(value, name: str, expected: str, fits, flags: bool = False) -> np.ndarray:
-        """value as a numpy array of numbers (a list converts) for which fits(shape) holds, of finite numbers;
-        flags: bools (or integers read as bools, never floats). Else one ValueError naming the argument."""
+        """value as an array of finite numbers (bools with `flags`) whose shape fits, else a ValueError."""
         try:
             array = np.asarray(value)
         except (ValueError, TypeError) as error:  # a ragged list, ...

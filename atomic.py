@@ -1,7 +1,5 @@
-"""Writes that nothing can leave half done: the file is written under a temporary name beside its place
-and renamed over it, so a full disk, a crash or a stop signal leaves the old file (or none), never a
-half one, and no temporary file. The one rule for the temporary name and the one helper.
-"""
+"""Writes that nothing leaves half done: the file is written under a temporary name beside its place and
+renamed over it, so a full disk, a crash or a stop signal leaves the old file (or none), never a half one."""
 from __future__ import annotations
 
 import errno
@@ -14,17 +12,15 @@ import stopping
 
 
 def temporary_beside(path: Path, keep_suffix: bool = False) -> Path:
-    """.<name>.<pid>.<8 hex digits>.tmp beside `path`, then path's suffix with keep_suffix (for writers
-    that choose the format by the suffix: enjoy.py's GIF and MP4)."""
+    """.<name>.<pid>.<8 hex digits>.tmp beside `path` (then path's suffix, for writers that read it)."""
     suffix = path.suffix if keep_suffix else ""
     return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp{suffix}")
 
 
 def write_atomically(path: Path, write: Callable[[Path], None], keep_suffix: bool = False,
                      replace: bool = True) -> None:
-    """write(tmp), then tmp renamed over `path`; without `replace`, a file at `path` is never replaced,
-    even one that appeared meanwhile (FileExistsError). Errors are raised; SIGINT and SIGTERM are
-    answered once it is done (stopping.deferred), so neither leaves the temporary file."""
+    """write(tmp), then tmp renamed over `path`; without `replace`, a file at `path` is never replaced, even one
+    that appeared meanwhile (FileExistsError). Stop signals wait until it is done (stopping.deferred)."""
     tmp = temporary_beside(path, keep_suffix)
     with stopping.deferred():
         try:

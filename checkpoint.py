@@ -1,14 +1,6 @@
-"""Checkpoints: what one holds, how a run is restored from it, and how it is written and read.
-
-A checkpoint is one file with everything a run needs to go on exactly where it stopped (capture()),
-as plain data: read with torch.load(weights_only=True), a downloaded file cannot run code. It carries
-a SHA-256 digest of its contents, checked on every load, and is written to a unique temporary file
-renamed over the old one (atomic.py). A run holds a lock on its run id (RunLock).
-
-    python checkpoint.py --inference-only models/run.pt models/run_small.pt
-
-keeps what Agent.load and enjoy.py use and drops what only a resumed run needs.
-"""
+"""Checkpoints: what one holds, how a run is restored, how one is written (atomically, with a digest) and
+read (weights-only, digest checked), and the run's lock. `python checkpoint.py --inference-only SRC DST`
+keeps what Agent.load and enjoy.py use."""
 from __future__ import annotations
 
 import stopping
@@ -16,44 +8,37 @@ import stopping
 if __name__ == "__main__":
     stopping.leave_at_once_on_stop_signals()  # until main() takes over: the imports below take a second
 
-import contextlib  # noqa: E402
-import errno  # noqa: E402
-import fcntl  # noqa: E402
-import hashlib  # noqa: E402
-import io  # noqa: E402
-import os  # noqa: E402
-import pickle  # noqa: E402
-import sys  # noqa: E402
-import zipfile  # noqa: E402
-from pathlib import Path  # noqa: E402
+import contextlib
+import errno
+import fcntl
+import hashlib
+import io
+import os
+import pickle
+import sys
+import zipfile
+from pathlib import Path
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
-from atomic import write_atomically  # noqa: E402
-from config import ConfigError, require_small  # noqa: E402
-from losses import NonFiniteError  # noqa: E402
+from atomic import write_atomically
+from config import ConfigError, require_small
+from losses import NonFiniteError
 
 FORMAT = 2  # 1: pickled Python objects, no digest (before weights-only loading)
-# dict entries and list items (a tensor is one), shared parts counted as often as they are referenced:
-# a full checkpoint of 64 environments holds a few thousand
-MAX_CHECKPOINT_VALUES = 10 ** 6
+MAX_CHECKPOINT_VALUES = 10 ** 6  # entries, shared parts counted as often as referenced; a real one holds thousands
 INFERENCE = ("format", "model", "config", "update", "steps", "run_id", "normalization")  # what acting needs
-# and what only a resumed run needs besides (capture() writes both, in this order)
+# and what only a resumed run needs besides; "previous" and "best" are optional (older checkpoints lack them)
 RESUME = ("summaries_path", "summaries", "optimizer", "rng", "environments", "obs", "state")
-# "previous" (W, P) and "best" (the best evaluation so far, or None) are not required: older checkpoints lack them
 
 
 class CheckpointError(ValueError):
     """A checkpoint file that cannot be used, read or written; the message is one line."""
 
 
-# ---------------------------------------------------------------- contents
-
 def capture(trainer) -> dict:
-    """Everything a resumed run needs, as plain data: the model and optimizer state, the config, the counts,
-    the generators, every environment's state (its episode seed and the actions since: environments/),
-    the current observations, recurrent state and previous input, the normalisers' statistics."""
+    """Everything a resumed run needs to go on exactly where it stopped, as plain data."""
     return _tensors({
         "format": FORMAT,
         "model": trainer.model.state_dict(),
@@ -77,8 +62,7 @@ def capture(trainer) -> dict:
 
 
 def save(trainer, path: Path | None = None) -> Path:
-    """Writes the trainer's checkpoint (models/<run-id>.pt), or the same to `path` (the best evaluation's,
-    which leaves saved_update alone); refuses a model with non-finite parameters."""
+    """Writes models/<run-id>.pt, or the same to `path` (the best evaluation's); refuses non-finite parameters."""
     if not all(torch.isfinite(p).all() for p in trainer.model.parameters()):
         raise NonFiniteError(f"the model has non-finite parameters after update {trainer.update}; not saved")
     with stopping.deferred():  # a stop signal meanwhile is answered with saved_update already true
@@ -114,8 +98,8 @@ def restore(trainer, checkpoint: dict) -> None:
 
 @contextlib.contextmanager
 def fitted(path: str | Path):
-    """Putting a checkpoint's contents into a model or a run (restore(), Agent.load): contents that do
-    not fit its config (a file edited, its digest made to match) are one CheckpointError line."""
+    """Around putting a checkpoint into a model or a run: contents that do not fit its config (a file edited,
+    its digest made to match) are one CheckpointError line."""
     from cli import reason
     try:
         yield
@@ -126,11 +110,6 @@ def fitted(path: str | Path):
                               f"({reason(error)})") from None
 
 
-def inference_only(checkpoint: dict) -> dict:
-    """The part of a checkpoint that acting needs."""
-    return {key: checkpoint[key] for key in INFERENCE}
-
-
 def require_resumable(checkpoint: dict, path: str | Path) -> None:
     if not checkpoint.get("resumable"):
         raise CheckpointError(f"{path} holds the model only (exported with --inference-only): "
@@ -138,8 +117,7 @@ def require_resumable(checkpoint: dict, path: str | Path) -> None:
 
 
 def _tensors(tree):
-    """numpy arrays -> tensors and numpy scalars -> Python numbers, all the way down: what
-    weights-only loading accepts without allow-listing any class."""
+    """numpy arrays -> tensors, numpy scalars -> numbers, all the way down: what weights-only loading takes."""
     if isinstance(tree, dict):
         return {key: _tensors(value) for key, value in tree.items()}
     if isinstance(tree, (list, tuple)):
@@ -155,8 +133,7 @@ _SAME_SIZE_INT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64
 
 
 def arrays(tree):
-    """Tensors -> numpy arrays all the way down: the inverse of _tensors, for the numpy
-    consumers of a checkpoint (normalisers, environment states)."""
+    """Tensors -> numpy arrays all the way down (for the normalisers and environment states)."""
     if isinstance(tree, dict):
         return {key: arrays(value) for key, value in tree.items()}
     if isinstance(tree, (list, tuple)):
@@ -192,8 +169,6 @@ def digest(tree) -> str:
     return h.hexdigest()
 
 
-# ----------------------------------------------------------- writing, reading
-
 def save_checkpoint(path: str | Path, payload: dict) -> Path:
     """Writes payload plus its digest atomically; a failed write (full disk, no permission) leaves `path`
     as it was and raises CheckpointError."""
@@ -207,13 +182,13 @@ def save_checkpoint(path: str | Path, payload: dict) -> Path:
     except OSError as error:
         kept = f"the previous {path} is intact" if path.exists() else f"no earlier {path} exists"
         failure = CheckpointError(f"could not write {path} ({reason(error, 120)}); {kept}")
-        failure.path = path  # which file: train.py names the run's last good checkpoint beside another's
+        failure.path = path  # train.py names the run's last good checkpoint beside another file's failure
         raise failure from None
     return path
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
-    """Reads a checkpoint weights-only and checks its digest; any problem is one CheckpointError line."""
+    """Reads a checkpoint weights-only and checks its digest and contents; a problem is one CheckpointError."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint not found: {path}" if not path.is_dir() else
@@ -221,8 +196,7 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     try:
         payload = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as error:
-        # torch words every failure of its weights-only unpickler alike; a class or function
-        # it refused to load is named as an "Unsupported global": that is code, not damage
+        # a class or function the weights-only unpickler refused is an "Unsupported global": code, not damage
         if "Unsupported global" in str(error) or "GLOBAL" in str(error):
             raise CheckpointError(f"{path} refused: it holds Python objects, which could run code when "
                                   "loaded (written by an older version, or crafted)") from None
@@ -233,7 +207,7 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
                               "or not written by train.py)") from None
     if not isinstance(payload, dict):
         raise CheckpointError(f"corrupt checkpoint: {path} is not a checkpoint of this project")
-    try:  # before anything walks it: pickle's memo can repeat a part by reference, as yaml aliases do
+    try:  # before anything walks it: pickle's memo repeats parts by reference, as yaml aliases do
         require_small(payload, f"corrupt checkpoint: {path}", limit=MAX_CHECKPOINT_VALUES)
     except ConfigError as error:
         raise CheckpointError(str(error)) from None
@@ -263,9 +237,8 @@ def same_checkpoint(a: str | Path, b: str | Path) -> bool:
 
 
 class RunLock:
-    """An exclusive flock on models/<run-id>.lock for as long as the run lives. The kernel drops it when the
-    process ends, however it ends, so a lock file left by a killed run is simply taken. release() removes
-    the file, and the folder if acquire() made it and nothing else is there."""
+    """An exclusive flock on models/<run-id>.lock while the run lives; the kernel drops it however the process
+    ends, so a lock file left by a killed run is simply taken. release() removes it (and a folder it made)."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -333,16 +306,16 @@ def main(argv=None) -> int:
     from cli import command_line, failed, start_up_warnings
     with stopping.Stop() as stop:
         try:
-            with start_up_warnings():  # a refusal is its one line alone (torch's warnings on a bad file with it)
+            with start_up_warnings():
                 args = command_line(USAGE, argv)
                 target = Path(args["<target>"])
                 if target.is_dir():
                     raise CheckpointError(f"{target} is a folder: give the new checkpoint's file name")
                 if os.path.lexists(target):
                     raise CheckpointError(f"{target} exists: choose another name (a checkpoint is never replaced)")
-                export = inference_only(load_checkpoint(args["<source>"]))
+                source = load_checkpoint(args["<source>"])
             stop.working()
-            save_checkpoint(target, export)
+            save_checkpoint(target, {key: source[key] for key in INFERENCE})
         except (CheckpointError, ConfigError) as error:
             return failed(error)
         except KeyboardInterrupt:

@@ -1,12 +1,12 @@
-"""What the scripts share as they start: their command line, the warnings held meanwhile, the one line an
-error becomes, the names they give runs and sweeps, the writable-folder check, a stdout that may close,
-and the torch threads a run takes (IdleCores, rollout_threads: the trainer's)."""
+"""What the scripts share: the command line, start-up warnings, one-line errors, run and sweep names, the
+writable-folder check, a stdout that may close, and the torch threads a run takes (the trainer's)."""
 from __future__ import annotations
 
 import contextlib
 import os
 import re
 import secrets
+import shlex
 import sys
 import time
 import warnings
@@ -19,8 +19,7 @@ MAX_NAME = 200  # characters: a name becomes a file or folder name, with suffixe
 
 
 def reason(error: BaseException, limit: int = 200) -> str:
-    """An exception in a few words for a one-line message: an OSError's own (No space left on device),
-    else its text folded onto one line."""
+    """An exception in a few words: an OSError's own (No space left on device), else its text on one line."""
     return getattr(error, "strerror", None) or " ".join(str(error).split())[:limit]
 
 
@@ -42,8 +41,8 @@ def check_name(name, what: str) -> None:
 
 
 def writable(folder: str | Path) -> str | None:
-    """None if files can be written under `folder`, else why not, in a few words. Checked on its nearest
-    existing folder by writing a byte there (an empty file passes on a full disk); nothing stays."""
+    """None if files can be written under `folder`, else why not: a byte is written in its nearest existing
+    folder (an empty file passes on a full disk), and removed."""
     existing = next(p for p in [Path(folder), *Path(folder).parents] if os.path.lexists(p))
     if not existing.is_dir():
         return f"{existing} is a file, not a folder"
@@ -60,8 +59,7 @@ def writable(folder: str | Path) -> str | None:
 
 @contextlib.contextmanager
 def start_up_warnings():
-    """Holds the warnings raised while a script starts (a deprecated Gymnasium id, torch's): a refusal,
-    an exception out of the block, is then its one line alone; a start that succeeds shows them."""
+    """Holds the warnings raised while a script starts: a refusal is then its one line alone; a start shows them."""
     with warnings.catch_warnings(record=True) as held:
         warnings.simplefilter("always")  # record each; the filters apply when they are shown
         yield
@@ -71,42 +69,37 @@ def start_up_warnings():
 
 
 def command_line(doc: str, argv: list[str] | None = None) -> dict:
-    """docopt's reading of a script's command line; what it cannot read is one ConfigError line that
-    names the flag (unknown, given twice) or the missing argument, instead of the usage text."""
+    """docopt's reading; what it cannot read is one ConfigError naming the flag or argument at fault."""
     from docopt import DocoptExit, docopt
     given = sys.argv[1:] if argv is None else argv
     try:
         return docopt(doc, argv=given)
     except DocoptExit:
         pass
-    takes_value = set(re.findall(r"(--[a-z][a-z-]*)=<", doc))
-    repeatable = set(re.findall(r"\[(--[a-z][a-z-]*)=<[^>]*>\]\.\.\.", doc))
-    flags, positional, value_next = [], [], False
+    known, valued = set(re.findall(r"--[a-z][a-z-]*", doc)), set(re.findall(r"(--[a-z][a-z-]*)=<", doc))
+    flags, positional, lacking, waiting = [], [], [], None  # waiting: a flag whose value comes next
     for arg in given:
-        if value_next:
-            value_next = False
+        if waiting and not arg.startswith("-"):
+            waiting = None
         elif arg.startswith("-"):
-            flag = arg.split("=")[0]
-            flags.append(flag)
-            value_next = flag in takes_value and "=" not in arg
+            lacking += [waiting] if waiting else []
+            flags.append(arg.split("=")[0])
+            waiting = flags[-1] if flags[-1] in valued and "=" not in arg else None
         else:
             positional.append(arg)
-    usage = doc.split("Usage:")[1].split("\n\n")[0].splitlines()[1]  # the first usage line
-    required = re.findall(r"--[a-z][a-z-]*|<[a-z]+>", re.sub(r"\[[^\]]*\]", "", usage))
-    needed = [r for r in required if r.startswith("<")]
-    unknown = [f for f in flags if f not in takes_value | set(re.findall(r"--[a-z][a-z-]*", doc))]
-    twice = [f for f in flags if flags.count(f) > 1 and f not in repeatable]
-    missing = [r for r in required if r.startswith("--") and r not in flags] + needed[len(positional):]
-    what = (f"unknown option {unknown[0]}" if unknown else f"{twice[0]} is given twice" if twice else
-            f"{missing[0]} is missing" if missing else
-            f"unexpected argument {positional[len(needed)]!r}" if len(positional) > len(needed) else
-            f"cannot read the arguments {' '.join(given)!r}")
-    raise ConfigError(f"{what}: see --help")
+    usage = re.sub(r"\[[^\]]*\]", "", doc.split("Usage:")[1].split("\n\n")[0].splitlines()[1])  # its first line
+    needed = re.findall(r"(?<!=)<[a-z]+>", usage)
+    problems = ([f"unknown option {f}" for f in flags if f not in known] +
+                [f"{f} needs a value" for f in lacking + [waiting] if f] +
+                [f"{f} is given twice" for f in flags if flags.count(f) > 1 and f"[{f}=" not in doc] +
+                [f"{f} is missing" for f in re.findall(r"--[a-z][a-z-]*", usage) if f not in flags] +
+                [f"{n} is missing" for n in needed[len(positional):]] +
+                [f"unexpected argument {a!r}" for a in positional[len(needed):]])
+    raise ConfigError(f"{problems[0] if problems else f'cannot read the arguments {shlex.join(given)}'}: see --help")
 
 
 class Stdout:
-    """sys.stdout for a long script: once its reader is gone (`train.py | head -1`), one line on stderr
-    says so and the rest goes to /dev/null; the work goes on."""
+    """sys.stdout whose reader may leave (`| head -1`): one line on stderr says so, the work goes on."""
 
     def __init__(self, stream):
         self.stream = stream
@@ -135,11 +128,9 @@ class Stdout:
 
 
 class IdleCores:
-    """What torch_threads 0 means: the cores this process may use less those that other processes kept
-    busy (rounded), at least 1. Threads that outnumber the free cores wait on each other at every
-    parallel step (docs/results.md), so a run takes every core only when nothing else runs as it starts.
-    The sample spans the run's own start-up, whose CPU time is taken off, and lasts at least `minimum`
-    seconds: ten of the kernel's 10 ms ticks per core tell a busy core from an idle one."""
+    """torch_threads 0: the cores this process may use less those others kept busy while the run started
+    (its own CPU time taken off), at least 1; threads beyond the free cores wait on each other at every
+    step (docs/results.md). At least `minimum` s: ten kernel ticks per core tell busy from idle."""
 
     def __init__(self):
         import psutil

@@ -30,19 +30,16 @@ class EnvironmentConfig:
     kwargs: dict = field(default_factory=dict)  # passed to the environment's constructor / gym.make
     reset_params: dict = field(default_factory=dict)  # passed to every reset as options= (Memory Gym's reset parameters)
     reward_scale: float | None = None  # training reward multiplier; None: the family's default (CartPole 0.01)
-    # training rewards clipped to [-clip, clip] after the scale (1: the sign of Atari's whole-number rewards,
-    # as the DQN papers and CleanRL train); the episode statistics keep the environment's own; None: no clip
+    # training rewards clipped to [-clip, clip] after the scale (1: Atari's sign, as DQN); episode stats keep raw ones
     reward_clip: float | None = None
     observation_mask: list | None = None  # indices of vector-observation entries to hide (e.g. [2]: Pendulum's velocity)
-    # merged over kwargs when enjoy.py or an evaluation during training scores or records, e.g.
-    # {seed_pool: 0}: MiniGrid trained on a pool of layout seeds is scored on unlimited, held-out layouts
+    # merged over kwargs to score or record, e.g. {seed_pool: 0}: MiniGrid scored on unlimited, held-out layouts
     evaluation_kwargs: dict = field(default_factory=dict)
     # merged over reset_params likewise, e.g. {start-seed: 100000}: Memory Gym scored on novel seeds
     evaluation_reset_params: dict = field(default_factory=dict)
 
     def for_evaluation(self) -> "EnvironmentConfig":
-        """This environment as evaluation.py builds it: evaluation_kwargs and evaluation_reset_params
-        merged over kwargs and reset_params."""
+        """This environment as evaluation.py builds it: the evaluation_* settings merged over the others."""
         return replace(self, kwargs={**self.kwargs, **self.evaluation_kwargs},
                        reset_params={**self.reset_params, **self.evaluation_reset_params})
 
@@ -52,8 +49,7 @@ class EnvironmentConfig:
         return FAMILIES[self.type].reward_scale if self.reward_scale is None else self.reward_scale
 
     def make(self, render_mode: str | None = None, max_steps: int | None = None):
-        """One environment of this section (environments.make_env, which takes plain values);
-        what cannot be made is a ConfigError. max_steps: evaluation's step cap (make_env)."""
+        """One environment of this section (environments.make_env); what cannot be made is a ConfigError."""
         from environments import SetupError, make_env
         from spaces import SpaceError
         try:
@@ -119,8 +115,7 @@ class EvaluationConfig:
     episodes: int = 32  # episodes per evaluation (as enjoy.py --episodes), over min(episodes, n_workers) environments
     deterministic: bool = True  # the most probable action (as enjoy.py --deterministic); false: sampled
     seed: int = 0  # the evaluation seed (as enjoy.py --seed): the same held-out episodes at every evaluation
-    # cut an episode at this many steps, scored as it stood and counted as capped (as enjoy.py --max-steps);
-    # 0: the environment's own time limit, else 100,000 (an evaluation never hangs on a policy that loops)
+    # cut an episode at this many steps, scored as it stood (as enjoy.py --max-steps); 0: its time limit, else 100,000
     max_steps: int = 0
 
 
@@ -153,24 +148,20 @@ class Config:
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)  # held-out evaluation while training
     seed: int = 0  # run seed: torch, numpy and every environment's seed derive from it
     device: str = "auto"  # auto (cuda when available), cpu, cuda, cuda:N
-    # float32; bfloat16: the rollout's inference and the training pass under autocast (parameters,
-    # optimizer, losses and the recurrent state stay float32); auto: bfloat16 where it runs natively
-    # (CPUs with AVX-512 BF16 or AMX, GPUs that support it), else float32
+    # float32; bfloat16: the rollout and the training pass under autocast (parameters, optimizer, losses and
+    # the recurrent state stay float32); auto: bfloat16 where it runs natively (AVX-512 BF16, AMX, GPUs), else float32
     precision: str = "float32"
     worker_processes: int = 0  # processes stepping the environments; 0: step them in the trainer's process
-    torch_threads: int = 0  # torch intra-op threads, at most the cores here; 0: the cores other processes leave idle, at least 1
+    torch_threads: int = 0  # torch intra-op threads, at most the cores here; 0: those other processes leave idle
     checkpoint_interval: int = 25  # save models/<run-id>.pt every K updates (and at the end); 0: only at the end
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
 
-# Where and how a run is computed, not what it trains: they belong to the machine that runs it (stats.py
-# counts runs that differ only in these and the seed as seeds of one config)
+# how and where a run is computed, not what it trains (stats.py counts runs differing only in these as seeds)
 EXECUTION_KEYS = ("device", "worker_processes", "torch_threads", "checkpoint_interval")
 
-
-# ---------------------------------------------------------------- loading
 
 def load_config(path: str | Path, overrides: list[str] = ()) -> Config:
     """The yaml file, then each `key.sub=value` override, checked as one config."""
@@ -188,15 +179,13 @@ def load_config(path: str | Path, overrides: list[str] = ()) -> Config:
     return config_from_dict(raw, overrides)
 
 
-# Values (mappings, lists, keys, scalars, counted as often as yaml aliases repeat them) a config may expand
-# to: the shipped configs hold fewer than 200; a yaml "billion laughs" expands to 10**9 (docs/reliability.md)
+# values a config may expand to, aliases counted as often as they repeat: the shipped configs hold under 200
 MAX_CONFIG_VALUES = 100_000
 MAX_CONFIG_DEPTH = 64  # nesting: a config nests 3 levels; PyYAML and copy recurse once per level
 
 
 def read_yaml(text: str):
-    """A yaml document as PyYAML's safe loader reads it (merge keys included), but a key given twice in one
-    mapping, or a document that expands past MAX_CONFIG_VALUES or nests past MAX_CONFIG_DEPTH, is refused."""
+    """A yaml document as PyYAML's safe loader reads it, refusing a key given twice and require_small()'s."""
     try:
         tree = yaml.load(text, Loader=_ConfigLoader)
     except RecursionError:
@@ -206,9 +195,7 @@ def read_yaml(text: str):
 
 
 def require_small(tree, what: str, limit: int = MAX_CONFIG_VALUES, depth: int = MAX_CONFIG_DEPTH) -> None:
-    """Refuses a tree of dicts, lists and tuples that expands to more than `limit` values, nests deeper than
-    `depth` or holds itself. Shared parts (yaml aliases, pickle's memo) count as often as they appear but
-    are walked once, so a few bytes that expand to 10**9 values are refused at once."""
+    """Refuses a tree that expands past `limit` values (shared parts counted, walked once), nests or loops."""
     sizes: dict[int, int] = {}
 
     def size(node, level: int) -> int:
@@ -235,8 +222,7 @@ def require_small(tree, what: str, limit: int = MAX_CONFIG_VALUES, depth: int = 
 
 
 class _ConfigLoader(yaml.SafeLoader):
-    """yaml's safe loader, but a key written twice in one mapping is an error (yaml keeps the last one
-    silently), and merge keys may not multiply a mapping's entries past MAX_CONFIG_VALUES."""
+    """yaml's safe loader, refusing a key written twice in a mapping and merge keys that expand one too far."""
 
     def compose_mapping_node(self, anchor):
         # as written, before merge keys: a merged key given again is an override (yaml's rule)
@@ -252,7 +238,7 @@ class _ConfigLoader(yaml.SafeLoader):
         return node
 
     def flatten_mapping(self, node):
-        super().flatten_mapping(node)  # merges (recursively, through this method) what `<<` names
+        super().flatten_mapping(node)
         if len(node.value) > MAX_CONFIG_VALUES:
             raise ConfigError(f"the yaml's merge keys expand a mapping to more than {MAX_CONFIG_VALUES:,} "
                               "entries (a 'billion laughs')")
@@ -323,10 +309,7 @@ def _coerce(hint, value, key: str):
     return float(value) if hint is float else value
 
 
-# ------------------------------------------------------------- validation
-
-# Bounds where a larger value failed deep inside numpy or torch or hung start-up, far above any run here
-# (sizes whose memory can be estimated are checked against the memory available: buffer.py, model.py)
+# bounds where more failed deep inside numpy or torch or hung start-up (sizes in memory: buffer.py, model.py)
 MAX_WORKERS = 2 ** 16
 MAX_LAYERS = 100
 MAX_EPISODES = 10 ** 6  # per evaluation: every episode's stats are kept, one held-out seed drawn for each
@@ -439,8 +422,7 @@ def check_resume_overrides(saved: dict, config: Config) -> None:
 
 
 def schedule_value(schedule: ScheduleConfig, update: int) -> float:
-    """Decays from initial to final over max_decay_steps updates, final afterwards; as in the reference, a
-    schedule whose initial is below its final stays at final. A constant schedule is initial throughout."""
+    """Decays from initial to final over max_decay_steps updates (never rises, as the reference); constant: initial."""
     if schedule.shape == "constant":
         return schedule.initial
     if update >= schedule.max_decay_steps or schedule.initial < schedule.final:

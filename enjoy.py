@@ -1,6 +1,26 @@
 """Watches, records and scores a trained agent: `python enjoy.py --help` prints USAGE."""
 from __future__ import annotations
 
+import sys
+
+import stopping
+
+if __name__ == "__main__":
+    stopping.leave_at_once_on_stop_signals()  # until main() takes over: the imports below take a second
+
+import errno
+import importlib.util
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from atomic import write_atomically
+from checkpoint import CheckpointError
+from cli import Stdout, command_line, failed, reason, start_up_warnings
+from config import MAX_EPISODES, ConfigError
+
 USAGE = """Watch, record and score a trained agent.
 
 Usage:
@@ -10,49 +30,25 @@ Usage:
 Options:
   --model=<path>     A checkpoint written by train.py (models/<run-id>.pt).
   --episodes=<n>     Episodes to run, at most 1,000,000 [default: 10].
-  --seed=<s>         Evaluation seed of the environments (disjoint from any training seed) and of
-                     the policy's sampled actions: the same command gives the same scores [default: 0].
+  --seed=<s>         Evaluation seed of the environments (disjoint from any training seed) and of the
+                     sampled actions: the same command gives the same scores [default: 0].
   --deterministic    Take the most probable action instead of sampling.
   --max-steps=<n>    Cut an episode at n steps, scored as it stood (a line says so). Default: the
-                     config's evaluation.max_steps, whose 0 is the environment's own time limit,
-                     else 100,000: a policy that loops in an environment without one still ends.
+                     config's evaluation.max_steps (0: the environment's time limit, else 100,000).
   --video=<path>     Record the episodes to a .gif (Pillow) or .mp4 (needs the video extra:
                      pip install -r requirements-video.txt). An existing file is refused.
   --overwrite        Let --video replace an existing file.
-  --render           Show the episodes in a window (needs a display; without one, record
-                     them with --video instead).
+  --render           Show the episodes in a window (needs a display).
 
-Without --video or --render the episodes run in parallel across the config's
-number of environments. Every episode prints one line; a summary follows. Exit codes: 0 done,
-2 refused (bad flag or file), 130 / 143 stopped by Ctrl-C / SIGTERM (at any moment, start-up
-included: one line, no traceback).
+Without --video or --render the episodes run in parallel across the config's number of
+environments. Every episode prints one line; a summary follows. Exit codes: 0 done, 1 the video
+could not be written, 2 refused (bad flag or file), 130 / 143 stopped by Ctrl-C / SIGTERM.
 """
-
-import sys
-
-import stopping
-
-if __name__ == "__main__":
-    stopping.leave_at_once_on_stop_signals()  # until main() takes over: the imports below take a second
-
-import errno  # noqa: E402
-import importlib.util  # noqa: E402
-import os  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from atomic import write_atomically  # noqa: E402
-from checkpoint import CheckpointError  # noqa: E402
-from cli import Stdout, command_line, failed, reason, start_up_warnings  # noqa: E402
-from config import MAX_EPISODES, ConfigError  # noqa: E402
 
 
 def record(agent, episodes: int, seed: int = 0, deterministic: bool = False, on_episode=None,
            max_steps: int | None = None):
-    """Runs episodes one after another in one environment, cut at the step cap as evaluate() cuts them;
-    returns (stats, frames): the first observation of each episode and one after every step."""
+    """Episodes one after another in one environment, cut as evaluate() cuts them: (stats, frames)."""
     from evaluation import evaluation_environment, evaluation_seeds
     from spaces import MASK_KEY, env_actions
     torch.manual_seed(seed)  # the policy's sampled actions: the same command gives the same scores
@@ -86,8 +82,7 @@ def record(agent, episodes: int, seed: int = 0, deterministic: bool = False, on_
 
 
 def _stamp(frame: np.ndarray, t: int) -> np.ndarray:
-    """A step counter bar along the bottom: keeps consecutive frames distinct (GIF writers merge identical
-    frames, which would hide frozen steps)."""
+    """A step counter bar along the bottom: GIF writers merge identical frames, which would hide frozen steps."""
     frame = np.array(frame, dtype=np.uint8, copy=True)
     height, width = frame.shape[:2]
     frame[height - 3:, :] = 0
@@ -96,8 +91,7 @@ def _stamp(frame: np.ndarray, t: int) -> np.ndarray:
 
 
 def write_video(path: Path, frames: list[np.ndarray], fps: int = 8, overwrite: bool = False) -> None:
-    """Written atomically (atomic.py), keeping the suffix the writer reads. Without overwrite, a file at
-    `path` is never replaced, even one that appeared while the episodes ran."""
+    """Written atomically; without overwrite, never over a file, even one that appeared meanwhile."""
     try:
         write_atomically(path, lambda tmp: _write_frames(tmp, frames, fps), keep_suffix=True, replace=overwrite)
     except FileExistsError:
@@ -106,28 +100,20 @@ def write_video(path: Path, frames: list[np.ndarray], fps: int = 8, overwrite: b
 
 
 def _write_frames(path: Path, frames: list[np.ndarray], fps: int) -> None:
+    """A .gif with Pillow, else an .mp4 with imageio's ffmpeg (_options checked both)."""
     if path.suffix.lower() == ".gif":
         from PIL import Image
         images = [Image.fromarray(f) for f in frames]
         images[0].save(path, save_all=True, append_images=images[1:], duration=int(1000 / fps), loop=0)
-    elif path.suffix.lower() == ".mp4":
-        try:
-            import imageio.v2 as imageio
-            import imageio_ffmpeg  # noqa: F401  (the ffmpeg binary imageio writes MP4 with)
-        except ImportError:
-            raise ConfigError("writing .mp4 needs the video extra: pip install -r requirements-video.txt "
-                              "(or use a .gif)") from None
-        # h264 wants even sides: pad by a row/column where needed
-        h, w = frames[0].shape[:2]
-        frames = [np.pad(f, ((0, h % 2), (0, w % 2), (0, 0))) for f in frames]
-        imageio.mimwrite(path, frames, fps=fps, codec="libx264", macro_block_size=1)
-    else:
-        raise ConfigError(f"--video {path}: use a .gif or .mp4 file name")
+        return
+    import imageio.v2 as imageio
+    h, w = frames[0].shape[:2]
+    frames = [np.pad(f, ((0, h % 2), (0, w % 2), (0, 0))) for f in frames]  # h264 wants even sides
+    imageio.mimwrite(path, frames, fps=fps, codec="libx264", macro_block_size=1)
 
 
 def open_window():
-    """pygame's display, refused where no window can open: SDL would otherwise fall back to a driver that
-    shows nothing. The driver is the display's own unless SDL_VIDEODRIVER says otherwise."""
+    """pygame's display, refused where no window can open (SDL would fall back to a driver showing nothing)."""
     os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
     os.environ.setdefault("SDL_VIDEODRIVER", "x11" if os.environ.get("DISPLAY") else "wayland")
     import pygame
@@ -156,8 +142,7 @@ def show(pygame, frames: list[np.ndarray], fps: int = 8) -> None:
 
 
 def _options(args: dict):
-    """(episodes, seed, video path or None, pygame for a window or None, step cap or None: the config's),
-    every flag checked before anything runs; nothing is written where the user did not ask."""
+    """(episodes, seed, video or None, pygame for a window or None, step cap or None), before anything runs."""
     episodes, seed = args["--episodes"], args["--seed"]
     if not episodes.isdigit() or not 1 <= int(episodes) <= MAX_EPISODES:
         raise ConfigError(f"--episodes must be an integer from 1 to {MAX_EPISODES:,}, got {episodes!r}")
@@ -196,7 +181,7 @@ def main(argv=None) -> int:
     from spaces import SpaceError
     with stopping.Stop() as stop:
         try:
-            with start_up_warnings():  # a refusal is its one line alone; a start that succeeds shows them
+            with start_up_warnings():
                 args = command_line(USAGE, argv)
                 episodes, seed, video, window, max_steps = _options(args)
                 agent = Agent.load(args["--model"])
@@ -209,7 +194,6 @@ def main(argv=None) -> int:
 
 
 def _episodes(agent, args: dict, episodes: int, seed: int, video: Path | None, window, max_steps: int | None) -> int:
-    """main()'s work once started: the episodes, then the video or the window, then the summary."""
     from evaluation import evaluate, summary
     if video or window:
         results, frames = record(agent, episodes, seed, args["--deterministic"], print_episode, max_steps)

@@ -1,15 +1,8 @@
-"""How every script answers SIGINT (Ctrl-C) and SIGTERM, the same way:
-
-    if __name__ == "__main__":
-        stopping.leave_at_once_on_stop_signals()  # before the imports, which take seconds
-    with stopping.Stop() as stop:  # in main(): while it starts, a signal leaves at once
-        ...
-        stop.working(on_first)  # the first signal calls on_first (without it, raises KeyboardInterrupt),
-        ...                     # the next raises KeyboardInterrupt, one after that leaves at once
-
-Leaving at once ends the processes the script started, says one line and exits 128 + the signal's
-number. A write of atomic.py is never cut: a signal meanwhile is answered once it is done. Only the
-standard library is imported here: it is set up before the scripts' imports.
+"""How every script answers SIGINT (Ctrl-C) and SIGTERM: leave_at_once_on_stop_signals() before its imports,
+then `with Stop() as stop:` in main(): a signal while it starts leaves at once; from stop.working(on_first)
+the first calls on_first (without one, raises KeyboardInterrupt), the next raises KeyboardInterrupt, and
+one after that leaves at once. Leaving at once ends the processes the script started, says one line and
+exits 128 + the signal's number. Only the standard library is imported here, before the scripts' imports.
 """
 from __future__ import annotations
 
@@ -51,8 +44,7 @@ def leave_at_once_on_stop_signals() -> None:
 
 
 class Stop:
-    """A script's answer to the stop signals (the module docstring), in the main thread, for the block;
-    `leaving` runs before it leaves at once."""
+    """A script's answer to the stop signals, for the block (main thread); `leaving` runs before it leaves."""
 
     def __init__(self, leaving: Callable[[], None] = lambda: None):
         self.signal: int | None = None  # the first signal of the work
@@ -91,7 +83,6 @@ class Stop:
         return 128 + (self.signal or signal.SIGINT)
 
     def report(self, how: str = "") -> int:
-        """For a KeyboardInterrupt out of the work: its one line on stderr; returns the exit code."""
         print(f"stopped by {signal.Signals(self.signal or signal.SIGINT).name}{how}", file=sys.stderr)
         return self.code
 
@@ -110,9 +101,8 @@ def blocked():
 
 @contextlib.contextmanager
 def deferred():
-    """SIGINT and SIGTERM held back for the block, then handed to the handler in place before it, in the
-    order they came: for a step that must not be cut (a file's write, a worker's start-up data in its
-    pipe). Python runs handlers in the main thread alone, so elsewhere this holds nothing back."""
+    """SIGINT and SIGTERM held back for a step that must not be cut (a file's write, a worker's start-up data),
+    then handed in order to the handler in place before; Python runs handlers in the main thread alone."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -128,6 +118,5 @@ def deferred():
 
 
 def _restore(previous: dict) -> None:
-    """Puts back the handlers signal.signal() returned; None (not set from Python) as the default."""
     for number, handler in previous.items():
         signal.signal(number, signal.SIG_DFL if handler is None else handler)

@@ -1,35 +1,6 @@
 """Trains a recurrent PPO agent from the command line: `python train.py --help` prints USAGE."""
 from __future__ import annotations
 
-USAGE = """Train a recurrent PPO agent.
-
-Usage:
-  train.py [options] [--set=<kv>]...
-  train.py --help
-
-Options:
-  --config=<path>         The yaml config to train [default: configs/poc_memory_env.yaml].
-  --run-id=<name>         Names the checkpoint (models/<run-id>.pt) and the summaries folder
-                          (summaries/<run-id>/<time>); letters, digits, '.', '_' and '-'.
-                          Default: the config's name and the start time.
-  --seed=<n>              The run seed (0 <= n < 2**32); overrides the config's seed.
-  --cpu                   Train on the CPU even when a GPU is available.
-  --set=<kv>              Override one config key, e.g. --set recurrence.sequence_length=16 (repeatable).
-  --resume=<checkpoint>   Continue a run from its checkpoint (its config, run id, seed and
-                          summaries); --config and --seed do not apply, overrides do
-                          (e.g. a larger updates), except those that would change the model,
-                          the environments or their number. With --run-id, a branch: a new
-                          run that starts where the checkpoint stands and writes its own
-                          models/<run-id>.pt and summaries, leaving the checkpoint's run as
-                          it was (e.g. a run's -best.pt resumed under another precision).
-  --overwrite             Replace an existing models/<run-id>.pt (never done without this flag).
-
-Ctrl-C (SIGINT) or SIGTERM finishes the current update, saves the checkpoint and exits
-with 130 or 143; a second one stops at once without saving. Exit codes: 0 done, 1 the run
-failed (an environment raised, a loss became NaN, a save failed: the last good checkpoint
-is kept), 2 refused before starting (bad config, flag or file), 130 / 143 stopped by a signal.
-"""
-
 import os
 import signal
 import sys
@@ -39,15 +10,39 @@ import stopping
 if __name__ == "__main__":
     stopping.leave_at_once_on_stop_signals()  # until main() takes over: the imports below take seconds
 
-import re  # noqa: E402
-from datetime import datetime  # noqa: E402
-from pathlib import Path  # noqa: E402
+import re
+from datetime import datetime
+from pathlib import Path
 
-from checkpoint import (CheckpointError, RunLock, fitted, load_checkpoint, require_resumable,  # noqa: E402
+from checkpoint import (CheckpointError, RunLock, fitted, load_checkpoint, require_resumable,
                         restore, same_checkpoint)
-from cli import Stdout, check_name, command_line, failed, reason, start_up_warnings, writable  # noqa: E402
-from config import ConfigError, check_resume_overrides, config_from_dict, load_config  # noqa: E402
-from spaces import SpaceError  # noqa: E402
+from cli import Stdout, check_name, command_line, failed, reason, start_up_warnings, writable
+from config import ConfigError, check_resume_overrides, config_from_dict, load_config
+from spaces import SpaceError
+
+USAGE = """Train a recurrent PPO agent.
+
+Usage:
+  train.py [options] [--set=<kv>]...
+  train.py --help
+
+Options:
+  --config=<path>         The yaml config to train [default: configs/poc_memory_env.yaml].
+  --run-id=<name>         Names models/<run-id>.pt and summaries/<run-id>/<time>: letters, digits,
+                          '.', '_' and '-'. Default: the config's name and the start time.
+  --seed=<n>              The run seed (0 <= n < 2**32); overrides the config's seed.
+  --cpu                   Train on the CPU even when a GPU is available.
+  --set=<kv>              Override one config key, e.g. --set recurrence.sequence_length=16 (repeatable).
+  --resume=<checkpoint>   Continue a run from its checkpoint (its config, run id, seed and summaries);
+                          overrides apply (e.g. a larger updates) unless they change the model or the
+                          environments. With --run-id, a branch: a new run from where the checkpoint
+                          stands, with its own files, leaving the checkpoint's run as it was.
+  --overwrite             Replace an existing models/<run-id>.pt (never done without this flag).
+
+Ctrl-C (SIGINT) or SIGTERM finishes the current update, saves and exits 130 or 143; a second one
+stops at once without saving. Exit codes: 0 done, 1 the run failed (the last good checkpoint is
+kept), 2 refused before starting (bad config, flag or file), 130 / 143 stopped by a signal.
+"""
 
 MODELS, SUMMARIES = Path("models"), Path("summaries")
 
@@ -65,8 +60,7 @@ def resolve_device(requested: str, force_cpu: bool) -> str:
 
 
 def check_run_id(run_id, what: str) -> None:
-    """A run id names models/<run-id>.pt, .lock and -best.pt and summaries/<run-id>/: a plain name
-    (cli.check_name) that is not the name of one of those files."""
+    """A run id names models/<run-id>.pt, .lock, -best.pt and summaries/<run-id>/: never one of those names."""
     check_name(run_id, what)
     if run_id.endswith((".pt", ".lock")):
         raise ConfigError(f"{what} {run_id!r} is not allowed: a run id, not a file name (the files made from it "
@@ -77,8 +71,8 @@ def check_run_id(run_id, what: str) -> None:
 
 
 def check_threads(config, saved: dict | None) -> None:
-    """torch_threads belongs to the machine that runs: more than the cores here is refused when asked
-    for, and taken down to them when it comes from a checkpoint made elsewhere (train() says so)."""
+    """torch_threads belongs to the machine that runs: more than the cores here is refused when asked for,
+    and taken down to them when it comes from a checkpoint made elsewhere (train() says so)."""
     cores = len(os.sched_getaffinity(0))
     if config.torch_threads > cores:
         if saved is None or saved.get("torch_threads") != config.torch_threads:
@@ -111,8 +105,6 @@ def read_run(args: dict, raw_argv: list[str]):
     require_resumable(checkpoint, args["--resume"])
     check_run_id(checkpoint["run_id"], f"{args['--resume']}'s run_id")
     if branch is not None and branch != checkpoint["run_id"]:
-        # a new run from the checkpoint's state: its own summaries folder and best evaluation; the
-        # source's files are only read
         checkpoint = {**checkpoint, "branch_of": checkpoint["run_id"], "run_id": branch, "summaries_path": None,
                       "best": None}
     summaries = checkpoint["summaries_path"]  # None for a branch: it writes a new folder, wherever its source wrote
@@ -129,8 +121,8 @@ def read_run(args: dict, raw_argv: list[str]):
 
 
 def claim(run_id: str, checkpoint: dict | None, resume: str | None, overwrite: bool) -> RunLock:
-    """Refuses a run that could not save or would replace a checkpoint it did not start
-    from (its own, or its best evaluation's); else locks the run id for this process."""
+    """Refuses a run that could not save or would replace a checkpoint it did not start from (its own, or its
+    best evaluation's); else locks the run id for this process."""
     for folder in (MODELS, SUMMARIES):
         problem = writable(folder)
         if problem:
@@ -173,7 +165,7 @@ def main(argv=None) -> int:
     with stopping.Stop(leaving=lambda: lock and lock.release()) as stop:
         try:
             try:
-                with start_up_warnings():  # a refusal is its one line alone; a run that starts shows them
+                with start_up_warnings():
                     args = command_line(USAGE, argv)
                     config, run_id, checkpoint = read_run(args, sys.argv[1:] if argv is None else argv)
                     device = resolve_device(config.device, args["--cpu"])

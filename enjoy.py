@@ -115,6 +115,7 @@ def _write_frames(path: Path, frames: list[np.ndarray], fps: int) -> None:
 def open_window():
     """pygame's display, refused where no window can open (SDL would fall back to a driver showing nothing)."""
     os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+    os.environ.setdefault("DBUS_SESSION_BUS_ADDRESS", "disabled:")  # else SDL may launch a bus that outlives us
     os.environ.setdefault("SDL_VIDEODRIVER", "x11" if os.environ.get("DISPLAY") else "wayland")
     import pygame
     try:

@@ -1,31 +1,15 @@
-"""A trained agent for use outside training (a notebook, another program, enjoy.py).
+"""A trained agent for other programs (a notebook, enjoy.py), as sb3-contrib's predict(): the caller carries
+the recurrent state and says which environments begin an episode; the agent resets their state as training
+did. A model trained with recurrence.previous_action / previous_reward also takes the actions act() returned
+last and the raw rewards given for them (None at the first step). Box actions come back unclipped: clip them
+for the environment (spaces.env_actions), but pass them back as they came.
 
     agent = Agent.load("models/cartpole_masked.pt")
-    env = agent.config.environment.make()  # the environment it was trained on (here one: n = 1)
-    obs, _ = env.reset(seed=0)
-    state, start, action, reward = None, np.ones(1, dtype=bool), None, None
-    while True:
-        step = agent.act(obs[None], state, start, deterministic=True, previous_action=action, previous_reward=reward)
-        # step.actions (1,) for a Discrete space, else (1, k); step.state (1, S); step.log_probs, step.values (1,)
-        obs, r, terminated, truncated, _ = env.step(step.actions[0])
-        if terminated or truncated:
-            break
-        state, start, action, reward = step.state, np.zeros(1, dtype=bool), step.actions, np.array([r])
+    step = agent.act(obs[None], state, start, deterministic=True)  # state None, start [True] at first
+    state, start = step.state, np.array([terminated or truncated])  # step.actions (1,) for a Discrete space
 
-Like sb3-contrib's predict(): the caller carries the recurrent state from step to
-step and says which environments begin an episode; the agent resets their state
-exactly as training did (when the config's reset_hidden_state is on). A model
-trained with recurrence.previous_action / previous_reward also needs the actions
-act() returned last time and the raw rewards the environments gave for them (None
-at the first step; the agent puts zeros where an episode starts, as training did);
-other models ignore them. Box actions come back unclipped: clip them to the
-bounds for the environment (spaces.env_actions), but pass them back as they came.
-
-act() checks its arguments where they enter, as sb3's predict() does: a wrong shape
-or type is one ValueError naming the argument, what it expects and what it got,
-never a torch error from deep inside or a silently wrong action. Observations,
-masks and the previous step's values may be anything numpy reads as an array of
-numbers (a list too); the state must be the torch.Tensor act() returned.
+act() checks its arguments where they enter: a wrong shape or type, or a value that is not finite, is one
+ValueError naming the argument, never a torch error from deep inside or a silently wrong action.
 """
 from __future__ import annotations
 
@@ -36,15 +20,13 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from checkpoint import CheckpointError, arrays, load_checkpoint
+from checkpoint import arrays, fitted, load_checkpoint
+from cli import reason
 from config import Config, config_from_dict
 from environments import spaces_of
 from model import ActorCritic, build_model
 from normalization import Normalizers
 from spaces import action_format
-
-NUMBERS = "biuf"  # numpy dtype kinds act() takes for observations, masks and previous values
-
 
 class AgentStep(NamedTuple):
     actions: np.ndarray  # (n,) for a Discrete action space, else (n, k) (Box actions not yet clipped to bounds)
@@ -59,7 +41,6 @@ class Agent:
         self.model, self.config, self.action_space = model.eval(), config, action_space
         self.device = torch.device(device)
         self.normalizers = normalizers  # frozen: statistics from training, never updated here
-        # what act() checks its arguments against
         self._obs_shape = tuple(model.observation_layout.shape)
         self._mask_branches = ([int(action_space.n)] if isinstance(action_space, gym.spaces.Discrete) else
                                [int(n) for n in np.ravel(action_space.nvec)]
@@ -69,22 +50,19 @@ class Agent:
 
     @classmethod
     def load(cls, path: str | Path, device: str = "cpu") -> "Agent":
-        """Rebuilds the model from the checkpoint alone (an environment is made once, for its spaces)."""
+        """The model from the checkpoint alone (an environment is made once, for its spaces)."""
         checkpoint = load_checkpoint(path, map_location=device)
         config = config_from_dict(checkpoint["config"])
         env = config.environment.make()
-        spaces = spaces_of(env)
-        model = build_model(config, spaces)
-        try:
-            model.load_state_dict(checkpoint["model"])
-        except RuntimeError:  # weights of another architecture than the config describes
-            env.close()
-            raise CheckpointError(f"{path}: its weights do not fit the model its config describes "
-                                  "(another architecture or environment)") from None
-        normalizers = Normalizers(config, spaces.observation)
-        normalizers.load_state_dict(arrays(checkpoint["normalization"]))
         action_space = env.action_space  # read before close: a closed Memory Gym environment has none
-        env.close()
+        try:
+            spaces = spaces_of(env)
+            model, normalizers = build_model(config, spaces), Normalizers(config, spaces.observation)
+            with fitted(path):
+                model.load_state_dict(checkpoint["model"])
+                normalizers.load_state_dict(arrays(checkpoint["normalization"]))
+        finally:
+            env.close()
         return cls(model.to(device), config, action_space, device, normalizers)
 
     def initial_state(self, n: int) -> torch.Tensor:
@@ -93,11 +71,11 @@ class Agent:
     def act(self, obs: np.ndarray, state: torch.Tensor | None, episode_start: np.ndarray,
             deterministic: bool = False, action_mask: np.ndarray | None = None,
             previous_action: np.ndarray | None = None, previous_reward: np.ndarray | None = None) -> AgentStep:
-        """obs (n, *obs_shape) as the environment gives it (a Dict packed as make_env() does), n >= 1,
-        state (n, S) float32 tensor or None (a fresh start), episode_start (n,) bool (None only with
-        state None: all start), action_mask (n, A) bool or None (each row allowing some action),
-        previous_action: the actions the last call returned, previous_reward (n,): the raw rewards the
-        environments gave for them (both None at the first step). Anything else: a ValueError."""
+        """obs (n, *obs_shape) as the environment gives it (a Dict packed as make_env() does), n >= 1; state
+        (n, S) float32 tensor or None (a fresh start); episode_start (n,) bool (None with state None: all
+        start); action_mask (n, A) bool or None; previous_action, previous_reward (n,): see the module."""
+        if not isinstance(deterministic, (bool, np.bool_)):
+            raise ValueError(f"deterministic: expected True or False, got {deterministic!r}")
         obs = self._checked_obs(obs)
         n = obs.shape[0]
         starts = self._checked_starts(episode_start, n, state is None)
@@ -120,46 +98,35 @@ class Agent:
             values = normalizers.value_units(values)
         return AgentStep(actions, out.state, out.log_probs.cpu().numpy(), values)
 
-    # ------------------------------------------------------ act()'s arguments, checked where they enter
-    # (every step of enjoy.py and of each evaluation: the usual case, numpy arrays of the right shape,
-    # costs a few attribute reads; messages are built only for a refusal)
     @staticmethod
-    def _array(value, name: str, expected) -> np.ndarray:
-        """value as a numpy array of numbers (a list converts), else a ValueError; expected() words it."""
-        if isinstance(value, np.ndarray) and value.dtype.kind in NUMBERS:
-            return value
+    def _array(value, name: str, expected: str, fits, flags: bool = False) -> np.ndarray:
+        """value as an array of finite numbers (bools with `flags`) whose shape fits, else a ValueError."""
         try:
             array = np.asarray(value)
         except (ValueError, TypeError) as error:  # a ragged list, ...
-            raise ValueError(f"{name}: expected {expected()}, got {type(value).__name__} that is no array "
-                             f"({' '.join(str(error).split())[:100]})") from None
-        if array.dtype.kind not in NUMBERS:
-            raise ValueError(f"{name}: expected {expected()}, got an array of {array.dtype} {array.shape}")
-        return array
+            raise ValueError(f"{name}: expected {expected}, got {type(value).__name__} that is no array "
+                             f"({reason(error, 100)})") from None
+        if array.dtype.kind not in ("biu" if flags else "biuf") or not fits(array.shape):
+            raise ValueError(f"{name}: expected {expected}, got shape {array.shape} ({array.dtype})")
+        if array.dtype.kind == "f" and not np.isfinite(array).all():  # would act silently and poison the state
+            row = int(np.argwhere(~np.isfinite(array))[0][0])
+            raise ValueError(f"{name}: expected finite numbers, got NaN or inf in row {row}")
+        return array != 0 if flags and array.dtype != bool else array
 
     def _checked_obs(self, obs) -> np.ndarray:
         shape = self._obs_shape
-
-        def expected() -> str:
-            return f"an array of shape (n, {', '.join(map(str, shape))}) with n >= 1 environments"
-        obs = self._array(obs, "obs", expected)
-        if obs.shape[1:] != shape or not obs.shape[0]:
-            hint = " (add the batch axis: obs[None] for one environment)" if obs.shape == shape else ""
-            raise ValueError(f"obs: expected {expected()}, got shape {obs.shape}{hint}")
-        return obs
+        expected = f"an array of shape (n, {', '.join(map(str, shape))}) with n >= 1 environments"
+        if getattr(obs, "shape", None) == shape:
+            expected += " (add the batch axis: obs[None] for one environment)"
+        return self._array(obs, "obs", expected, lambda got: got[1:] == shape and got[0] > 0)
 
     def _checked_starts(self, starts, n: int, fresh: bool) -> np.ndarray:
-        def expected() -> str:
-            return f"a bool array of shape ({n},)"
+        if starts is None and fresh:
+            return np.ones(n, dtype=bool)
         if starts is None:
-            if fresh:
-                return np.ones(n, dtype=bool)
-            raise ValueError(f"episode_start: expected {expected()} beside a state (True where an episode begins), "
-                             "got None")
-        array = self._array(starts, "episode_start", expected)
-        if array.shape != (n,) or array.dtype.kind == "f":
-            raise ValueError(f"episode_start: expected {expected()}, got {array.dtype} {array.shape}")
-        return array if array.dtype == bool else array != 0
+            raise ValueError(f"episode_start: expected a bool array of shape ({n},) beside a state (True where an "
+                             "episode begins), got None")
+        return self._array(starts, "episode_start", f"a bool array of shape ({n},)", lambda got: got == (n,), True)
 
     def _checked_state(self, state, n: int) -> torch.Tensor:
         S = self._state_size
@@ -168,27 +135,22 @@ class Agent:
                    f"a {state.dtype} tensor of shape {tuple(state.shape)}")
             raise ValueError(f"state: expected the torch.float32 tensor of shape ({n}, {S}) that act() returned "
                              f"(or None at the start), got {got}")
+        self._array(state.detach().cpu().numpy(), "state", "", lambda got: True)
         return state
 
     def _checked_mask(self, mask, n: int) -> np.ndarray | None:
         if mask is None:
             return None
-        A = self._mask_width
+        A, branches = self._mask_width, self._mask_branches
         if not A:
             raise ValueError(f"action_mask: this agent's action space {self.action_space} takes no mask; pass None")
-        mask = self._array(mask, "action_mask", lambda: f"a bool array of shape ({n}, {A})")
-        if mask.shape != (n, A) or mask.dtype.kind == "f":
-            raise ValueError(f"action_mask: expected a bool array of shape ({n}, {A}), got {mask.dtype} {mask.shape}")
-        mask = mask if mask.dtype == bool else mask != 0
-        if len(self._mask_branches) == 1:
-            allowed = mask.any(axis=1)  # (n,)
-        else:  # MultiDiscrete: every branch must allow one of its actions
-            allowed = np.logical_or.reduceat(mask, np.cumsum([0, *self._mask_branches[:-1]]), axis=1).all(axis=1)
+        mask = self._array(mask, "action_mask", f"a bool array of shape ({n}, {A})", lambda got: got == (n, A), True)
+        # every branch (one for Discrete, one per entry for MultiDiscrete) must allow one of its actions
+        allowed = np.logical_or.reduceat(mask, np.cumsum([0, *branches[:-1]]), axis=1).all(axis=1)  # (n,)
         if not allowed.all():
-            row = int(np.flatnonzero(~allowed)[0])
-            where = " in one of its branches" if len(self._mask_branches) > 1 else ""
-            raise ValueError(f"action_mask: row {row} allows no action{where} (expected at least one True per row: "
-                             "an all-False row would act as if nothing were masked)")
+            where = " in one of its branches" if len(branches) > 1 else ""
+            raise ValueError(f"action_mask: row {int(np.flatnonzero(~allowed)[0])} allows no action{where} (expected "
+                             "at least one True per row: an all-False row would act as if nothing were masked)")
         return mask
 
     def _previous(self, n: int, fresh: bool, episode_start: np.ndarray, actions, rewards) -> torch.Tensor:
@@ -201,19 +163,10 @@ class Agent:
             if used and value is None:  # never zeros by accident
                 raise ValueError(f"this agent was trained with recurrence.{name}: pass {name} after the first step")
         k = action_format(self.action_space).size
-        if actions is None:
-            actions = np.zeros((n, 1))
-        else:
-            actions = self._array(actions, "previous_action", lambda: f"the actions act() returned, ({n}, {k})")
-            if actions.size != n * k or actions.shape[0] != n:
-                raise ValueError(f"previous_action: expected the actions act() returned, ({n},) or ({n}, {k}), "
-                                 f"got {actions.shape}")
-        if rewards is None:
-            rewards = np.zeros(n, np.float32)
-        else:
-            rewards = self._array(rewards, "previous_reward", lambda: f"an array of shape ({n},)")
-            if rewards.shape != (n,):
-                raise ValueError(f"previous_reward: expected an array of shape ({n},), got {rewards.shape}")
-            rewards = rewards.astype(np.float32, copy=False)
+        actions = np.zeros((n, 1)) if actions is None else self._array(
+            actions, "previous_action", f"the actions act() returned, ({n},) or ({n}, {k})",
+            lambda got: got in ((n,), (n, k)) if k == 1 else got == (n, k))
+        rewards = np.zeros(n, np.float32) if rewards is None else self._array(
+            rewards, "previous_reward", f"an array of shape ({n},)", lambda got: got == (n,)).astype(np.float32)
         previous = self.model.previous_input(torch.as_tensor(actions, device=self.device).reshape(n, -1), rewards)
         return self.model.reset_previous(previous, episode_start)  # Discrete (n,) -> (n, 1) above

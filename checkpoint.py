@@ -1,71 +1,44 @@
-"""Checkpoints: what one holds, how a run is restored from it, and how it is written and read.
-
-A checkpoint is one file with everything a run needs to go on exactly where it
-stopped: model and optimizer state, the config as a dict, the update and step
-counts, the run's summaries folder, the random generators, every environment's
-state (its episode seed and the actions taken since; see environments/), the
-current observations, recurrent state and previous input (the last action and
-reward, recurrence.previous_*), and the normaliser statistics.
-
-Trust:
-- It holds plain data only (tensors, numbers, strings, lists and dicts) and is
-  read with torch.load(weights_only=True): a downloaded file cannot run code.
-- It carries a SHA-256 digest of its contents, checked on every load: a flipped
-  bit is "corrupt checkpoint", not a silently different model.
-- It is written to a unique temporary file and renamed over the old one: a
-  crash, a full disk or a second writer never leaves a broken checkpoint.
-- A run holds a lock on its run id (RunLock), so two runs never share files.
-
-    python checkpoint.py --inference-only models/run.pt models/run_small.pt
-
-keeps what Agent.load and enjoy.py use (model, config, normaliser statistics,
-counts) and drops what only a resumed run needs: 16 of 50 MiB for the MiniGrid
-model (no optimizer moments, environment states or generators).
-"""
+"""Checkpoints: what one holds, how a run is restored, how one is written (atomically, with a digest) and
+read (weights-only, digest checked), and the run's lock. `python checkpoint.py --inference-only SRC DST`
+keeps what Agent.load and enjoy.py use."""
 from __future__ import annotations
 
 import stopping
 
 if __name__ == "__main__":
-    stopping.leave_at_once_on_stop_signals()  # until main() takes over: nothing is open or written yet
+    stopping.leave_at_once_on_stop_signals()  # until main() takes over: the imports below take a second
 
-import errno  # noqa: E402  (the imports below take about a second: a Ctrl-C among them is handled above)
-import fcntl  # noqa: E402
-import hashlib  # noqa: E402
-import os  # noqa: E402
-import pickle  # noqa: E402
-import secrets  # noqa: E402
-import sys  # noqa: E402
-import zipfile  # noqa: E402
-from pathlib import Path  # noqa: E402
+import contextlib
+import errno
+import fcntl
+import hashlib
+import io
+import os
+import pickle
+import sys
+import zipfile
+from pathlib import Path
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
-from atomic import write_atomically  # noqa: E402
-from config import ConfigError, require_small  # noqa: E402
-from losses import NonFiniteError  # noqa: E402
+from atomic import write_atomically
+from config import ConfigError, require_small
+from losses import NonFiniteError
 
 FORMAT = 2  # 1: pickled Python objects, no digest (before weights-only loading)
-# The most values (dict entries, list items; a tensor is one) a checkpoint may hold, counting shared
-# parts as often as they are referenced: a full checkpoint of 64 environments holds a few thousand,
-# and walking a million (the digest does) takes well under a second.
-MAX_CHECKPOINT_VALUES = 10 ** 6
+MAX_CHECKPOINT_VALUES = 10 ** 6  # entries, shared parts counted as often as referenced; a real one holds thousands
 INFERENCE = ("format", "model", "config", "update", "steps", "run_id", "normalization")  # what acting needs
-# and what only a resumed run needs besides (capture() writes both, in this order)
+# and what only a resumed run needs besides; "previous" and "best" are optional (older checkpoints lack them)
 RESUME = ("summaries_path", "summaries", "optimizer", "rng", "environments", "obs", "state")
-# "previous" (W, P) and "best" (the best evaluation so far, or None) are written too but not required:
-# checkpoints from before them have P = 0 and no evaluation
 
 
 class CheckpointError(ValueError):
     """A checkpoint file that cannot be used, read or written; the message is one line."""
 
 
-# ---------------------------------------------------------------- contents
-
 def capture(trainer) -> dict:
-    """Everything a resumed run needs, as plain data (see the module docstring)."""
+    """Everything a resumed run needs to go on exactly where it stopped, as plain data."""
     return _tensors({
         "format": FORMAT,
         "model": trainer.model.state_dict(),
@@ -89,13 +62,13 @@ def capture(trainer) -> dict:
 
 
 def save(trainer, path: Path | None = None) -> Path:
-    """Writes the trainer's checkpoint (models/<run-id>.pt), or the same to `path` (the best evaluation's,
-    which leaves saved_update alone); refuses a model with non-finite parameters."""
+    """Writes models/<run-id>.pt, or the same to `path` (the best evaluation's); refuses non-finite parameters."""
     if not all(torch.isfinite(p).all() for p in trainer.model.parameters()):
         raise NonFiniteError(f"the model has non-finite parameters after update {trainer.update}; not saved")
-    save_checkpoint(path or trainer.checkpoint_path, capture(trainer))
-    if path is None:
-        trainer.saved_update = trainer.update
+    with stopping.deferred():  # a stop signal meanwhile is answered with saved_update already true
+        save_checkpoint(path or trainer.checkpoint_path, capture(trainer))
+        if path is None:
+            trainer.saved_update = trainer.update
     return path or trainer.checkpoint_path
 
 
@@ -137,9 +110,18 @@ def torch_optimizer_state(saved: dict, optimizer: torch.optim.Optimizer) -> dict
             "param_groups": [{**group, **old} for group, old in zip(groups, saved["param_groups"])]}
 
 
-def inference_only(checkpoint: dict) -> dict:
-    """The part of a checkpoint that acting needs."""
-    return {key: checkpoint[key] for key in INFERENCE}
+@contextlib.contextmanager
+def fitted(path: str | Path):
+    """Around putting a checkpoint into a model or a run: contents that do not fit its config (a file edited,
+    its digest made to match) are one CheckpointError line."""
+    from cli import reason
+    try:
+        yield
+    except CheckpointError:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError, RuntimeError) as error:
+        raise CheckpointError(f"{path} does not fit the model and environments its config describes "
+                              f"({reason(error)})") from None
 
 
 def require_resumable(checkpoint: dict, path: str | Path) -> None:
@@ -149,8 +131,7 @@ def require_resumable(checkpoint: dict, path: str | Path) -> None:
 
 
 def _tensors(tree):
-    """numpy arrays -> tensors and numpy scalars -> Python numbers, all the way down: what
-    weights-only loading accepts without allow-listing any class."""
+    """numpy arrays -> tensors, numpy scalars -> numbers, all the way down: what weights-only loading takes."""
     if isinstance(tree, dict):
         return {key: _tensors(value) for key, value in tree.items()}
     if isinstance(tree, (list, tuple)):
@@ -166,8 +147,7 @@ _SAME_SIZE_INT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64
 
 
 def arrays(tree):
-    """Tensors -> numpy arrays all the way down: the inverse of _tensors, for the numpy
-    consumers of a checkpoint (normalisers, environment states)."""
+    """Tensors -> numpy arrays all the way down (for the normalisers and environment states)."""
     if isinstance(tree, dict):
         return {key: arrays(value) for key, value in tree.items()}
     if isinstance(tree, (list, tuple)):
@@ -203,56 +183,26 @@ def digest(tree) -> str:
     return h.hexdigest()
 
 
-# ----------------------------------------------------------- writing, reading
-
 def save_checkpoint(path: str | Path, payload: dict) -> Path:
-    """Writes payload plus its digest to a unique temporary file, then renames it over `path`.
-
-    A failed write (full disk, no permission) removes the temporary file, leaves
-    `path` as it was, and raises CheckpointError.
-    """
+    """Writes payload plus its digest atomically; a failed write (full disk, no permission) leaves `path`
+    as it was and raises CheckpointError."""
+    from cli import reason
     path = Path(path)
-    writer = None
-
-    def write(tmp: Path) -> None:
-        nonlocal writer
-        with open(tmp, "xb") as file:
-            writer = _NotedWrites(file)
-            torch.save({**payload, "digest": digest(payload)}, writer)
-
+    data = io.BytesIO()  # serialised first: a failed write is then the file's own error (ENOSPC), not torch's
+    torch.save({**payload, "digest": digest(payload)}, data)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(path, write)  # the temporary file is removed whatever stops the write (a Ctrl-C too)
-    except (OSError, RuntimeError) as error:  # torch.save reports a failed write as RuntimeError
-        error = getattr(writer, "error", None) or error  # the file's own error (ENOSPC, EFBIG), not torch's words
-        reason = os.strerror(error.errno) if getattr(error, "errno", None) else " ".join(str(error).split())[:120]
+        write_atomically(path, lambda tmp: tmp.write_bytes(data.getbuffer()))
+    except OSError as error:
         kept = f"the previous {path} is intact" if path.exists() else f"no earlier {path} exists"
-        failure = CheckpointError(f"could not write {path} ({reason}); {kept}")
-        failure.path = path  # which file: train.py names the run's last good checkpoint beside another's
+        failure = CheckpointError(f"could not write {path} ({reason(error, 120)}); {kept}")
+        failure.path = path  # train.py names the run's last good checkpoint beside another file's failure
         raise failure from None
     return path
 
 
-class _NotedWrites:
-    """A file for torch.save that remembers the OSError a write met: torch reports a failed write as
-    "unexpected pos 704 vs 598" (RuntimeError); a user needs "No space left on device"."""
-
-    def __init__(self, file):
-        self.file, self.error = file, None
-
-    def write(self, data) -> int:
-        try:
-            return self.file.write(data)
-        except OSError as error:
-            self.error = error
-            raise
-
-    def flush(self) -> None:
-        self.file.flush()
-
-
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
-    """Reads a checkpoint weights-only and checks its digest; any problem is one CheckpointError line."""
+    """Reads a checkpoint weights-only and checks its digest and contents; a problem is one CheckpointError."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint not found: {path}" if not path.is_dir() else
@@ -260,8 +210,7 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     try:
         payload = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as error:
-        # torch words every failure of its weights-only unpickler alike; a class or function
-        # it refused to load is named as an "Unsupported global": that is code, not damage
+        # a class or function the weights-only unpickler refused is an "Unsupported global": code, not damage
         if "Unsupported global" in str(error) or "GLOBAL" in str(error):
             raise CheckpointError(f"{path} refused: it holds Python objects, which could run code when "
                                   "loaded (written by an older version, or crafted)") from None
@@ -272,7 +221,7 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
                               "or not written by train.py)") from None
     if not isinstance(payload, dict):
         raise CheckpointError(f"corrupt checkpoint: {path} is not a checkpoint of this project")
-    try:  # before anything walks it: pickle's memo can repeat a part by reference, as yaml aliases do
+    try:  # before anything walks it: pickle's memo repeats parts by reference, as yaml aliases do
         require_small(payload, f"corrupt checkpoint: {path}", limit=MAX_CHECKPOINT_VALUES)
     except ConfigError as error:
         raise CheckpointError(str(error)) from None
@@ -285,72 +234,59 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     missing = [key for key in INFERENCE + (RESUME if payload.get("resumable") else ()) if key not in payload]
     if missing:
         raise CheckpointError(f"{path} lacks {', '.join(missing)}: not a checkpoint train.py wrote")
+    for key in ("update", "steps"):
+        if type(payload[key]) is not int or payload[key] < 0:
+            raise CheckpointError(f"{path}: its {key} is {payload[key]!r}, not a count")
+    if not isinstance(payload["config"], dict) or not isinstance(payload["model"], dict):
+        raise CheckpointError(f"{path}: its config and model are not mappings: not a checkpoint train.py wrote")
     return payload
 
 
 def same_checkpoint(a: str | Path, b: str | Path) -> bool:
     """True when both paths are one file, or files with the same contents."""
-    a, b = Path(a), Path(b)
-    if a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b)):
-        return True
     try:
-        return a.read_bytes() == b.read_bytes()
+        return os.path.samefile(a, b) or Path(a).read_bytes() == Path(b).read_bytes()
     except OSError:
         return False
 
 
-def writable(folder: str | Path) -> str | None:
-    """None if files can be created and written in `folder` (made if missing), else why not, in a
-    few words. A byte is written: an empty file needs no space, so a full disk passed the check."""
-    probe = Path(folder) / f".write-test-{os.getpid()}-{secrets.token_hex(4)}"
-    try:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        with open(probe, "wb") as file:
-            file.write(b"\0")
-        return None
-    except OSError as error:
-        return error.strerror or str(error)
-    finally:
-        try:
-            probe.unlink()
-        except OSError:
-            pass
-
-
 class RunLock:
-    """An exclusive lock on a run id (models/<run-id>.lock) for as long as the run lives.
-
-    flock() locks die with their process, so a lock file left by a killed run is
-    simply taken over by the next run; a live holder makes acquire() refuse.
-    """
+    """An exclusive flock on models/<run-id>.lock while the run lives; the kernel drops it however the process
+    ends, so a lock file left by a killed run is simply taken. release() removes it (and a folder it made)."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._fd: int | None = None
+        self._made = False
 
     def acquire(self) -> "RunLock":
+        self._made = not self.path.parent.exists()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._fd = self._lock()
+        except CheckpointError:
+            self.release()
+            raise
+        return self
+
+    def _lock(self) -> int:
         while True:
             try:  # never through a symbolic link: it could point at any file of the user's
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
             except OSError as error:
-                if error.errno != errno.ELOOP:
-                    raise CheckpointError(f"cannot create the lock {self.path} ({error.strerror})") from None
-                raise CheckpointError(f"{self.path} is a symbolic link, not a lock this project made: "
-                                      "remove it") from None
+                raise CheckpointError(f"{self.path} is a symbolic link, not a lock this project made: remove it"
+                                      if error.errno == errno.ELOOP else
+                                      f"cannot create the lock {self.path} ({error.strerror})") from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as error:
+            except BlockingIOError:
                 holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
                 os.close(fd)
-                if error.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
                 raise CheckpointError(f"run id '{self.path.stem}' is in use by a running process (pid {holder}); "
                                       "wait for it, or choose another --run-id") from None
-            try:  # the holder before us may have removed the file just before we locked it
+            with contextlib.suppress(FileNotFoundError):  # its last holder may have removed it as we locked it
                 if os.stat(self.path).st_ino == os.fstat(fd).st_ino:
                     break
-            except FileNotFoundError:
-                pass
             os.close(fd)
         try:  # the holder's pid, for the next run's message
             os.ftruncate(fd, 0)
@@ -359,14 +295,17 @@ class RunLock:
             self.path.unlink(missing_ok=True)
             os.close(fd)
             raise CheckpointError(f"cannot write the lock {self.path} ({error.strerror or error})") from None
-        self._fd = fd
-        return self
+        return fd
 
     def release(self) -> None:
         if self._fd is not None:
             self.path.unlink(missing_ok=True)
             os.close(self._fd)  # closing drops the flock
             self._fd = None
+        if self._made:
+            with contextlib.suppress(OSError):  # not empty: the run saved there
+                self.path.parent.rmdir()
+            self._made = False
 
 
 USAGE = """Writes the inference-only part of a checkpoint (what enjoy.py and Agent.load use).
@@ -378,28 +317,24 @@ Usage:
 
 
 def main(argv=None) -> int:
-    from config import command_line, start_up_warnings
-    stopped = []  # the stop signal that ended it, once one has come
-    try:
-        # a refusal is its one line alone (torch's warnings on a bad file with it); SIGINT and SIGTERM
-        # stop with their one line (a temporary file being written is removed: save_checkpoint)
-        with stopping.raising(stopped), start_up_warnings():
-            try:
+    from cli import command_line, failed, start_up_warnings
+    with stopping.Stop() as stop:
+        try:
+            with start_up_warnings():
                 args = command_line(USAGE, argv)
-            except ConfigError as error:
-                raise CheckpointError(str(error)) from None
-            source, target = args["<source>"], args["<target>"]
-            if Path(target).is_dir():
-                raise CheckpointError(f"{target} is a folder: give the new checkpoint's file name")
-            if Path(target).exists():
-                raise CheckpointError(f"{target} exists: choose another name (a checkpoint is never replaced)")
-            save_checkpoint(target, inference_only(load_checkpoint(source)))
-    except CheckpointError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return stopping.report(stopped)
-    print(f"wrote {target} ({Path(target).stat().st_size / 2 ** 20:.1f} MiB)")
+                target = Path(args["<target>"])
+                if target.is_dir():
+                    raise CheckpointError(f"{target} is a folder: give the new checkpoint's file name")
+                if os.path.lexists(target):
+                    raise CheckpointError(f"{target} exists: choose another name (a checkpoint is never replaced)")
+                source = load_checkpoint(args["<source>"])
+            stop.working()
+            save_checkpoint(target, {key: source[key] for key in INFERENCE})
+        except (CheckpointError, ConfigError) as error:
+            return failed(error)
+        except KeyboardInterrupt:
+            return stop.report()
+    print(f"wrote {target} ({target.stat().st_size / 2 ** 20:.1f} MiB)")
     return 0
 
 

@@ -1,4 +1,27 @@
-"""Watch, record and score a trained agent.
+"""Watches, records and scores a trained agent: `python enjoy.py --help` prints USAGE."""
+from __future__ import annotations
+
+import sys
+
+import stopping
+
+if __name__ == "__main__":
+    stopping.leave_at_once_on_stop_signals()  # until main() takes over: the imports below take a second
+
+import errno
+import importlib.util
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from atomic import write_atomically
+from checkpoint import CheckpointError
+from cli import Stdout, command_line, failed, reason, start_up_warnings
+from config import MAX_EPISODES, ConfigError
+
+USAGE = """Watch, record and score a trained agent.
 
 Usage:
   enjoy.py --model=<path> [options]
@@ -7,51 +30,25 @@ Usage:
 Options:
   --model=<path>     A checkpoint written by train.py (models/<run-id>.pt).
   --episodes=<n>     Episodes to run, at most 1,000,000 [default: 10].
-  --seed=<s>         Evaluation seed of the environments (disjoint from any training seed) and of
-                     the policy's sampled actions: the same command gives the same scores [default: 0].
+  --seed=<s>         Evaluation seed of the environments (disjoint from any training seed) and of the
+                     sampled actions: the same command gives the same scores [default: 0].
   --deterministic    Take the most probable action instead of sampling.
   --max-steps=<n>    Cut an episode at n steps, scored as it stood (a line says so). Default: the
-                     config's evaluation.max_steps, whose 0 is the environment's own time limit,
-                     else 100,000: a policy that loops in an environment without one still ends.
+                     config's evaluation.max_steps (0: the environment's time limit, else 100,000).
   --video=<path>     Record the episodes to a .gif (Pillow) or .mp4 (needs the video extra:
                      pip install -r requirements-video.txt). An existing file is refused.
   --overwrite        Let --video replace an existing file.
-  --render           Show the episodes in a window (needs a display; without one, record
-                     them with --video instead).
+  --render           Show the episodes in a window (needs a display).
 
-Without --video or --render the episodes run in parallel across the config's
-number of environments. Every episode prints one line (a progress bar on a terminal);
-a summary follows. Exit codes: 0 done, 2 refused (bad flag or file), 130 / 143 stopped by
-Ctrl-C / SIGTERM (at any moment, start-up included: one line, no traceback).
+Without --video or --render the episodes run in parallel across the config's number of
+environments. Every episode prints one line; a summary follows. Exit codes: 0 done, 1 the video
+could not be written, 2 refused (bad flag or file), 130 / 143 stopped by Ctrl-C / SIGTERM.
 """
-from __future__ import annotations
 
-import sys
-
-import stopping
-
-if __name__ == "__main__":
-    stopping.leave_at_once_on_stop_signals()  # until main() takes over: nothing is open or running yet
-
-import errno  # noqa: E402  (the imports below take about a second: a Ctrl-C among them is handled above)
-import importlib.util  # noqa: E402
-import os  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from atomic import temporary_beside  # noqa: E402
-from checkpoint import CheckpointError  # noqa: E402
-from config import MAX_EPISODES, ConfigError, command_line, start_up_warnings  # noqa: E402
 
 def record(agent, episodes: int, seed: int = 0, deterministic: bool = False, on_episode=None,
            max_steps: int | None = None):
-    """Runs episodes one after another in one environment; returns (stats, frames).
-
-    Frames: the first observation of each episode and one after every step, so an
-    episode of length n gives n + 1 frames. Episodes are cut at the step cap, as evaluate() cuts them.
-    """
+    """Episodes one after another in one environment, cut as evaluate() cuts them: (stats, frames)."""
     from evaluation import evaluation_environment, evaluation_seeds
     from spaces import MASK_KEY, env_actions
     torch.manual_seed(seed)  # the policy's sampled actions: the same command gives the same scores
@@ -85,8 +82,7 @@ def record(agent, episodes: int, seed: int = 0, deterministic: bool = False, on_
 
 
 def _stamp(frame: np.ndarray, t: int) -> np.ndarray:
-    """A step counter bar along the bottom: shows time, and keeps consecutive frames
-    distinct (GIF writers merge identical frames, which would hide frozen steps)."""
+    """A step counter bar along the bottom: GIF writers merge identical frames, which would hide frozen steps."""
     frame = np.array(frame, dtype=np.uint8, copy=True)
     height, width = frame.shape[:2]
     frame[height - 3:, :] = 0
@@ -95,52 +91,45 @@ def _stamp(frame: np.ndarray, t: int) -> np.ndarray:
 
 
 def write_video(path: Path, frames: list[np.ndarray], fps: int = 8, overwrite: bool = False) -> None:
-    """Writes to a temporary name beside `path` (atomic.py's rule, keeping the suffix the writer reads)
-    and renames it: a failed write leaves no half file. Without overwrite, a file at `path` is never
-    replaced, even one that appeared while the episodes ran: the temporary file is hard-linked to
-    `path`, which fails if anything is there."""
-    tmp = temporary_beside(path, keep_suffix=True)
+    """Written atomically; without overwrite, never over a file, even one that appeared meanwhile."""
     try:
-        _write_frames(tmp, frames, fps)
-        if overwrite:
-            os.replace(tmp, path)
-        else:
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                raise FileExistsError(errno.EEXIST, "a file appeared there meanwhile; pass --overwrite to "
-                                      "replace it", str(path)) from None
-            except OSError as error:  # a file system without hard links: the check before the episodes stands
-                if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP) or os.path.lexists(path):
-                    raise
-                os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+        write_atomically(path, lambda tmp: _write_frames(tmp, frames, fps), keep_suffix=True, replace=overwrite)
+    except FileExistsError:
+        raise FileExistsError(errno.EEXIST, "a file appeared there meanwhile; pass --overwrite to replace it",
+                              str(path)) from None
 
 
 def _write_frames(path: Path, frames: list[np.ndarray], fps: int) -> None:
+    """A .gif with Pillow, else an .mp4 with imageio's ffmpeg (_options checked both)."""
     if path.suffix.lower() == ".gif":
         from PIL import Image
         images = [Image.fromarray(f) for f in frames]
         images[0].save(path, save_all=True, append_images=images[1:], duration=int(1000 / fps), loop=0)
-    elif path.suffix.lower() == ".mp4":
-        try:
-            import imageio.v2 as imageio
-            import imageio_ffmpeg  # noqa: F401  (the ffmpeg binary imageio writes MP4 with)
-        except ImportError:
-            raise ConfigError("writing .mp4 needs the video extra: pip install -r requirements-video.txt "
-                              "(or use a .gif)") from None
-        # h264 wants even sides: pad by a row/column where needed
-        h, w = frames[0].shape[:2]
-        frames = [np.pad(f, ((0, h % 2), (0, w % 2), (0, 0))) for f in frames]
-        imageio.mimwrite(path, frames, fps=fps, codec="libx264", macro_block_size=1)
-    else:
-        raise ConfigError(f"--video {path}: use a .gif or .mp4 file name")
+        return
+    import imageio.v2 as imageio
+    h, w = frames[0].shape[:2]
+    frames = [np.pad(f, ((0, h % 2), (0, w % 2), (0, 0))) for f in frames]  # h264 wants even sides
+    imageio.mimwrite(path, frames, fps=fps, codec="libx264", macro_block_size=1)
 
 
-def show(frames: list[np.ndarray], fps: int = 8) -> None:
+def open_window():
+    """pygame's display, refused where no window can open (SDL would fall back to a driver showing nothing)."""
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+    os.environ.setdefault("DBUS_SESSION_BUS_ADDRESS", "disabled:")  # else SDL may launch a bus that outlives us
+    os.environ.setdefault("SDL_VIDEODRIVER", "x11" if os.environ.get("DISPLAY") else "wayland")
     import pygame
-    pygame.init()
+    try:
+        pygame.display.init()
+    except pygame.error as error:
+        raise ConfigError(f"--render: no window opens here ({error}): record the episodes with --video FILE.gif "
+                          "instead") from None
+    if pygame.display.get_driver() in ("dummy", "offscreen"):
+        raise ConfigError(f"--render: SDL's video driver {pygame.display.get_driver()!r} shows no window: record "
+                          "the episodes with --video FILE.gif instead")
+    return pygame
+
+
+def show(pygame, frames: list[np.ndarray], fps: int = 8) -> None:
     h, w = frames[0].shape[:2]
     screen = pygame.display.set_mode((w * 2, h * 2))
     clock = pygame.time.Clock()
@@ -153,11 +142,8 @@ def show(frames: list[np.ndarray], fps: int = 8) -> None:
     pygame.quit()
 
 
-def _options(args: dict) -> tuple[int, int, Path | None, bool, int | None]:
-    """(episodes, seed, video path or None, show a window, step cap or None: the config's), every flag
-    checked before anything runs.
-    Nothing is written where the user did not ask: --render without a display is refused, not
-    turned into a file of an invented name."""
+def _options(args: dict):
+    """(episodes, seed, video or None, pygame for a window or None, step cap or None), before anything runs."""
     episodes, seed = args["--episodes"], args["--seed"]
     if not episodes.isdigit() or not 1 <= int(episodes) <= MAX_EPISODES:
         raise ConfigError(f"--episodes must be an integer from 1 to {MAX_EPISODES:,}, got {episodes!r}")
@@ -169,97 +155,73 @@ def _options(args: dict) -> tuple[int, int, Path | None, bool, int | None]:
     video = Path(args["--video"]) if args["--video"] else None
     if args["--overwrite"] and video is None:
         raise ConfigError("--overwrite is for --video FILE: nothing else is written")
-    window = False
-    if args["--render"]:
-        window = bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
-        if not window and video is None:
-            raise ConfigError("--render needs a display and there is none here (no DISPLAY or WAYLAND_DISPLAY): "
-                              "record the episodes with --video FILE.gif instead")
     if video is not None:
+        if video.is_dir():
+            raise ConfigError(f"--video {video} is a folder: give the video's file name, e.g. {video / 'run.gif'}")
         if video.suffix.lower() not in (".gif", ".mp4"):
             raise ConfigError(f"--video {video}: use a .gif or .mp4 file name")
-        if video.is_dir() or not (video.parent.is_dir() and os.access(video.parent, os.W_OK)):
-            raise ConfigError(f"--video {video}: {video.parent}/ is not a writable folder (or the path is a folder)")
+        if not (video.parent.is_dir() and os.access(video.parent, os.W_OK)):
+            raise ConfigError(f"--video {video}: {video.parent}/ is not a writable folder")
         if os.path.lexists(video) and not args["--overwrite"]:
             raise ConfigError(f"--video {video} exists: choose another name, or pass --overwrite to replace it")
         if video.suffix.lower() == ".mp4" and importlib.util.find_spec("imageio_ffmpeg") is None:
             raise ConfigError("writing .mp4 needs the video extra: pip install -r requirements-video.txt "
                               "(or use a .gif)")
+    window = None
+    if args["--render"]:
+        if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+            window = open_window()
+        elif video is None:
+            raise ConfigError("--render needs a display and there is none here (no DISPLAY or WAYLAND_DISPLAY): "
+                              "record the episodes with --video FILE.gif instead")
     return int(episodes), int(seed), video, window, None if max_steps is None else int(max_steps)
 
 
 def main(argv=None) -> int:
     from agent import Agent
     from spaces import SpaceError
-    stopped = []  # the stop signal that ended the episodes, once one has come
-    try:
-        with start_up_warnings():  # a refusal is its one line alone; a start that succeeds shows them
-            args = command_line(__doc__, argv)
-            episodes, seed, video, window, max_steps = _options(args)
-            agent = Agent.load(args["--model"])
-        with stopping.raising(stopped):  # from here SIGINT and SIGTERM stop with KeyboardInterrupt
+    with stopping.Stop() as stop:
+        try:
+            with start_up_warnings():
+                args = command_line(USAGE, argv)
+                episodes, seed, video, window, max_steps = _options(args)
+                agent = Agent.load(args["--model"])
+            stop.working()
             return _episodes(agent, args, episodes, seed, video, window, max_steps)
-    except (CheckpointError, ConfigError, SpaceError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return stopping.report(stopped)
+        except (CheckpointError, ConfigError, SpaceError) as error:
+            return failed(error)
+        except KeyboardInterrupt:
+            return stop.report()
 
 
-def _episodes(agent, args: dict, episodes: int, seed: int, video: Path | None, window: bool,
-              max_steps: int | None) -> int:
-    """main()'s work once started: the episodes, then the video or the window, then the summary."""
+def _episodes(agent, args: dict, episodes: int, seed: int, video: Path | None, window, max_steps: int | None) -> int:
     from evaluation import evaluate, summary
-    with Progress(episodes) as progress:
-        if video or window:
-            results, frames = record(agent, episodes, seed, args["--deterministic"], progress.episode, max_steps)
-        else:
-            results = evaluate(agent, episodes, seed, args["--deterministic"], on_episode=progress.episode,
-                               max_steps=max_steps)
+    if video or window:
+        results, frames = record(agent, episodes, seed, args["--deterministic"], print_episode, max_steps)
+    else:
+        results = evaluate(agent, episodes, seed, args["--deterministic"], on_episode=print_episode,
+                           max_steps=max_steps)
     if video:
         try:
             write_video(video, frames, overwrite=args["--overwrite"])
         except OSError as error:  # e.g. a full disk: the episodes' scores are still printed below
-            print(f"error: could not write {video} ({error.strerror or error})", file=sys.stderr)
+            failed(f"could not write {video} ({reason(error)})", 1)
             print(summary(results))
             return 1
         print(f"wrote {video} ({len(frames)} frames)")
     if window:
-        show(frames)
+        show(window, frames)
     print(summary(results))
     return 0
 
 
-class Progress:
-    """A bar on a terminal, else one line per episode (as train.py does per update)."""
-
-    def __init__(self, episodes: int):
-        self.bar = None
-        if sys.stdout.isatty():
-            from tqdm import tqdm
-            self.bar = tqdm(total=episodes, unit="episode", dynamic_ncols=True)
-
-    def episode(self, i: int, stats: dict) -> None:
-        success = f"  success {int(stats['success'])}" if "success" in stats else ""
-        line = f"episode {i:4d}  return {stats['reward']:9.3f}  length {stats['length']:5d}{success}"
-        if stats.get("capped"):
-            line += "  cut at the step cap (--max-steps): scored as it stood"
-        if self.bar is None:
-            print(line, flush=True)
-        elif stats.get("capped"):
-            self.bar.write(line)
-            self.bar.update(1)
-        else:
-            self.bar.set_postfix_str(line.split("  ", 1)[1], refresh=False)
-            self.bar.update(1)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self.bar is not None:
-            self.bar.close()
+def print_episode(i: int, stats: dict) -> None:
+    """One line per episode, as train.py prints one per update."""
+    success = f"  success {int(stats['success'])}" if "success" in stats else ""
+    capped = "  cut at the step cap (--max-steps): scored as it stood" if stats.get("capped") else ""
+    print(f"episode {i:4d}  return {stats['reward']:9.3f}  length {stats['length']:5d}{success}{capped}", flush=True)
 
 
 if __name__ == "__main__":
+    sys.stdout = Stdout(sys.stdout)  # a closed stdout (`| head`) ends no episode
     sys.exit(main())

@@ -54,8 +54,8 @@ if __name__ == "__main__":
     stopping.leave_at_once_on_stop_signals()  # before the imports below and Ray's, which take seconds
 
 from atomic import write_atomically  # noqa: E402
-from checkpoint import writable  # noqa: E402
-from config import ConfigError, command_line, config_from_dict, load_config, read_yaml, start_up_warnings  # noqa: E402
+from cli import command_line, start_up_warnings, writable  # noqa: E402
+from config import ConfigError, config_from_dict, load_config, read_yaml  # noqa: E402
 from spaces import SpaceError  # noqa: E402
 from train import check_run_id  # noqa: E402
 from worker import WorkerError, make_probe  # noqa: E402

@@ -1,4 +1,27 @@
-"""Train a recurrent PPO agent.
+"""Trains a recurrent PPO agent from the command line: `python train.py --help` prints USAGE."""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import stopping
+
+if __name__ == "__main__":
+    stopping.leave_at_once_on_stop_signals()  # until main() takes over: the imports below take seconds
+
+import re
+from datetime import datetime
+from pathlib import Path
+
+from checkpoint import (CheckpointError, RunLock, fitted, load_checkpoint, require_resumable,
+                        restore, same_checkpoint)
+from cli import Stdout, check_name, command_line, failed, reason, start_up_warnings, writable
+from config import ConfigError, check_resume_overrides, config_from_dict, load_config
+from spaces import SpaceError
+from worker import WorkerError
+
+USAGE = """Train a recurrent PPO agent.
 
 Usage:
   train.py [options] [--set=<kv>]...
@@ -6,50 +29,23 @@ Usage:
 
 Options:
   --config=<path>         The yaml config to train [default: configs/poc_memory_env.yaml].
-  --run-id=<name>         Names the checkpoint (models/<run-id>.pt) and the summaries folder
-                          (summaries/<run-id>/<time>); letters, digits, '.', '_' and '-'.
-                          Default: the config's name and the start time.
+  --run-id=<name>         Names models/<run-id>.pt and summaries/<run-id>/<time>: letters, digits,
+                          '.', '_' and '-'. Default: the config's name and the start time.
   --seed=<n>              The run seed (0 <= n < 2**32); overrides the config's seed.
   --cpu                   Train on the CPU even when a GPU is available.
   --set=<kv>              Override one config key, e.g. --set recurrence.sequence_length=16 (repeatable).
-  --resume=<checkpoint>   Continue a run from its checkpoint (its config, run id, seed and
-                          summaries); --config and --seed do not apply, overrides do
-                          (e.g. a larger updates), except those that would change the model,
-                          the environments or their number. With --run-id, a branch: a new
-                          run that starts where the checkpoint stands and writes its own
-                          models/<run-id>.pt and summaries, leaving the checkpoint's run as
-                          it was (e.g. a run's -best.pt resumed under another precision).
+  --resume=<checkpoint>   Continue a run from its checkpoint (its config, run id, seed and summaries);
+                          overrides apply (e.g. a larger updates) unless they change the model or the
+                          environments. With --run-id, a branch: a new run from where the checkpoint
+                          stands, with its own files, leaving the checkpoint's run as it was.
   --overwrite             Replace an existing models/<run-id>.pt (never done without this flag).
 
-Ctrl-C (SIGINT) or SIGTERM finishes the current update, saves the checkpoint and exits
-with 130 or 143; a second one stops at once without saving. Exit codes: 0 done, 1 the run
-failed (an environment raised, a loss became NaN, a save failed: the last good checkpoint
-is kept), 2 refused before starting (bad config, flag or file), 130 / 143 stopped by a signal.
+Ctrl-C (SIGINT) or SIGTERM finishes the current update, saves and exits 130 or 143; a second one
+stops at once without saving. Exit codes: 0 done, 1 the run failed (the last good checkpoint is
+kept), 2 refused before starting (bad config, flag or file), 130 / 143 stopped by a signal.
 """
-from __future__ import annotations
-
-import os
-import signal
-import sys
-
-from stopping import STOP_SIGNALS, leave, leave_at_once_on_stop_signals
-
-if __name__ == "__main__":
-    leave_at_once_on_stop_signals()  # until main() takes over: nothing is open or running yet
-
-import re  # noqa: E402  (the imports below take seconds: a Ctrl-C among them is handled above)
-from datetime import datetime  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-from checkpoint import (CheckpointError, RunLock, load_checkpoint, require_resumable,  # noqa: E402
-                        restore, same_checkpoint, writable)
-from config import (ConfigError, check_resume_overrides, command_line, config_from_dict, load_config,  # noqa: E402
-                    start_up_warnings)
-from spaces import SpaceError  # noqa: E402
-from worker import WorkerError  # noqa: E402
 
 MODELS, SUMMARIES = Path("models"), Path("summaries")
-RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 
 
 def resolve_device(requested: str, force_cpu: bool) -> str:
@@ -65,14 +61,25 @@ def resolve_device(requested: str, force_cpu: bool) -> str:
 
 
 def check_run_id(run_id, what: str) -> None:
-    """A run id names files in models/ and summaries/: a plain name, never a path, and never the name
-    of another run's best checkpoint (models/<run-id>-best.pt)."""
-    if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id) or run_id.endswith((".pt", ".lock")):
-        raise ConfigError(f"{what} {run_id!r} is not allowed: a name of letters, digits, '.', '_' and '-' "
-                          "(no folders, no leading '.' or '-')")
+    """A run id names models/<run-id>.pt, .lock, -best.pt and summaries/<run-id>/: never one of those names."""
+    check_name(run_id, what)
+    if run_id.endswith((".pt", ".lock")):
+        raise ConfigError(f"{what} {run_id!r} is not allowed: a run id, not a file name (the files made from it "
+                          "are models/<run-id>.pt and .lock): drop the suffix")
     if run_id.endswith("-best"):
         raise ConfigError(f"{what} {run_id!r} is not allowed: names ending in '-best' are those of the best "
                           "evaluation's checkpoint (models/<run-id>-best.pt)")
+
+
+def check_threads(config, saved: dict | None) -> None:
+    """torch_threads belongs to the machine that runs: more than the cores here is refused when asked for,
+    and taken down to them when it comes from a checkpoint made elsewhere (train() says so)."""
+    cores = len(os.sched_getaffinity(0))
+    if config.torch_threads > cores:
+        if saved is None or saved.get("torch_threads") != config.torch_threads:
+            raise ConfigError(f"config key 'torch_threads' = {config.torch_threads} is not allowed: 0 (the idle "
+                              f"cores) to {cores}, the cores this process may use")
+        config.torch_threads = cores
 
 
 def read_run(args: dict, raw_argv: list[str]):
@@ -87,6 +94,7 @@ def read_run(args: dict, raw_argv: list[str]):
         if run_id is None:
             run_id = f"{Path(args['--config']).stem}-{datetime.now():%Y%m%d-%H%M%S}"
         check_run_id(run_id, "--run-id")
+        check_threads(config, None)
         return config, run_id, None
     given = [flag for flag in ("--config", "--seed") if any(a == flag or a.startswith(flag + "=") for a in raw_argv)]
     if given:
@@ -98,8 +106,6 @@ def read_run(args: dict, raw_argv: list[str]):
     require_resumable(checkpoint, args["--resume"])
     check_run_id(checkpoint["run_id"], f"{args['--resume']}'s run_id")
     if branch is not None and branch != checkpoint["run_id"]:
-        # a new run from the checkpoint's state: its own summaries folder and best evaluation; the
-        # source's files are only read
         checkpoint = {**checkpoint, "branch_of": checkpoint["run_id"], "run_id": branch, "summaries_path": None,
                       "best": None}
     summaries = checkpoint["summaries_path"]  # None for a branch: it writes a new folder, wherever its source wrote
@@ -108,6 +114,7 @@ def read_run(args: dict, raw_argv: list[str]):
                               f"{SUMMARIES}/ here: resume it from the folder its run started in")
     config = config_from_dict(checkpoint["config"], args["--set"])
     check_resume_overrides(checkpoint["config"], config)
+    check_threads(config, checkpoint["config"])
     if config.updates <= checkpoint["update"]:
         raise ConfigError(f"{args['--resume']} is at update {checkpoint['update']} of updates {config.updates}: "
                           "nothing to resume (raise it, e.g. --set updates=...)")
@@ -115,12 +122,12 @@ def read_run(args: dict, raw_argv: list[str]):
 
 
 def claim(run_id: str, checkpoint: dict | None, resume: str | None, overwrite: bool) -> RunLock:
-    """Refuses a run that could not save or would replace a checkpoint it did not start
-    from (its own, or its best evaluation's); else locks the run id for this process."""
+    """Refuses a run that could not save or would replace a checkpoint it did not start from (its own, or its
+    best evaluation's); else locks the run id for this process."""
     for folder in (MODELS, SUMMARIES):
-        reason = writable(folder)
-        if reason:
-            raise ConfigError(f"{folder}/ is not writable ({reason}): the run could not save its work")
+        problem = writable(folder)
+        if problem:
+            raise ConfigError(f"{folder}/ is not writable ({problem}): the run could not save its work")
     lock = RunLock(MODELS / f"{run_id}.lock").acquire()
     try:
         target, best = MODELS / f"{run_id}.pt", MODELS / f"{run_id}-best.pt"
@@ -151,69 +158,69 @@ def is_own_best(best: Path, run_id: str, checkpoint: dict | None) -> bool:
 def main(argv=None) -> int:
     lock, trainer = None, None
 
-    def on_signal(number, frame):
-        if trainer is None or trainer.stop_signal is not None:
-            # During start-up there is nothing to save, and after a first signal the user
-            # asked twice: leave now. Worker processes follow when their pipe closes.
+    def finish_update(number: int) -> None:  # the run's first stop signal
+        trainer.stop_signal = number
+        trainer.summaries.say(f"\n{signal.Signals(number).name}: finishing this update, then saving (send it "
+                              "again to stop at once)")
+
+    with stopping.Stop(leaving=lambda: lock and lock.release()) as stop:
+        try:
+            try:
+                with start_up_warnings():
+                    args = command_line(USAGE, argv)
+                    config, run_id, checkpoint = read_run(args, sys.argv[1:] if argv is None else argv)
+                    device = resolve_device(config.device, args["--cpu"])
+                    resume = None if checkpoint and "branch_of" in checkpoint else args["--resume"]  # a branch is new
+                    lock = claim(run_id, checkpoint, resume, args["--overwrite"])
+                    from trainer import Trainer
+                    trainer = Trainer(config, run_id=run_id, device=device, summaries_dir=SUMMARIES,
+                                      models_dir=MODELS, summaries_path=checkpoint and checkpoint["summaries_path"])
+                    if checkpoint:
+                        with fitted(args["--resume"]):
+                            restore(trainer, checkpoint)
+            except (ConfigError, CheckpointError, SpaceError) as error:
+                return failed(error)
+            except WorkerError as error:  # an environment that failed as the run started
+                return failed(f"{error}; no checkpoint was saved in this run", 1)
+            stop.working(finish_update)
+            return train(trainer, checkpoint)
+        except KeyboardInterrupt:  # a second signal
+            return stop.report(f" at once, without saving; {last_checkpoint(trainer)}")
+        finally:
+            if trainer is not None:
+                trainer.close()
             if lock is not None:
                 lock.release()
-            leave(number, "during start-up" if trainer is None else "without saving")
-        trainer.stop_signal = number
-        trainer.summaries.say(f"\n{signal.Signals(number).name}: finishing update {trainer.update + 1}, "
-                              "then saving (send it again to stop without saving)")
 
-    for number in STOP_SIGNALS:
-        signal.signal(number, on_signal)
-    try:
-        try:
-            with start_up_warnings():  # a refusal is its one line alone; a run that starts shows them
-                args = command_line(__doc__, argv)
-                config, run_id, checkpoint = read_run(args, sys.argv[1:] if argv is None else argv)
-                device = resolve_device(config.device, args["--cpu"])
-                resume = None if checkpoint and "branch_of" in checkpoint else args["--resume"]  # a branch is a new run
-                lock = claim(run_id, checkpoint, resume, args["--overwrite"])
-                from trainer import Trainer
-                trainer = Trainer(config, run_id=run_id, device=device, summaries_dir=SUMMARIES, models_dir=MODELS,
-                                  summaries_path=checkpoint["summaries_path"] if checkpoint else None)
-        except (ConfigError, CheckpointError, SpaceError) as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 2
-        except WorkerError as error:  # an environment that failed as the run started
-            print(f"error: {error}; no checkpoint was saved in this run", file=sys.stderr)
-            return 1
-        return train(trainer, checkpoint)
-    finally:
-        if trainer is not None:
-            trainer.close()
-        if lock is not None:
-            lock.release()
+
+def last_checkpoint(trainer) -> str:
+    if trainer is None or trainer.saved_update is None:
+        return "no checkpoint was saved in this run"
+    return f"the last good checkpoint is {trainer.checkpoint_path} (update {trainer.saved_update})"
 
 
 def train(trainer, checkpoint: dict | None) -> int:
     from losses import NonFiniteError
     if checkpoint:
-        restore(trainer, checkpoint)
         source = f" from {checkpoint['branch_of']}" if "branch_of" in checkpoint else ""
         print(f"{'branching' if source else 'resuming'} {trainer.run_id}{source} at update {trainer.update}/"
               f"{trainer.config.updates}", flush=True)
     threads = f"{trainer.threads} torch thread{'s' * (trainer.threads > 1)}"
+    saved = checkpoint["config"].get("torch_threads", 0) if checkpoint else 0
+    if saved > trainer.threads and saved > len(os.sched_getaffinity(0)):
+        threads += f"; the checkpoint's {saved} are more than the cores here"
     print(f"training {trainer.run_id} on {trainer.device} ({threads}); summaries in {trainer.summaries.path}",
           flush=True)
     try:
         trainer.run()
     except CheckpointError as error:  # a save that failed: the line says what happened to the last one
         other = getattr(error, "path", None) != trainer.checkpoint_path  # e.g. models/<run-id>-best.pt
-        last = (f"; the last good checkpoint is {trainer.checkpoint_path} (update {trainer.saved_update})"
-                if other and trainer.saved_update is not None else "")
-        print(f"error: {error}{last}", file=sys.stderr)
-        return 1
+        return failed(f"{error}; {last_checkpoint(trainer)}" if other and trainer.saved_update is not None
+                      else error, 1)
     except (WorkerError, NonFiniteError, OSError) as error:
         if isinstance(error, OSError):  # e.g. summaries on a full disk
-            error = f"could not write {error.filename or trainer.summaries.path} ({error.strerror or error})"
-        saved = (f"the last good checkpoint is {trainer.checkpoint_path} (update {trainer.saved_update})"
-                 if trainer.saved_update is not None else "no checkpoint was saved in this run")
-        print(f"error: {error}; {saved}", file=sys.stderr)
-        return 1
+            error = f"could not write {error.filename or trainer.summaries.path} ({reason(error)})"
+        return failed(f"{error}; {last_checkpoint(trainer)}", 1)
     if trainer.stop_signal is not None:
         name = signal.Signals(trainer.stop_signal).name
         print(f"stopped by {name} after update {trainer.update}; saved {trainer.checkpoint_path}; "
@@ -224,9 +231,9 @@ def train(trainer, checkpoint: dict | None) -> int:
 
 
 if __name__ == "__main__":
+    sys.stdout = Stdout(sys.stdout)  # a closed stdout (`| head`) does not cost the run
     code = main()
-    # Everything is saved and closed by now. Skipping the interpreter's teardown
-    # (unloading torch's libraries) saves about half a second per run.
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(code)
+    stopping.end_children()  # the forkserver and its resource tracker
+    os._exit(code)  # everything is saved and closed: skip unloading torch's libraries

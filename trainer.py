@@ -12,7 +12,8 @@ import torch
 
 import checkpoint
 from buffer import RolloutBuffer
-from config import Config, IdleCores, rollout_threads, schedule_value
+from cli import IdleCores, rollout_threads
+from config import Config, schedule_value
 from evaluation import Evaluator
 from losses import StepStats, mean_metrics, ppo_loss, require_finite
 from model import autocast, build_model, check_precision, no_gradient

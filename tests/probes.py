@@ -2177,6 +2177,89 @@ def build_probes() -> list[Probe]:
               "stop, exit 130; --resume then finishes the sweep (exit 0), no process left", short_sweep,
               action=sweep_interrupted(3.0, short_sweep, after_ray=True), code=(130,), one_line=False, serial=True,
               timeout=240, may_write=("repo/sweeps/*", "repo/summaries/*"), expect="--resume finishes"))
+
+    # ---------------------------------------------------------------- 42: the outside round of issue 42
+    cores = len(os.sched_getaffinity(0))
+    more_cores = crafted(lambda payload: payload["config"].update(torch_threads=cores + 1))
+    add(Probe("enjoy-model-from-more-cores", "42.1", "a model made where there were more cores",
+              f"models/r.pt's config says torch_threads {cores + 1}, one more than the cores here (a sweep trial's "
+              "model on a smaller machine): enjoy.py scores it", [*enjoy, "--episodes", "2"], setup=more_cores,
+              code=(0,), stdout_has=("2 episodes",)))
+    add(Probe("resume-model-from-more-cores", "42.1", "a model made where there were more cores",
+              "the same resumed: --resume models/r.pt --set updates=3 trains on with the cores here and says so",
+              ["train.py", "--resume", "models/r.pt", "--set", "updates=3"], setup=more_cores, code=(0,),
+              may_change=("repo/models/r.pt",), stdout_has=("are more than the cores here",),
+              check=checkpoint_update("models/r.pt", 3)))
+    pipe = ("import subprocess, sys\n"
+            "run = subprocess.Popen([sys.executable, *sys.argv[1:]], stdout=subprocess.PIPE)\n"
+            "run.stdout.readline()\nrun.stdout.close()\nsys.exit(run.wait())\n")
+    add(Probe("train-stdout-closed", "42.4", "stdout closed (| head -1)",
+              "train.py ... | head -1 (30 updates): trains on, says once on stderr that stdout was closed, exit 0, "
+              "models/p.pt at update 30", ["-c", pipe, "train.py", "--run-id", "p", *sets(updates=30)], code=(0,),
+              one_line=True, words=("stdout was closed",), check=checkpoint_update("models/p.pt", 30)))
+
+    def ctrl_c_while_workers_start(ctx: Ctx) -> Proc:
+        proc = ctx.popen(["train.py", "--run-id", "p", *sets(updates=100000, worker_processes=2)])
+        while proc.process.poll() is None and not proc.children:
+            time.sleep(0.02)
+        proc.signal(signal.SIGINT, group=True)
+        proc.process.wait(60)
+        left = processes_with(ctx.marker)  # at once, before the output is read to its end
+        if left:
+            ctx.notes.append(f"{len(left)} process(es) alive as the script exited")
+        proc.wait(60)
+        return proc
+    add(Probe("ctrl-c-while-workers-start", "42.5", "Ctrl-C while the workers start",
+              "SIGINT to the group as soon as train.py has a child process (worker_processes 2): exit 130, and no "
+              "process of the run alive at the moment it exits (forkserver, resource tracker, workers)",
+              ["train.py"], action=ctrl_c_while_workers_start, code=(130,), one_line=False, serial=True,
+              expect="nothing alive as it exits"))
+    twice_at_rename = ("import os, runpy, signal, sys\nrename = os.replace\n"
+                       "def replace(source, target):\n"
+                       "    if str(target).endswith('.pt') and not os.environ.get('SIGNALLED'):\n"
+                       "        os.environ['SIGNALLED'] = '1'\n"
+                       "        os.kill(os.getpid(), signal.SIGINT)\n        os.kill(os.getpid(), signal.SIGINT)\n"
+                       "    rename(source, target)\n"
+                       "os.replace = replace\nsys.argv = sys.argv[1:]\nrunpy.run_path('train.py', run_name='__main__')\n")
+    add(Probe("second-sigint-during-save", "42.6", "a second Ctrl-C while a checkpoint is written",
+              "two SIGINTs as the first checkpoint (hidden_layer_size 1024, checkpoint_interval 1) is renamed into "
+              "place: exit 130, no temporary file, models/p.pt whole at update 1",
+              ["-c", twice_at_rename, "train.py", "--run-id", "p",
+               *sets(updates=100000, checkpoint_interval=1, hidden_layer_size=1024)],
+              code=(130,), one_line=False, serial=True, check=checkpoint_update("models/p.pt", 1)))
+    add(Probe("agent-act-nan", "42.7", "Agent.act: NaN and inf",
+              "from Python, the shipped PoC agent: act() with a NaN observation: one ValueError naming obs "
+              "(it acted silently, and a NaN state poisoned every later step)",
+              ["-c", act_prelude.format(model="poc_memory_env.pt", width=3,
+                                        call="agent.act(np.full((2, 3), np.nan, np.float32), None, None)")],
+              words=("obs", "finite")))
+    for name, change, word in (
+            ("tensor-missing", lambda payload: payload["model"].pop(next(iter(payload["model"]))), "does not fit"),
+            ("environments-empty", lambda payload: payload.update(environments=[]), "does not fit")):
+        add(Probe(f"branch-{name}", "42.10", "a checkpoint whose contents do not fit its config",
+                  f"models/r.pt edited ({name.replace('-', ' ')}), its digest right: --resume models/r.pt --run-id br "
+                  "refused in one line (a raw traceback)",
+                  ["train.py", "--resume", "models/r.pt", "--run-id", "br", "--set", "updates=3"],
+                  setup=crafted(change), words=(word,)))
+
+    # issue 42's borderline cases, decided: each refused in one line that names what is wrong
+    B = "42.b"
+    for name, args, word in (
+            ("run-id-pt", ["train.py", "--run-id", "x.pt", *TINY], "not a file name"),
+            ("run-id-201", ["train.py", "--run-id", "a" * 201, *TINY], "at most 200 characters"),
+            ("export-no-target", ["checkpoint.py", "--inference-only", "models/r.pt"], "<target> is missing"),
+            ("flag-twice", [*enjoy, "--model", "models/r.pt"], "given twice"),
+            ("video-onto-folder", [*enjoy, "--video", "models"], "is a folder"),
+            ("update-negative", [*enjoy], "not a count")):
+        setup = crafted(lambda payload: payload.update(update=-5)) if name == "update-negative" else R
+        add(Probe(f"refused-{name}", B, "a refusal that names the rule", f"{shlex.join(args)}: refused naming {word}",
+                  args, setup=setup, words=(word,)))
+    add(Probe("render-display-unusable", B, "--render where no window opens",
+              "DISPLAY=:99 (nothing there), SDL_VIDEODRIVER unset: enjoy.py --render refused before the episodes "
+              "(exit 0 with an SDL error)",
+              ["-c", "import os, runpy, sys\nos.environ['DISPLAY'] = ':99'\nos.environ.pop('SDL_VIDEODRIVER')\n"
+                     "sys.argv = sys.argv[1:]\nrunpy.run_path('enjoy.py', run_name='__main__')\n",
+               *poc_enjoy, "--render"], words=("--render",), stdout_lacks=("episode",)))
     return P
 
 
@@ -2259,7 +2342,7 @@ def select(args) -> list[Probe]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", help="issue points, comma-separated: 1 .. 12, 23.2, extra")
+    parser.add_argument("--only", help="issue points, comma-separated: 1 .. 12, 23.2, 42.1 .. 42.10, 42.b, extra")
     parser.add_argument("--fast", action="store_true", help="the subset tests/test_probes.py runs")
     parser.add_argument("--name", help="probes whose name holds this")
     parser.add_argument("--jobs", type=int, default=1, help="probes at once (serial ones always run alone)")

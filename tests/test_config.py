@@ -84,8 +84,7 @@ def test_shipped_configs_load(name):
     ({"max_grad_norm": 0}, ["max_grad_norm", "> 0"]),
     ({"n_workers": 4, "worker_processes": 5}, ["worker_processes", "at most n_workers (4)"]),
     ({"worker_processes": -1}, ["worker_processes", ">= 0"]),
-    ({"torch_threads": -2}, ["torch_threads", "0 (the idle cores) to"]),
-    ({"torch_threads": 4096}, ["torch_threads", "the cores this process may use"]),  # crashed torch
+    ({"torch_threads": -2}, ["torch_threads", ">= 0"]),
     ({"seed": -1}, ["seed", "[0, 2**32)"]),
     ({"seed": 2 ** 32}, ["seed", "[0, 2**32)"]),
     ({"gamma": float("nan")}, ["gamma", "finite"]),
@@ -191,11 +190,11 @@ def test_torch_threads_0_takes_the_cores_other_processes_leave_idle(monkeypatch,
 
     import psutil
 
-    import config
+    import cli
     monkeypatch.setattr(psutil, "cpu_percent", lambda interval=None, percpu=False: percent)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: affinity)
-    monkeypatch.setattr(config.time, "process_time", lambda: 0.0)  # this process used no CPU meanwhile
-    assert config.IdleCores().count(minimum=0.0) == expected
+    monkeypatch.setattr(cli.time, "process_time", lambda: 0.0)  # this process used no CPU meanwhile
+    assert cli.IdleCores().count(minimum=0.0) == expected
 
 
 def test_the_idle_cores_sample_leaves_out_this_processs_own_start_up(monkeypatch):
@@ -204,14 +203,14 @@ def test_the_idle_cores_sample_leaves_out_this_processs_own_start_up(monkeypatch
 
     import psutil
 
-    import config
+    import cli
     clock = iter([10.0, 11.0, 11.0])  # start, elapsed check, end: a 1 s sample
     cpu = iter([5.0, 6.0])  # this process used 1 CPU second in it
-    monkeypatch.setattr(config.time, "perf_counter", lambda: next(clock))
-    monkeypatch.setattr(config.time, "process_time", lambda: next(cpu))
+    monkeypatch.setattr(cli.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(cli.time, "process_time", lambda: next(cpu))
     monkeypatch.setattr(psutil, "cpu_percent", lambda interval=None, percpu=False: [100.0, 0.0])
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
-    assert config.IdleCores().count() == 2
+    assert cli.IdleCores().count() == 2
 
 
 def bomb(levels: int = 9) -> str:

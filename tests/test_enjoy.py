@@ -265,6 +265,24 @@ def test_act_checks_its_arguments_where_they_enter():
         branches.act(o, None, None, action_mask=np.array([[True, True, False, False, False]]))
 
 
+def test_act_refuses_values_that_are_not_finite_and_a_deterministic_that_is_not_a_bool():
+    """NaN or inf observations and a NaN state acted silently (action 0, NaN values), and the NaN state
+    then poisoned every later step of that environment; deterministic="no" sampled as if it were True."""
+    agent = Agent.load(ROOT / "models/poc_memory_env.pt")
+    obs = np.zeros((2, *agent._obs_shape), np.float32)
+    first = agent.act(obs, None, None)
+    nan_obs, inf_obs, nan_state = obs.copy(), obs.copy(), first.state.clone()
+    nan_obs[1, 0], inf_obs[0, -1], nan_state[1, 0] = np.nan, np.inf, np.nan
+    starts = np.zeros(2, dtype=bool)
+    for args, kwargs, words in (((nan_obs, None, None), {}, "obs: expected finite numbers, got NaN or inf in row 1"),
+                                ((inf_obs, first.state, starts), {}, "obs: expected finite numbers"),
+                                ((obs, nan_state, starts), {}, "state: expected finite numbers"),
+                                ((obs, None, None), {"deterministic": "no"}, "deterministic: expected True or False")):
+        with pytest.raises(ValueError, match=words):
+            agent.act(*args, **kwargs)
+    agent.act(obs, first.state, starts, deterministic=np.bool_(True))  # numpy's bool is a bool
+
+
 def test_load_reads_the_action_space_before_closing_the_environment(monkeypatch):
     # Memory Gym's environments have no action space once closed (its wrapper's inner env is None):
     # Agent.load of models/mortar_mayhem_b_grid.pt ended in an AttributeError

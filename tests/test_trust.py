@@ -115,20 +115,29 @@ def test_a_save_that_fails_keeps_the_previous_checkpoint_and_removes_its_tempora
     assert not list((tmp_path / "models").glob("*.tmp")) and not list((tmp_path / "models").glob(".*.tmp"))
 
 
-def test_a_save_cut_by_ctrl_c_leaves_no_temporary_file(tmp_path, monkeypatch):
-    """A KeyboardInterrupt in the middle of torch.save (checkpoint.py's export stopped by Ctrl-C) leaves
-    neither the target nor the temporary file beside it (before, only OSError and RuntimeError
-    removed it)."""
-    import checkpoint
+def test_stop_signals_during_a_write_are_answered_once_it_is_done(tmp_path):
+    """A write is never cut (a Ctrl-C in the middle of a checkpoint's write left its temporary file):
+    SIGINT and SIGTERM that come meanwhile reach the script's handler once it is done, as often as they
+    came; the file is whole and no temporary file is left."""
+    import stopping
+    from atomic import write_atomically
+    firsts = []
 
-    def cut(payload, file):
-        file.write(b"half a checkpoint")
-        raise KeyboardInterrupt
+    def write(tmp):
+        tmp.write_bytes(b"half")
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # bytecodes: Python checks for pending signals between them
+            pass
+        assert firsts == []
+        tmp.write_bytes(b"whole")
 
-    monkeypatch.setattr(checkpoint.torch, "save", cut)
-    with pytest.raises(KeyboardInterrupt):
-        checkpoint.save_checkpoint(tmp_path / "x.pt", {"model": {}})
-    assert not list(tmp_path.iterdir())
+    with stopping.Stop() as stop:
+        stop.working(firsts.append)
+        with pytest.raises(KeyboardInterrupt):  # the second signal
+            write_atomically(tmp_path / "x.pt", write)
+    assert firsts == [signal.SIGINT] and stop.code == 130
+    assert [p.name for p in tmp_path.iterdir()] == ["x.pt"] and (tmp_path / "x.pt").read_bytes() == b"whole"
 
 
 @pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM])
@@ -155,7 +164,7 @@ def file_size_limit(size: int):
 def test_a_lock_or_a_folder_check_that_cannot_write_leaves_one_line_and_no_file(tmp_path):
     """The lock was written unchecked: a full disk was a traceback (ENOSPC) and left an empty
     models/<run-id>.lock; and models/ passed the writable check, which wrote an empty file."""
-    probe = ("import sys; from checkpoint import RunLock, CheckpointError, writable\n"
+    probe = ("import sys; from checkpoint import RunLock, CheckpointError; from cli import writable\n"
              "print(writable('models'))\n"
              "try:\n    RunLock('models/r.lock').acquire()\nexcept CheckpointError as e:\n    print(e)\n")
     (tmp_path / "models").mkdir()
@@ -303,7 +312,7 @@ def test_enjoy_and_checkpoint_refuse_bad_input_before_the_first_episode(tmp_path
     mismatched["config"]["hidden_layer_size"] = 16
     save_checkpoint(tmp_path / "mismatched.pt", mismatched)
     cases = [
-        (("enjoy.py", "--model", "mismatched.pt"), "do not fit"),
+        (("enjoy.py", "--model", "mismatched.pt"), "does not fit"),
         (("enjoy.py", "--model", "models/first.pt", "--video", "no/such/folder/x.gif"), "not a writable folder"),
         (("enjoy.py", "--model", "models/first.pt", "--episodes", "0"), "--episodes"),
         (("enjoy.py", "--model", "models/first.pt", "--episodes", str(10 ** 12), "--video", "x.gif"), "--episodes"),
@@ -548,7 +557,8 @@ def test_a_refusal_is_one_line_even_where_a_library_warns_first(tmp_path):
 def test_start_up_warnings_are_dropped_with_a_refusal_and_shown_once_after_a_start():
     import warnings
 
-    from config import ConfigError, start_up_warnings
+    from cli import start_up_warnings
+    from config import ConfigError
     with warnings.catch_warnings(record=True) as shown:
         warnings.simplefilter("default")
         with pytest.raises(ConfigError):
@@ -589,7 +599,8 @@ def test_the_best_evaluation_checkpoint_is_never_another_runs(tmp_path):
 def test_a_stop_signal_during_a_deferred_block_reaches_the_handler_when_it_ends():
     """stopping.deferred (around the workers' start): a SIGINT or SIGTERM that comes inside the block is
     not acted on there (a handler that exits would cut a worker's start-up data in half), and reaches
-    the handler that was in place, once each, as soon as the block ends; the handlers are restored."""
+    the handler that was in place, in the order they came, as soon as the block ends; the handlers are
+    restored."""
     import stopping
     seen = []
     before = {number: signal.signal(number, lambda number, frame: seen.append(number))
@@ -602,8 +613,159 @@ def test_a_stop_signal_during_a_deferred_block_reaches_the_handler_when_it_ends(
             for _ in range(1000):  # bytecodes: Python checks for pending signals between them
                 pass
             assert seen == []
-        assert seen == [signal.SIGTERM, signal.SIGINT]
+        assert seen == [signal.SIGTERM, signal.SIGINT, signal.SIGTERM]
         assert {number: signal.getsignal(number) for number in stopping.STOP_SIGNALS} == handlers
     finally:
         for number, handler in before.items():
             signal.signal(number, handler)
+
+
+# ------------------------------------------------------------- issue 42: an outside round's finds
+
+def test_a_model_made_where_there_were_more_cores_is_scored_and_resumed_here(tmp_path, trained):
+    """torch_threads says where a run was made, not what the model is: a checkpoint whose run took more
+    threads than this machine has cores was refused by enjoy.py, Agent.load and --resume (a sweep
+    trial's model on a smaller machine). Asked for on the command line, it is still refused."""
+    from agent import Agent
+    config, path = trained
+    cores = len(os.sched_getaffinity(0))
+    payload = load_checkpoint(path)
+    payload["config"]["torch_threads"] = cores + 1
+    save_checkpoint(path, payload)
+    Agent.load(path)
+    result = script(tmp_path, "enjoy.py", "--model", "models/first.pt", "--episodes", "1")
+    assert result.returncode == 0, result.stderr
+    result = script(tmp_path, "train.py", "--resume", "models/first.pt", "--set", "updates=3")
+    assert result.returncode == 0, result.stderr
+    assert f"the checkpoint's {cores + 1} are more than the cores here" in result.stdout
+    assert load_checkpoint(path)["config"]["torch_threads"] == cores
+    result = script(tmp_path, "train.py", "--config", config, "--run-id", "t", "--set", f"torch_threads={cores + 1}")
+    assert result.returncode == 2 and "'torch_threads'" in one_line(result)
+
+
+def test_a_closed_stdout_does_not_cost_the_run(tmp_path):
+    """`train.py ... | head -1`: the first line printed after the reader left ended the run (exit 1,
+    'could not write summaries/... (Broken pipe)', no checkpoint). The run trains on and says so."""
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", **dict(TINY, updates=3))
+    process = subprocess.Popen([sys.executable, str(ROOT / "train.py"), "--config", config, "--run-id", "h"],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+    process.stdout.close()  # before its first line: every line it prints meets the closed pipe
+    err = process.stderr.read()
+    assert process.wait(timeout=HANG_S) == 0, err
+    assert err == "warning: stdout was closed (Broken pipe); going on without printing\n", err
+    assert load_checkpoint(tmp_path / "models/h.pt")["update"] == 3
+
+
+def children_of(pid: int) -> list[int]:
+    try:
+        return [int(c) for task in os.listdir(f"/proc/{pid}/task")
+                for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def test_a_stop_signal_while_the_workers_start_ends_them_before_the_script_exits(tmp_path):
+    """The forkserver, its resource tracker and the workers begin with the stop signals blocked: after
+    a start-up Ctrl-C they lived on for seconds beside a script that had already said it stopped."""
+    from tests.hang import wait_until
+    from tests.test_faults import processes_with
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml",
+                          **dict(TINY, updates=100_000, worker_processes=2, checkpoint_interval=0))
+    marker = f"CHILDREN_{os.getpid()}"
+    process = subprocess.Popen([sys.executable, str(ROOT / "train.py"), "--config", config, "--run-id", "c"],
+                               cwd=tmp_path, env={**os.environ, marker: "1", "PYTHONPATH": str(ROOT)},
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    wait_until(lambda: children_of(process.pid), "the forkserver's start", process)
+    os.killpg(process.pid, signal.SIGINT)
+    process.wait(timeout=HANG_S)
+    left = processes_with(marker)  # at once (a child holding the output pipes would hold communicate() back)
+    _, err = process.communicate(timeout=HANG_S)
+    assert process.returncode == 130 and "Traceback" not in err, err
+    assert left == []
+
+
+def test_a_second_stop_signal_while_a_checkpoint_is_written_leaves_no_temporary_file(tmp_path):
+    """Ctrl-C twice in quick succession (the second within 40 ms, while a large checkpoint was written)
+    left models/.<run>.pt.<pid>.<hex>.tmp: the second signal ended the process in the middle of the
+    write. Here both come at the moment the written file is renamed into place."""
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml",
+                          **dict(TINY, updates=100_000, checkpoint_interval=1))
+    driver = ("import os, runpy, signal, sys\n"
+              "rename = os.replace\n"
+              "def replace(source, target):\n"
+              "    if str(target).endswith('.pt') and not os.environ.get('SIGNALLED'):\n"
+              "        os.environ['SIGNALLED'] = '1'\n"
+              "        os.kill(os.getpid(), signal.SIGINT)\n"
+              "        os.kill(os.getpid(), signal.SIGINT)\n"
+              "    rename(source, target)\n"
+              "os.replace = replace\n"
+              f"sys.argv = ['train.py', '--config', {config!r}, '--run-id', 'r']\n"
+              f"runpy.run_path({str(ROOT / 'train.py')!r}, run_name='__main__')\n")
+    result = subprocess.run([sys.executable, "-c", driver], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=HANG_S, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 130 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.splitlines()[-1] == ("stopped by SIGINT at once, without saving; the last good checkpoint "
+                                              "is models/r.pt (update 1)"), result.stderr
+    assert not list(tmp_path.rglob("*.tmp")) and load_checkpoint(tmp_path / "models/r.pt")["update"] == 1
+
+
+def _drop_a_tensor(payload):
+    payload["model"].pop(next(iter(payload["model"])))
+
+
+@pytest.mark.parametrize("edit, words, enjoy_code", [
+    (_drop_a_tensor, "does not fit the model and environments its config describes", 2),
+    (lambda payload: payload.update(environments=[]), "0 environment states for 4 environments", 0),
+    (lambda payload: payload.update(update=-5), "its update is -5, not a count", 2),
+])
+def test_a_checkpoint_whose_contents_do_not_fit_is_one_line_everywhere(tmp_path, trained, edit, words, enjoy_code):
+    """Edited, its digest made to match: --resume (a branch) ended in a raw traceback where enjoy.py
+    refused the same file in one line; a negative update was taken."""
+    _, path = trained
+    payload = load_checkpoint(path)
+    edit(payload)
+    save_checkpoint(tmp_path / "edited.pt", payload)
+    result = script(tmp_path, "train.py", "--resume", "edited.pt", "--run-id", "br", "--set", "updates=3")
+    assert result.returncode == 2 and words in one_line(result)
+    assert sorted(p.name for p in (tmp_path / "models").iterdir()) == ["first.pt"]
+    result = script(tmp_path, "enjoy.py", "--model", "edited.pt", "--episodes", "1")
+    assert result.returncode == enjoy_code, result.stderr
+    if enjoy_code:
+        assert words in one_line(result)
+
+
+def test_a_refusal_after_the_writability_check_leaves_no_folder(tmp_path):
+    """A run refused once models/ and summaries/ had been checked left them behind, empty."""
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", **dict(TINY, hidden_layer_size=10 ** 11))
+    result = script(tmp_path, "train.py", "--config", config, "--run-id", "x")
+    assert result.returncode == 2 and "do not fit in memory" in one_line(result)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [config]
+
+
+@pytest.mark.parametrize("args, words", [
+    (("train.py", "--run-id", "x.pt"), "a run id, not a file name"),
+    (("train.py", "--run-id", "x.lock"), "a run id, not a file name"),
+    (("train.py", "--run-id", "a" * 201), "at most 200 characters, not 201"),
+    (("train.py", "--run-id", "a", "--run-id", "b"), "--run-id is given twice"),
+    (("checkpoint.py", "--inference-only", "models/first.pt"), "<target> is missing"),
+    (("enjoy.py", "--model", "models/first.pt", "--video", "models"), "--video models is a folder"),
+])
+def test_refusals_name_the_rule_that_was_broken(tmp_path, trained, args, words):
+    """Each blamed something else: the run id's characters (for x.pt, x.lock and 201 characters), the
+    arguments as a whole (a flag given twice, a missing <target>), the folder's permissions."""
+    if args[0] == "train.py":
+        args = (*args, "--config", trained[0])
+    result = script(tmp_path, *args)
+    assert result.returncode == 2 and words in one_line(result)
+
+
+def test_render_where_no_window_can_open_is_refused_before_the_episodes(tmp_path):
+    """With a DISPLAY that cannot be reached, SDL fell back to a driver that shows nothing: exit 0,
+    an SDL error, no window (or a pygame traceback after all the episodes)."""
+    env = {k: v for k, v in os.environ.items() if k != "SDL_VIDEODRIVER"}
+    result = subprocess.run([sys.executable, str(ROOT / "enjoy.py"), "--model", str(ROOT / "models/poc_memory_env.pt"),
+                             "--render"], cwd=tmp_path, capture_output=True, text=True, timeout=HANG_S,
+                            env={**env, "DISPLAY": ":99", "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 2 and "--render: no window opens here" in one_line(result)
+    assert result.stdout == ""

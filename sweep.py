@@ -528,7 +528,8 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
         on_stop_signals(caught)  # again: ray.init replaced the SIGTERM handler
         if caught:
-            return stopping.report(caught)
+            print(f"stopped by {signal.Signals(caught[0]).name}", file=sys.stderr)
+            return 128 + caught[0]
         if not args["--resume"]:
             try:
                 write_sweep_file(sweep)

@@ -2260,6 +2260,64 @@ def build_probes() -> list[Probe]:
               ["-c", "import os, runpy, sys\nos.environ['DISPLAY'] = ':99'\nos.environ.pop('SDL_VIDEODRIVER')\n"
                      "sys.argv = sys.argv[1:]\nrunpy.run_path('enjoy.py', run_name='__main__')\n",
                *poc_enjoy, "--render"], words=("--render",), stdout_lacks=("episode",)))
+
+    # issue 42, points 2, 3, 8 and 9: environments that fail as a run starts, environment settings out of range,
+    # a sweep's grid value that the environment refuses, stats.py's folders and duplicate runs
+    def faulty(name: str, *more: str) -> list[str]:
+        return ["train.py", "--run-id", "e", *TINY, "--set", "environment.type=gym",
+                "--set", f"environment.name=tests.faulty_envs:{name}", *more]
+    for name, env, more, what in (
+            ("first-reset", "BadReset-v0", [], "its first reset (the one that describes the spaces) raises"),
+            ("second-reset", "BadReset-v0", ["--set", "environment.kwargs.at_reset=2"],
+             "its second reset (the run's environments) raises"),
+            ("wrong-shape", "WrongShape-v0", [], "its step returns an observation of the wrong shape, in-process")):
+        # a step's wrong observation draws gymnasium's own warning first: the error line follows it
+        add(Probe(f"environment-fails-{name}", "42.2", "an environment that fails as the run starts",
+                  f"a gym environment whose {what}: exit 1, the formatted line naming the environment (a raw "
+                  "traceback from spaces_of, a WorkerError's, or numpy's 'could not broadcast')", faulty(env, *more),
+                  code=(1,), stderr_has=(f"error: environment 'tests.faulty_envs:{env}' #0",), one_line=False,
+                  traceback_ok=True))
+    cartpole = ["train.py", "--config", "configs/cartpole_masked.yaml", "--run-id", "c", *TINY]
+    for name, value in (("zero", "0"), ("negative", "-5"), ("text", "abc"), ("fraction", "2.5")):
+        add(Probe(f"environment-setting-{name}", "42.3", "an environment setting out of its range",
+                  f"masked CartPole with environment.kwargs.max_steps={value}: refused in one line naming the key "
+                  "(every episode one step, or a failure at the first step)",
+                  [*cartpole, "--set", f"environment.kwargs.max_steps={value}"], words=("max_steps",)))
+    add(Probe("sweep-grid-value-environment-refuses", "42.8", "a grid value the environment refuses",
+              "sweep.py --grid environment.observation_mask=[7],[1] on masked CartPole (4 entries): refused in one "
+              "line naming observation_mask before Ray starts (a Tune traceback, retried)",
+              ["sweep.py", "--config", "configs/cartpole_masked.yaml", "--sweep-id", "s", *TINY,
+               "--grid", "environment.observation_mask=[7],[1]"], words=("observation_mask",)))
+
+    def runs(*extra: list[str]):
+        def setup(ctx: Ctx):
+            for args in (["train.py", "--run-id", "a", *TINY], *extra):
+                ctx.run(args)
+        return setup
+
+    def damaged(ctx: Ctx):
+        runs()(ctx)
+        events = next(ctx.path("summaries/a").rglob("events.out.tfevents.*"))
+        events.write_bytes(events.read_bytes()[:-7] + b"\xff" * 7)
+    stats = ["stats.py", "--runs", "summaries"]
+    add(Probe("stats-out-dot", "42.9", "stats.py --out a folder",
+              "stats.py --out . (a traceback: the path has no name): stats.md, .json, .png in the folder, exit 0",
+              [*stats, "--out", "."], setup=runs(), code=(0,), exists=("repo/stats.md",), may_write=("repo/stats.*",),
+              one_line=False))
+    add(Probe("stats-out-existing-folder", "42.9", "stats.py --out a folder",
+              "stats.py --out out/ (out/ exists; written beside it, and printed paths that did not exist): the files "
+              "inside out/", [*stats, "--out", "out/"], setup=all_of(runs(), lambda ctx: ctx.path("out").mkdir()),
+              code=(0,), exists=("repo/out/stats.md",), may_write=("repo/out/*",), one_line=False,
+              stdout_has=("out/stats.md",)))
+    add(Probe("stats-damaged-events", "42.9", "stats.py over a damaged events file",
+              "the run's events file has a damaged last record (dropped without a word): a warning line names it",
+              [*stats, "--out", "s"], setup=damaged, code=(0,), may_write=("repo/s.*",), one_line=False,
+              stderr_has=("events.out.tfevents",)))
+    add(Probe("stats-run-trained-again", "42.9", "stats.py over a run trained again with --overwrite",
+              "run a trained twice (--overwrite): one seed counted, a warning names the one left out (it counted as "
+              "a second seed of the same seed)", [*stats, "--out", "s"],
+              setup=runs(["train.py", "--run-id", "a", *TINY, "--overwrite"]), code=(0,), may_write=("repo/s.*",),
+              one_line=False, stdout_lacks=("seeds 2",)))
     return P
 
 

@@ -2,7 +2,7 @@
 
 As Agarwal et al. (NeurIPS 2021) recommend; docs/sweeps.md says what the table, figure and JSON hold:
 
-    python stats.py --runs summaries/poc10 --out results/sweeps/poc10 --threshold 1.1
+    python stats.py --runs summaries/poc10 --out poc10 --threshold 1.1
 """
 from __future__ import annotations
 

@@ -1,9 +1,11 @@
 """The repository keeps its three parts apart: the program (the modules at the root and environments/),
 the instruments that measure it (tools/), and what they measured (results/, outputs only)."""
 import ast
+import io
 import re
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -73,3 +75,39 @@ def test_no_test_bounds_a_wait_by_a_clock_of_its_own():
             if isinstance(node, ast.Attribute) and node.attr in clocks and getattr(node.value, "id", "") == "time":
                 wrong.append(f"{path.name}:{node.lineno} time.{node.attr}")
     assert not wrong, wrong
+
+
+def _comment_lines(path: Path) -> tuple[set[int], set[int], dict[int, str]]:
+    """(non-blank lines, comment and docstring lines, the text of each such line) of a Python file."""
+    text = path.read_text()
+    lines = text.splitlines()
+    nonblank = {i + 1 for i, line in enumerate(lines) if line.strip()}
+    commented, previous = set(), tokenize.INDENT
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.COMMENT:
+            commented.add(token.start[0])
+        elif token.type == tokenize.STRING and previous in (tokenize.INDENT, tokenize.DEDENT, tokenize.NEWLINE):
+            commented.update(range(token.start[0], token.end[0] + 1))  # a docstring, or a string statement
+        if token.type not in (tokenize.COMMENT, tokenize.NL):
+            previous = token.type
+    return nonblank, commented & nonblank, {i: lines[i - 1] for i in commented & nonblank}
+
+
+def test_the_program_says_why_in_few_words():
+    """At most a fifth of the program's non-blank lines are comments or docstrings (issue 40)."""
+    counts = [_comment_lines(p)[:2] for p in PROGRAM]
+    share = sum(len(c) for _, c in counts) / sum(len(n) for n, _ in counts)
+    assert share <= 0.20, f"comments and docstrings are {share:.1%} of the program's lines"
+
+
+# what a measurement log looks like: a date, a timing, a speed ratio, a commit id, a result file
+MEASUREMENT = re.compile(r"\b20\d\d-\d\d-\d\d\b|\b\d+(\.\d+)?\s?(us|µs|ms)\b|\b\d+\.\d+x\b"
+                         r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b|results/")
+
+
+def test_no_measurement_logs_in_the_programs_comments():
+    """Timings, ratios, dates, commit ids and result paths belong in docs/ or a commit message; at most five
+    lines of the program link to where a measurement lives (docs/results.md, docs/reliability.md)."""
+    found = [f"{p.relative_to(ROOT)}:{i}: {line.strip()}" for p in PROGRAM
+             for i, line in _comment_lines(p)[2].items() if MEASUREMENT.search(line)]
+    assert len(found) <= 5 and all("docs/" in line for line in found), "\n".join(found)

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from agent import Agent
-from evaluation import evaluate
+from evaluation import evaluate, summary
 from tests.hang import HANG_S
 
 pytestmark = pytest.mark.slow  # processes, Ray or whole configs: make test-fast leaves these out
@@ -53,6 +53,17 @@ def test_breakout_model_scores_at_least_30_on_held_out_games():
     results = evaluate(agent, episodes=16, deterministic=False)
     mean = sum(r["reward"] for r in results) / len(results)
     assert len(results) == 16 and mean >= 30, mean
+
+
+def test_enjoy_scores_fresh_episodes_by_default_not_those_the_run_picked_its_model_on():
+    """A run's evaluations play evaluation.seed's episodes; enjoy.py's default seed is the next one."""
+    model = ROOT / "models/poc_memory_env.pt"
+    agent = Agent.load(model)
+    result = subprocess.run([sys.executable, str(ROOT / "enjoy.py"), "--model", str(model), "--episodes", "20"],
+                            capture_output=True, text=True, timeout=HANG_S)
+    assert result.returncode == 0, result.stderr
+    own, fresh = (summary(evaluate(agent, episodes=20, seed=agent.config.evaluation.seed + k)) for k in (0, 1))
+    assert own != fresh and result.stdout.splitlines()[-1] == fresh
 
 
 def test_plot_script_writes_a_png_with_the_reference(tmp_path):

@@ -47,7 +47,8 @@ def main() -> None:
     if args.difference:
         a, b = (returns(f) for f in args.files)
         point, low, high = interval([a, b], lambda x, y, axis=-1: y.mean(axis) - x.mean(axis))
-        print(f"{args.files[1]} - {args.files[0]}: {point:+.2f} [{low:+.2f}, {high:+.2f}] ({len(a)} and {len(b)} episodes)")
+        print(f"{args.files[1]} - {args.files[0]}: {point:+.2f} [{low:+.2f}, {high:+.2f}] "
+              f"({len(a)} and {len(b)} episodes)")
         return
     for f in args.files:
         r = returns(f)

@@ -31,7 +31,9 @@ Options:
   --model=<path>     A checkpoint written by train.py (models/<run-id>.pt).
   --episodes=<n>     Episodes to run, at most 1,000,000 [default: 10].
   --seed=<s>         Evaluation seed of the environments (disjoint from any training seed) and of the
-                     sampled actions: the same command gives the same scores [default: 0].
+                     sampled actions: the same command gives the same scores. Default: the checkpoint's
+                     evaluation.seed + 1, fresh episodes (its evaluation.seed replays those its run's
+                     evaluations played and picked the best model on).
   --deterministic    Take the most probable action instead of sampling.
   --max-steps=<n>    Cut an episode at n steps, scored as it stood (a line says so). Default: the
                      config's evaluation.max_steps (0: the environment's time limit, else 100,000).
@@ -143,11 +145,12 @@ def show(pygame, frames: list[np.ndarray], fps: int = 8) -> None:
 
 
 def _options(args: dict):
-    """(episodes, seed, video or None, pygame for a window or None, step cap or None), before anything runs."""
+    """(episodes, seed or None: the checkpoint's, video or None, pygame for a window or None, step cap or None),
+    before anything runs."""
     episodes, seed = args["--episodes"], args["--seed"]
     if not episodes.isdigit() or not 1 <= int(episodes) <= MAX_EPISODES:
         raise ConfigError(f"--episodes must be an integer from 1 to {MAX_EPISODES:,}, got {episodes!r}")
-    if not seed.isdigit() or int(seed) >= 2 ** 32:
+    if seed is not None and (not seed.isdigit() or int(seed) >= 2 ** 32):
         raise ConfigError(f"--seed must be an integer in [0, 2**32), got {seed!r}")
     max_steps = args["--max-steps"]
     if max_steps is not None and (not max_steps.isdigit() or not 1 <= int(max_steps) < 2 ** 31):
@@ -174,7 +177,8 @@ def _options(args: dict):
         elif video is None:
             raise ConfigError("--render needs a display and there is none here (no DISPLAY or WAYLAND_DISPLAY): "
                               "record the episodes with --video FILE.gif instead")
-    return int(episodes), int(seed), video, window, None if max_steps is None else int(max_steps)
+    return (int(episodes), None if seed is None else int(seed), video, window,
+            None if max_steps is None else int(max_steps))
 
 
 def main(argv=None) -> int:
@@ -186,6 +190,8 @@ def main(argv=None) -> int:
                 args = command_line(USAGE, argv)
                 episodes, seed, video, window, max_steps = _options(args)
                 agent = Agent.load(args["--model"])
+                if seed is None:  # not the episodes the run's own evaluations played (USAGE)
+                    seed = (agent.config.evaluation.seed + 1) % 2 ** 32
             stop.working()
             return _episodes(agent, args, episodes, seed, video, window, max_steps)
         except (CheckpointError, ConfigError, SpaceError) as error:

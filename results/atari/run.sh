@@ -8,9 +8,12 @@ $PY tools/random_policy.py --config configs/breakout_noframeskip.yaml --episodes
 # lost life does there; both instruments answered their question and were removed after accca2c:
 # at accca2c: tools/atari_vector.py --steps 2000 --repeats 3
 # at accca2c: tools/atari_lives.py --games 8
-# CleanRL's 2M point: the first 1954 updates of the 10M schedule, evaluation on 16 whole games every
-# 100 updates (about 2 h on 2 cores here; from a clone of main outside the work tree, in the background;
-# after an interrupted session, go on with the second command)
+# CleanRL's 2M point: the first 1954 updates of the 10M schedule (about 2 h on 2 cores here; from a clone
+# of main outside the work tree, in the background; after an interrupted session, go on with the second
+# command). The shipped model's run evaluated 16 whole games every 100 updates, as the config then did
+# (it now evaluates 64 every 500): the two --set evaluation.* below repeat that run.
 # nice $PY train.py --config configs/breakout_noframeskip.yaml --set updates=1954 --set checkpoint_interval=25 \
-#     --run-id breakout_noframeskip_seed0
+#     --set evaluation.interval=100 --set evaluation.episodes=16 --run-id breakout_noframeskip_seed0
 # nice $PY train.py --resume models/breakout_noframeskip_seed0.pt
+# the shipped model on fresh games, float32 against bfloat16 (docs/results.md#breakout)
+# bash results/atari/gap/run.sh

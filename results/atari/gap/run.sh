@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# results/atari/gap/: the shipped Breakout model on fresh games, float32 (enjoy.py) against the bfloat16
+# autocast its training acted under, on the same seeds; from the repository root (docs/results.md#breakout).
+# One thread: the numbers are the same as with two, and a busy machine runs it several times faster.
+# The bfloat16 runs were made at accca2c, whose acting code is the training run's (08dee8e); the model.py
+# merged later rounds otherwise under bfloat16, so at a later commit they give other games.
+set -euo pipefail
+export OMP_NUM_THREADS=1
+PY=${PY:-.venv/bin/python}
+M=models/breakout_noframeskip.pt
+G=results/atari/gap
+for s in 1 3 424242 1234567 0; do
+  n=$(case $s in 1) echo 100;; 3) echo 200;; 0) echo 16;; *) echo 32;; esac)
+  $PY enjoy.py --model $M --episodes $n --seed $s > $G/fp32_seed$s.log
+  $PY $G/score.py --model $M --episodes $n --seed $s --precision bfloat16 --out $G/bf16_seed$s.json > $G/bf16_seed$s.log
+done
+$PY enjoy.py --model $M --episodes 128 --seed 424242 > $G/fp32_seed424242_128.log  # its first 32 games and 96 more
+$PY enjoy.py --model $M --episodes 100 --seed 5 > $G/fp32_seed5.log
+$PY enjoy.py --model $M --episodes 32 --seed 2 --deterministic > $G/fp32_det_seed2.log
+# the intervals and resamplings (gap.md holds their output)
+$PY results/episode_interval.py $G/fp32_seed*.log $G/bf16_seed*.json $G/fp32_det_seed2.log
+$PY results/episode_interval.py --pool $G/fp32_seed{1,3,424242,1234567}.log
+$PY results/episode_interval.py --pool $G/bf16_seed{1,3,424242,1234567}.json
+$PY results/episode_interval.py --pool $G/fp32_seed{1,3,424242_128,1234567,5}.log
+for s in 1 3 424242 1234567 0; do $PY results/episode_interval.py --difference $G/fp32_seed$s.log $G/bf16_seed$s.json; done
+$PY results/episode_interval.py --difference $G/fp32_seed1.log,$G/fp32_seed3.log,$G/fp32_seed424242.log,$G/fp32_seed1234567.log \
+  $G/bf16_seed1.json,$G/bf16_seed3.json,$G/bf16_seed424242.json,$G/bf16_seed1234567.json
+$PY results/atari/gap/selection.py

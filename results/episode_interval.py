@@ -1,0 +1,64 @@
+"""The mean episode return of enjoy.py runs with its 95% interval (scipy's percentile bootstrap, 10,000
+resamples, a fixed seed), and the difference of two runs' means with its interval.
+
+    python results/episode_interval.py results/shipped/*.log
+    python results/episode_interval.py --difference a.log b.log  (or a1.log,a2.log b1.json,b2.json: pooled)
+    python results/episode_interval.py --pool a.log b.json ...
+
+Reads enjoy.py's per-episode lines ("episode N  return R  length L") from its saved output, or the
+"episodes" list of a JSON file (results/atari/gap/score.py's).
+"""
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+
+def returns(path: str) -> np.ndarray:
+    """The episodes' returns of one file, or of several joined by commas (one pooled sample)."""
+    if "," in path:
+        return np.concatenate([returns(p) for p in path.split(",")])
+    if path.endswith(".json"):
+        return np.array([e["reward"] for e in json.loads(Path(path).read_text())["episodes"]])
+    lines = [line.split() for line in Path(path).read_text().splitlines() if line.startswith("episode ")]
+    return np.array([float(words[words.index("return") + 1]) for words in lines])
+
+
+def interval(samples: list[np.ndarray], statistic) -> tuple[float, float, float]:
+    result = stats.bootstrap(samples, statistic, n_resamples=10_000, method="percentile",
+                             random_state=np.random.default_rng(0))
+    return float(statistic(*samples)), float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("files", nargs="+")
+    parser.add_argument("--difference", action="store_true", help="the second file's mean minus the first's")
+    parser.add_argument("--pool", action="store_true", help="all the files' episodes as one sample")
+    args = parser.parse_args()
+    if args.pool:
+        r = np.concatenate([returns(f) for f in args.files])
+        point, low, high = interval([r], lambda x, axis=-1: x.mean(axis))
+        print(f"{len(args.files)} files pooled: {len(r)} episodes, mean {point:.3f} [{low:.3f}, {high:.3f}], "
+              f"std {r.std():.3f}, min {r.min():.3f}, max {r.max():.3f}")
+        return
+    if args.difference:
+        a, b = (returns(f) for f in args.files)
+        point, low, high = interval([a, b], lambda x, y, axis=-1: y.mean(axis) - x.mean(axis))
+        print(f"{args.files[1]} - {args.files[0]}: {point:+.2f} [{low:+.2f}, {high:+.2f}] "
+              f"({len(a)} and {len(b)} episodes)")
+        return
+    for f in args.files:
+        r = returns(f)
+        if len(r) < 2:
+            print(f"{f}: {len(r)} episodes, too few for an interval")
+            continue
+        point, low, high = interval([r], lambda x, axis=-1: x.mean(axis))
+        print(f"{f}: {len(r)} episodes, mean {point:.3f} [{low:.3f}, {high:.3f}], std {r.std():.3f}, "
+              f"min {r.min():.3f}, max {r.max():.3f}")
+
+
+if __name__ == "__main__":
+    main()

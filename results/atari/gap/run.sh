@@ -18,11 +18,11 @@ $PY enjoy.py --model $M --episodes 128 --seed 424242 > $G/fp32_seed424242_128.lo
 $PY enjoy.py --model $M --episodes 100 --seed 5 > $G/fp32_seed5.log
 $PY enjoy.py --model $M --episodes 32 --seed 2 --deterministic > $G/fp32_det_seed2.log
 # the intervals and resamplings (gap.md holds their output)
-$PY results/episode_interval.py $G/fp32_seed*.log $G/bf16_seed*.json $G/fp32_det_seed2.log
-$PY results/episode_interval.py --pool $G/fp32_seed{1,3,424242,1234567}.log
-$PY results/episode_interval.py --pool $G/bf16_seed{1,3,424242,1234567}.json
-$PY results/episode_interval.py --pool $G/fp32_seed{1,3,424242_128,1234567,5}.log
-for s in 1 3 424242 1234567 0; do $PY results/episode_interval.py --difference $G/fp32_seed$s.log $G/bf16_seed$s.json; done
-$PY results/episode_interval.py --difference $G/fp32_seed1.log,$G/fp32_seed3.log,$G/fp32_seed424242.log,$G/fp32_seed1234567.log \
+$PY tools/episode_interval.py $G/fp32_seed*.log $G/bf16_seed*.json $G/fp32_det_seed2.log
+$PY tools/episode_interval.py --pool $G/fp32_seed{1,3,424242,1234567}.log
+$PY tools/episode_interval.py --pool $G/bf16_seed{1,3,424242,1234567}.json
+$PY tools/episode_interval.py --pool $G/fp32_seed{1,3,424242_128,1234567,5}.log
+for s in 1 3 424242 1234567 0; do $PY tools/episode_interval.py --difference $G/fp32_seed$s.log $G/bf16_seed$s.json; done
+$PY tools/episode_interval.py --difference $G/fp32_seed1.log,$G/fp32_seed3.log,$G/fp32_seed424242.log,$G/fp32_seed1234567.log \
   $G/bf16_seed1.json,$G/bf16_seed3.json,$G/bf16_seed424242.json,$G/bf16_seed1234567.json
-$PY results/atari/gap/selection.py
+$PY tools/breakout_selection.py

@@ -1,17 +1,18 @@
 """What small sets and the pick of the best evaluation do to a Breakout score: 16- and 32-game means
 resampled from the fresh float32 games of results/atari/gap/ (a fixed seed), from the repository root:
 
-    python results/atari/gap/selection.py
+    python tools/breakout_selection.py
 """
 import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from episode_interval import returns  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the repository root, the other tools as tools.<name>
+from tools.episode_interval import returns  # noqa: E402
 
-G = Path(__file__).resolve().parent
+G = ROOT / "results" / "atari" / "gap"
 FRESH = ["fp32_seed1.log", "fp32_seed3.log", "fp32_seed424242_128.log", "fp32_seed1234567.log", "fp32_seed5.log"]
 
 games = np.concatenate([returns(str(G / f)) for f in FRESH])

@@ -2,7 +2,7 @@
 acting in float32 (as enjoy.py) or under the bfloat16 autocast that training's rollout used; writes each
 episode's stats to --out as JSON.
 
-    python results/atari/gap/score.py --model models/breakout_noframeskip.pt --episodes 200 --seed 1 \
+    python tools/breakout_precision.py --model models/breakout_noframeskip.pt --episodes 200 --seed 1 \
         --precision bfloat16 --out results/atari/gap/bf16_seed1.json
 """
 import argparse
@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root
 
 import torch  # noqa: E402
 

@@ -1,12 +1,12 @@
 """The mean episode return of enjoy.py runs with its 95% interval (scipy's percentile bootstrap, 10,000
 resamples, a fixed seed), and the difference of two runs' means with its interval.
 
-    python results/episode_interval.py results/shipped/*.log
-    python results/episode_interval.py --difference a.log b.log  (or a1.log,a2.log b1.json,b2.json: pooled)
-    python results/episode_interval.py --pool a.log b.json ...
+    python tools/episode_interval.py results/shipped/*.log
+    python tools/episode_interval.py --difference a.log b.log  (or a1.log,a2.log b1.json,b2.json: pooled)
+    python tools/episode_interval.py --pool a.log b.json ...
 
 Reads enjoy.py's per-episode lines ("episode N  return R  length L") from its saved output, or the
-"episodes" list of a JSON file (results/atari/gap/score.py's).
+"episodes" list of a JSON file (tools/breakout_precision.py's).
 """
 import argparse
 import json

@@ -190,7 +190,7 @@ def make_env(family: str, name: str = "", kwargs: dict | None = None, reset_para
     max_steps: evaluation's step cap; 0: the environment's own time limit, else DEFAULT_MAX_STEPS; None: none."""
     spec = check_settings(family, name, kwargs, reset_params)
     try:
-        args = dict(kwargs or {}, render_mode=render_mode)
+        args = {**(kwargs or {}), **({"render_mode": render_mode} if render_mode else {})}  # kwargs' own kept
         args.update((key, value) for key, value in (("name", name), ("reset_params", reset_params)) if value)
         env = spec.build(**args)  # a name or reset_params not given: the family's defaults
     except ModuleNotFoundError as error:

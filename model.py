@@ -12,6 +12,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
 
+import fastpath
 from config import ConfigError, InitializationConfig, RecurrenceConfig
 from distributions import make_distribution
 from spaces import EnvSpaces, Layout, Part, layout
@@ -250,11 +251,12 @@ class ActorCritic(nn.Module):
     def _run_cores(self, x: torch.Tensor | PackedSequence, state: torch.Tensor):
         """Every core over x (N, L, F + P) or packed (R, F + P) from state (N, S) -> outputs (.., cores x H), state."""
         N, outputs, states = state.shape[0], [], []
+        fast = fastpath.applies(self._cores, x)  # torch's GRU/LSTM on a CPU: its faster way to the same function
         for index, core in enumerate(self._cores):
             # (N, S) -> (N, cores, layers, parts, H) -> this core's (parts, layers, N, H)
             h = state.view(N, -1, self.layers, self._parts, self.hidden_size)[:, index].permute(2, 1, 0, 3)
-            h = tuple(part.contiguous() for part in h)
-            y, h = core(x, h if self._parts > 1 else h[0])
+            h = tuple(part.contiguous() for part in h) if self._parts > 1 else h[0].contiguous()
+            y, h = fastpath.run(core, x, h) if fast else core(x, h)
             outputs.append(y.data if isinstance(y, PackedSequence) else y)
             h = torch.stack(h if isinstance(h, tuple) else (h,), dim=2)  # -> (layers, N, parts, H)
             states.append(h.transpose(0, 1).reshape(N, -1))  # -> (N, layers, parts, H) -> (N, layers x parts x H)

@@ -1,10 +1,5 @@
-"""A faster way to call torch's GRU and LSTM on a CPU, for model.py behind one switch (applies).
-
-run(core, x, h) returns what core(x, h) returns, for a step (x (B, 1, F)) or a PackedSequence: a step
-through torch's one-step cell, a packed pass as one input projection for every real step (bfloat16 under
-autocast, where torch's packed layer runs in float32) and the recurrence one time step at a time. A core
-not in TABLE (nn.RNN, a user's module) never comes here: model.py calls it as it is.
-"""
+"""torch's GRU and LSTM a faster way on a CPU, for model.py behind one switch (applies): a step through torch's
+cell; a packed sequence as one input projection, then one time step at a time. Other cores never come here."""
 from __future__ import annotations
 
 from typing import Callable, NamedTuple
@@ -42,8 +37,7 @@ TABLE = {nn.GRU: _Core(torch.gru_cell, _gru_gates), nn.LSTM: _Core(torch.lstm_ce
 
 
 def applies(cores: list[nn.Module], x: torch.Tensor | PackedSequence) -> bool:
-    """Whether run() takes these cores over x: torch's own GRU or LSTM (not a subclass), as model.py builds them,
-    on a CPU, for a step or a packed sequence (torch's padded fused layer does a padded sequence)."""
+    """Whether run() takes x through these cores: torch's own GRU or LSTM, on a CPU, a step or a packed sequence."""
     step = isinstance(x, torch.Tensor) and x.shape[1] == 1
     return (x.data.device.type == "cpu" and (step or isinstance(x, PackedSequence))
             and all(type(core) in TABLE and core.bias and not core.proj_size for core in cores))
@@ -60,7 +54,7 @@ def _round_up(n: int) -> int:
 
 def run(core: nn.RNNBase, x: torch.Tensor | PackedSequence, h: torch.Tensor | State):
     """core(x, h) for a core that applies(): x (B, 1, F) or packed (R, F), h (layers, B, H) or a tuple of them."""
-    table, weights = TABLE[type(core)], core.all_weights  # per layer [w_ih, w_hh, b_ih, b_hh]
+    table, weights = TABLE[type(core)], core.all_weights
     parts = h if isinstance(h, tuple) else (h,)
     if isinstance(x, torch.Tensor):  # a step: (B, 1, F) -> (B, F), one cell per layer
         y, new = x[:, 0], []
@@ -80,7 +74,7 @@ def run(core: nn.RNNBase, x: torch.Tensor | PackedSequence, h: torch.Tensor | St
         gx = F.linear(F.pad(y, (0, 0, 0, _round_up(R) - R)), w_ih, b_ih)[:R].float()  # (R, G*H), G gates
         gx = F.pad(gx, (0, 0, 0, N))  # rows for rounded-up steps; their results are dropped
         state, outputs, start = tuple(p[k] for p in parts), [], 0
-        for b in sizes:  # the first b sequences have a step t
+        for b in sizes:  # the first b sequences, longest first, have a step here
             rows = min(_round_up(b), N)
             new = table.gates(gx[start:start + rows], F.linear(state[0][:rows], w_hh, b_hh).float(),
                               tuple(s[:rows] for s in state))

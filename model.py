@@ -27,8 +27,8 @@ class Core(NamedTuple):
 # layer(x (N, L, F), state) -> (outputs (N, L, H), state), a state being (layers, N, H) or a tuple of state_parts.
 CORES = {"gru": Core(nn.GRU, state_parts=1), "lstm": Core(nn.LSTM, state_parts=2)}
 
-# On a CPU the training pass feeds torch's layers the real steps alone (a PackedSequence) when the input is
-# an image encoder's (the padded LSTM kernel is slow there) or at least half the slots are padding.
+# On a CPU the training pass feeds the cores the real steps alone (a PackedSequence, which torch's GRU and LSTM
+# run in fastpath.py) when the input is an image encoder's or at least half the slots are padding.
 PACK_MIN_WIDTH = 2048
 PACK_MIN_PADDING = 0.5
 
@@ -251,12 +251,11 @@ class ActorCritic(nn.Module):
     def _run_cores(self, x: torch.Tensor | PackedSequence, state: torch.Tensor):
         """Every core over x (N, L, F + P) or packed (R, F + P) from state (N, S) -> outputs (.., cores x H), state."""
         N, outputs, states = state.shape[0], [], []
-        fast = fastpath.applies(self._cores, x)  # torch's GRU/LSTM on a CPU: its faster way to the same function
         for index, core in enumerate(self._cores):
             # (N, S) -> (N, cores, layers, parts, H) -> this core's (parts, layers, N, H)
             h = state.view(N, -1, self.layers, self._parts, self.hidden_size)[:, index].permute(2, 1, 0, 3)
             h = tuple(part.contiguous() for part in h) if self._parts > 1 else h[0].contiguous()
-            y, h = fastpath.run(core, x, h) if fast else core(x, h)
+            y, h = fastpath.run(core, x, h) if fastpath.applies(self._cores, x) else core(x, h)
             outputs.append(y.data if isinstance(y, PackedSequence) else y)
             h = torch.stack(h if isinstance(h, tuple) else (h,), dim=2)  # -> (layers, N, parts, H)
             states.append(h.transpose(0, 1).reshape(N, -1))  # -> (N, layers, parts, H) -> (N, layers x parts x H)

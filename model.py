@@ -27,8 +27,8 @@ class Core(NamedTuple):
 # layer(x (N, L, F), state) -> (outputs (N, L, H), state), a state being (layers, N, H) or a tuple of state_parts.
 CORES = {"gru": Core(nn.GRU, state_parts=1), "lstm": Core(nn.LSTM, state_parts=2)}
 
-# On a CPU the training pass feeds the cores the real steps alone (a PackedSequence, which torch's GRU and LSTM
-# run in fastpath.py) when the input is an image encoder's or at least half the slots are padding.
+# On a CPU the training pass feeds the cores the real steps alone (a PackedSequence; torch's LSTM runs it in
+# fastpath.py) when the input is an image encoder's or at least half the slots are padding.
 PACK_MIN_WIDTH = 2048
 PACK_MIN_PADDING = 0.5
 

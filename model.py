@@ -12,6 +12,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
 
+import fastpath
 from config import ConfigError, InitializationConfig, RecurrenceConfig
 from distributions import make_distribution
 from spaces import EnvSpaces, Layout, Part, layout
@@ -26,8 +27,8 @@ class Core(NamedTuple):
 # layer(x (N, L, F), state) -> (outputs (N, L, H), state), a state being (layers, N, H) or a tuple of state_parts.
 CORES = {"gru": Core(nn.GRU, state_parts=1), "lstm": Core(nn.LSTM, state_parts=2)}
 
-# On a CPU the training pass feeds torch's layers the real steps alone (a PackedSequence) when the input is
-# an image encoder's (the padded LSTM kernel is slow there) or at least half the slots are padding.
+# On a CPU the training pass feeds the cores the real steps alone (a PackedSequence; torch's LSTM runs it in
+# fastpath.py) when the input is an image encoder's or at least half the slots are padding.
 PACK_MIN_WIDTH = 2048
 PACK_MIN_PADDING = 0.5
 
@@ -253,8 +254,8 @@ class ActorCritic(nn.Module):
         for index, core in enumerate(self._cores):
             # (N, S) -> (N, cores, layers, parts, H) -> this core's (parts, layers, N, H)
             h = state.view(N, -1, self.layers, self._parts, self.hidden_size)[:, index].permute(2, 1, 0, 3)
-            h = tuple(part.contiguous() for part in h)
-            y, h = core(x, h if self._parts > 1 else h[0])
+            h = tuple(part.contiguous() for part in h) if self._parts > 1 else h[0].contiguous()
+            y, h = fastpath.run(core, x, h) if fastpath.applies(self._cores, x) else core(x, h)
             outputs.append(y.data if isinstance(y, PackedSequence) else y)
             h = torch.stack(h if isinstance(h, tuple) else (h,), dim=2)  # -> (layers, N, parts, H)
             states.append(h.transpose(0, 1).reshape(N, -1))  # -> (N, layers, parts, H) -> (N, layers x parts x H)

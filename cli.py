@@ -93,7 +93,7 @@ def command_line(doc: str, argv: list[str] | None = None) -> dict:
                 [f"{f} needs a value" for f in lacking + [waiting] if f] +
                 [f"{f} is given twice" for f in flags if flags.count(f) > 1 and f"[{f}=" not in doc] +
                 [f"{f} is missing" for f in re.findall(r"--[a-z][a-z-]*", usage) if f not in flags] +
-                [f"{n} is missing" for n in needed[len(positional):]] +
+                [f"{n} is missing ({' '.join(usage.split())})" for n in needed[len(positional):]] +
                 [f"unexpected argument {a!r}" for a in positional[len(needed):]])
     raise ConfigError(f"{problems[0] if problems else f'cannot read the arguments {shlex.join(given)}'}: see --help")
 

@@ -221,8 +221,7 @@ def read_sweep(args: dict) -> Sweep:
 
 def check_trials(sweep: Sweep) -> list:
     """Every grid point's config, or every search bound's and choice's, refused as train.py refuses it: the
-    config's checks, then each distinct environment made and reset once, as the Trainer's probe before its
-    workers start."""
+    config's checks, then each distinct environment made and reset once, as the Trainer's probe does."""
     points = [dict(zip(sweep.grid, values)) for values in itertools.product(*sweep.grid.values())]
     points += [{key: value} for key, (kind, *arguments) in sweep.search.items() for value in arguments]
     configs, names, made = [], set(), set()
@@ -316,8 +315,7 @@ def trial_name(values: dict, trial_id: str = "") -> str:
 def trial_config(sweep: Sweep, values: dict):
     """This trial's config; its threads and environment processes are the CPUs it reserves, as more threads
     than cores wait on each other, and with one core a worker process only adds a round trip per step."""
-    config = config_from_dict(sweep.config, [override(k, v) for k, v in values.items() if k != "seed"])
-    config.seed = values["seed"]
+    config = config_from_dict(sweep.config, [override(k, v) for k, v in values.items()])
     threads = max(1, int(sweep.cpus))
     config.torch_threads = min(config.torch_threads or threads, threads)
     config.worker_processes = 0 if threads == 1 else min(config.worker_processes, threads)
@@ -464,7 +462,8 @@ def progress(sweep: Sweep, stop: stopping.Stop):
         stopping = False
 
         def on_step_begin(self, iteration, trials, **info):
-            if stop.signal is not None and not self.stopping:  # Tune's own stop signal, sent where Tune's handler is in place
+            # Tune's own stop signal, sent here where Tune's handler is in place
+            if stop.signal is not None and not self.stopping:
                 self.stopping = True
                 print(f"{signal.Signals(stop.signal).name}: stopping the trials at their next update; their "
                       "checkpoints are kept (send it again to stop at once)", file=sys.stderr, flush=True)

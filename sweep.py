@@ -76,7 +76,7 @@ class Sweep:
     sweep_id: str
     config_path: str
     sets: list[str]  # the --set items, already applied to config
-    config: dict  # the config, --set applied
+    config: dict
     seeds: list[int]
     grid: dict[str, list] = field(default_factory=dict)
     search: dict[str, list] = field(default_factory=dict)  # key -> [kind, *arguments]
@@ -503,8 +503,7 @@ def main(argv: list[str] | None = None) -> int:
                     check_new(sweep)
         except ConfigError as error:
             return failed(error)
-        # from here the first signal is noted (Tune then stops the trials at their checkpoints), a second
-        # stops at once; Ray may be running, and is shut down by its handle
+        # the first signal is noted (Tune stops the trials at their checkpoints), a second stops at once
         stop.working(on_first=lambda number: None)
         try:
             try:
@@ -520,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
             if not args["--resume"]:
                 try:
                     write_sweep_file(sweep)
-                except OSError as error:  # a full disk: before any trial starts
+                except OSError as error:
                     return failed(f"could not write {sweep.folder}/sweep.json ({error}); no trial was started", 1)
             results = tuner(sweep, bool(args["--resume"]), stop).fit()
             return report(sweep, list(results), time.perf_counter() - start, stop.signal)

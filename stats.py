@@ -1,8 +1,6 @@
-"""Statistics over seeds: mean, median and IQM with percentile bootstrap confidence intervals.
+"""Statistics over seeds: mean, median and IQM with percentile bootstrap intervals (Agarwal et al., NeurIPS 2021).
 
-As Agarwal et al. (NeurIPS 2021) recommend; docs/sweeps.md says what the table, figure and JSON hold:
-
-    python stats.py --runs summaries/poc10 --out poc10 --threshold 1.1
+docs/sweeps.md says what the table, figure and JSON hold.
 """
 from __future__ import annotations
 
@@ -31,9 +29,9 @@ TAG = "episode/reward_mean_last100"  # the reference baseline's reward_mean: a r
 TAGS = {TAG: "reward", "time/env_steps": "steps", "time/steps_per_second": "speed", "eval/reward_mean": "eval"}
 PER_SEED_LINES = 10  # a grid point with at most this many seeds also draws each seed's curve
 REFERENCE_FOLDER = Path(__file__).resolve().parent / "results/reference"
-# (environment type, name or None for any name) -> the reference baseline's curve over its 10 runs
-REFERENCES = {("PocMemoryEnv", None): "poc_memory_env.csv", ("CartPoleMasked", None): "cartpole_masked.csv",
-              ("Minigrid", "MiniGrid-MemoryS9-v0"): "minigrid_memory_s9.csv"}
+# an environment type or name -> the reference baseline's curve over its 10 runs
+REFERENCES = {"PocMemoryEnv": "poc_memory_env.csv", "CartPoleMasked": "cartpole_masked.csv",
+              "MiniGrid-MemoryS9-v0": "minigrid_memory_s9.csv"}
 
 
 class Interval(NamedTuple):
@@ -51,15 +49,14 @@ def iqm(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return scipy_stats.trim_mean(x, 0.25, axis=axis)
 
 
-def interval(scores: np.ndarray, statistic: Callable, n_resamples: int = N_RESAMPLES,
-             confidence: float = CONFIDENCE, seed: int = SEED) -> Interval:
+def interval(scores: np.ndarray, statistic: Callable, n_resamples: int = N_RESAMPLES, seed: int = SEED) -> Interval:
     """Percentile bootstrap over seeds of statistic(x, axis): scores (..., seeds), an interval per leading index."""
     scores = np.asarray(scores, dtype=float)
     point = statistic(scores, axis=-1)
     if scores.shape[-1] < 2 or not np.any(np.ptp(scores, axis=-1)):  # nothing to resample
         return Interval(point, point, point)
     ci = scipy_stats.bootstrap((scores,), statistic, n_resamples=n_resamples, vectorized=True, axis=-1,
-                               batch=max(1, MAX_RESAMPLED_VALUES // scores.size), confidence_level=confidence,
+                               batch=max(1, MAX_RESAMPLED_VALUES // scores.size), confidence_level=CONFIDENCE,
                                method="percentile", rng=np.random.default_rng(seed)).confidence_interval
     return Interval(point, ci.low, ci.high)
 
@@ -249,8 +246,8 @@ def group_runs(runs: list[Run]) -> list[GridPoint]:
 
 def reference_for(config: dict) -> Path | None:
     """The reference baseline's curve for the config's environment, None if it has none."""
-    kind, name = config.get("environment", {}).get("type"), config.get("environment", {}).get("name")
-    file = REFERENCES.get((kind, None)) or REFERENCES.get((kind, name))
+    environment = config.get("environment", {})
+    file = REFERENCES.get(environment.get("type")) or REFERENCES.get(environment.get("name"))
     return REFERENCE_FOLDER / file if file else None
 
 
@@ -443,13 +440,9 @@ def report(folders: list[str | Path], out: str | Path, threshold: float | None =
     return markdown
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"stats.py: error: {message}\n")  # one line, no usage dump
-
-
 def main(argv: list[str] | None = None) -> None:
-    parser = _Parser(description=__doc__.splitlines()[0])
+    # no usage line: an error is the one line `stats.py: error: ...`
+    parser = argparse.ArgumentParser("stats.py", usage=argparse.SUPPRESS, description=__doc__.splitlines()[0])
     parser.add_argument("--runs", action="extend", nargs="+", required=True,
                         help="folders with runs below them; each config is one grid point, seeds apart")
     parser.add_argument("--out", required=True, help="writes OUT.md, OUT.json, OUT.png; a folder gets stats.*")

@@ -54,7 +54,7 @@ if __name__ == "__main__":
     stopping.leave_at_once_on_stop_signals()  # before the imports below and Ray's, which take seconds
 
 from atomic import write_atomically  # noqa: E402
-from cli import command_line, start_up_warnings, writable  # noqa: E402
+from cli import command_line, failed, reason, start_up_warnings, writable  # noqa: E402
 from config import ConfigError, config_from_dict, load_config, read_yaml  # noqa: E402
 from spaces import SpaceError  # noqa: E402
 from train import check_run_id  # noqa: E402
@@ -76,7 +76,7 @@ class Sweep:
     sweep_id: str
     config_path: str
     sets: list[str]  # the --set items, already applied to config
-    config: dict  # the config, --set applied
+    config: dict
     seeds: list[int]
     grid: dict[str, list] = field(default_factory=dict)
     search: dict[str, list] = field(default_factory=dict)  # key -> [kind, *arguments]
@@ -107,8 +107,7 @@ def _number(text: str, flag: str, kind=float, low: float = 0.0, high: float = ma
         value = kind(text)
     except (TypeError, ValueError):
         value = None
-    # compared, never converted: math.isfinite(10**400) raises OverflowError
-    if value is None or not low <= value <= high or (kind is float and not math.isfinite(value)):
+    if value is None or not low <= value <= high or value in (math.inf, -math.inf):
         within = f">= {low:g}" if high == math.inf else f"from {low:g} to {high:,g}"
         raise ConfigError(f"{flag} must be a {'number' if kind is float else 'whole number'} {within}, "
                           f"got {reprlib.repr(text)}")
@@ -222,8 +221,7 @@ def read_sweep(args: dict) -> Sweep:
 
 def check_trials(sweep: Sweep) -> list:
     """Every grid point's config, or every search bound's and choice's, refused as train.py refuses it: the
-    config's checks, then each distinct environment made and reset once, as the Trainer's probe before its
-    workers start."""
+    config's checks, then each distinct environment made and reset once, as the Trainer's probe does."""
     points = [dict(zip(sweep.grid, values)) for values in itertools.product(*sweep.grid.values())]
     points += [{key: value} for key, (kind, *arguments) in sweep.search.items() for value in arguments]
     configs, names, made = [], set(), set()
@@ -253,8 +251,8 @@ def check_new(sweep: Sweep) -> None:
             raise ConfigError(f"{path} exists: continue that sweep with --resume {sweep.folder}, "
                               "or choose another --sweep-id")
     for flag, path in (("--storage", Path(sweep.local).parent), ("summaries", Path(sweep.summaries).parent)):
-        if reason := writable(path):
-            raise ConfigError(f"{flag} {path}: not a folder, or not writable ({reason}): the sweep could not save "
+        if why := writable(path):
+            raise ConfigError(f"{flag} {path}: not a folder, or not writable ({why}): the sweep could not save "
                               "its work")
 
 
@@ -269,7 +267,7 @@ def check_address(address: str | None) -> None:
     try:
         socket.create_connection((host.strip("[]"), port), timeout=5).close()
     except OSError as error:
-        raise ConfigError(f"--address {address}: nothing answers at {host}:{port} ({error.strerror or error}); "
+        raise ConfigError(f"--address {address}: nothing answers at {host}:{port} ({reason(error)}); "
                           "start the cluster with `ray start --head`, or leave --address out to run here") from None
 
 
@@ -317,8 +315,7 @@ def trial_name(values: dict, trial_id: str = "") -> str:
 def trial_config(sweep: Sweep, values: dict):
     """This trial's config; its threads and environment processes are the CPUs it reserves, as more threads
     than cores wait on each other, and with one core a worker process only adds a round trip per step."""
-    config = config_from_dict(sweep.config, [override(k, v) for k, v in values.items() if k != "seed"])
-    config.seed = values["seed"]
+    config = config_from_dict(sweep.config, [override(k, v) for k, v in values.items()])
     threads = max(1, int(sweep.cpus))
     config.torch_threads = min(config.torch_threads or threads, threads)
     config.worker_processes = 0 if threads == 1 else min(config.worker_processes, threads)
@@ -402,7 +399,7 @@ def start_ray(address: str | None, sweep: Sweep) -> None:
         try:
             return ray.init(address=address, **common)
         except (ConnectionError, RuntimeError, ValueError) as error:
-            raise ConfigError(f"--address {address}: {' '.join(str(error).split())[:300]}") from None
+            raise ConfigError(f"--address {address}: {reason(error, 300)}") from None
     with stopping.blocked():  # Ray's processes start with both signals blocked: the driver alone answers them
         ray.init(address="local", num_cpus=len(os.sched_getaffinity(0)), include_dashboard=False, **common)
     if sweep.gpus > (gpus := ray.cluster_resources().get("GPU", 0)):
@@ -433,7 +430,7 @@ def searcher(sweep: Sweep):
     return OptunaSearch(metric=sweep.metric, mode="max", seed=sweep.seeds[0]) if sweep.search else None
 
 
-def tuner(sweep: Sweep, resume: bool, caught: list[int]):
+def tuner(sweep: Sweep, resume: bool, stop: stopping.Stop):
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler
     trainable = tune.with_resources(tune.with_parameters(run_trial, sweep=asdict(sweep)),
@@ -452,12 +449,12 @@ def tuner(sweep: Sweep, resume: bool, caught: list[int]):
         num_samples=sweep.samples if sweep.search else 1, max_concurrent_trials=sweep.max_concurrent,
         trial_name_creator=name, trial_dirname_creator=name),
         run_config=tune.RunConfig(
-            name=sweep.sweep_id, storage_path=sweep.storage, verbose=0, callbacks=[progress(sweep, caught)],
+            name=sweep.sweep_id, storage_path=sweep.storage, verbose=0, callbacks=[progress(sweep, stop)],
             failure_config=tune.FailureConfig(max_failures=sweep.max_failures),
             checkpoint_config=tune.CheckpointConfig(num_to_keep=1)))
 
 
-def progress(sweep: Sweep, caught: list[int]):
+def progress(sweep: Sweep, stop: stopping.Stop):
     """One line per trial that ends, fails or restarts."""
     from ray import tune
 
@@ -465,9 +462,10 @@ def progress(sweep: Sweep, caught: list[int]):
         stopping = False
 
         def on_step_begin(self, iteration, trials, **info):
-            if caught and not self.stopping:  # Tune's own stop signal, sent where Tune's handler is in place
+            # Tune's own stop signal, sent here where Tune's handler is in place
+            if stop.signal is not None and not self.stopping:
                 self.stopping = True
-                print(f"{signal.Signals(caught[0]).name}: stopping the trials at their next update; their "
+                print(f"{signal.Signals(stop.signal).name}: stopping the trials at their next update; their "
                       "checkpoints are kept (send it again to stop at once)", file=sys.stderr, flush=True)
                 signal.raise_signal(signal.SIGUSR1)
 
@@ -487,78 +485,63 @@ def progress(sweep: Sweep, caught: list[int]):
     return Progress()
 
 
-def on_stop_signals(caught: list[int]) -> None:
-    """The first SIGINT or SIGTERM is noted in `caught`; a second raises KeyboardInterrupt: stop at once."""
-    def note(number, frame):
-        if caught:
-            raise KeyboardInterrupt
-        caught.append(number)
-    for number in stopping.STOP_SIGNALS:
-        signal.signal(number, note)
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     start = time.perf_counter()
-    try:
-        with start_up_warnings():  # a refusal is its one line alone; a sweep that starts shows them
-            args = command_line(__doc__, argv)
-            given = [a.split("=")[0] for a in argv if a.startswith("--") and a.split("=")[0] not in RESUME_FLAGS]
-            if args["--resume"] and given:
-                raise ConfigError(f"{', '.join(given)} cannot be combined with --resume (the sweep keeps them)")
-            sweep = read_sweep_file(args["--resume"]) if args["--resume"] else read_sweep(args)
-            if args["--resume"] and args["--threshold"]:
-                sweep.threshold = _number(args["--threshold"], "--threshold", float, -math.inf)
-            check_address(args["--address"])
-            if not args["--resume"]:
-                check_new(sweep)
-    except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    caught: list[int] = []
-    on_stop_signals(caught)  # from here Ray may be running, and is shut down by its handle
-    try:
+    with stopping.Stop() as stop:
         try:
-            start_ray(args["--address"], sweep)
-        except SystemExit:  # ray.init's own SIGTERM handler, in place while Ray starts
-            caught.append(signal.SIGTERM)
+            with start_up_warnings():  # a refusal is its one line alone; a sweep that starts shows them
+                args = command_line(__doc__, argv)
+                given = [a.split("=")[0] for a in argv if a.startswith("--") and a.split("=")[0] not in RESUME_FLAGS]
+                if args["--resume"] and given:
+                    raise ConfigError(f"{', '.join(given)} cannot be combined with --resume (the sweep keeps them)")
+                sweep = read_sweep_file(args["--resume"]) if args["--resume"] else read_sweep(args)
+                if args["--resume"] and args["--threshold"]:
+                    sweep.threshold = _number(args["--threshold"], "--threshold", float, -math.inf)
+                check_address(args["--address"])
+                if not args["--resume"]:
+                    check_new(sweep)
         except ConfigError as error:
-            if not caught:
-                print(f"error: {error}", file=sys.stderr)
-                return 2
-        on_stop_signals(caught)  # again: ray.init replaced the SIGTERM handler
-        if caught:
-            print(f"stopped by {signal.Signals(caught[0]).name}", file=sys.stderr)
-            return 128 + caught[0]
-        if not args["--resume"]:
+            return failed(error)
+        # the first signal is noted (Tune stops the trials at their checkpoints), a second stops at once
+        stop.working(on_first=lambda number: None)
+        try:
             try:
-                write_sweep_file(sweep)
-            except OSError as error:  # a full disk: before any trial starts
-                print(f"error: could not write {sweep.folder}/sweep.json ({error}); no trial was started",
-                      file=sys.stderr)
-                return 1
-        results = tuner(sweep, bool(args["--resume"]), caught).fit()
-        return report(sweep, list(results), time.perf_counter() - start, caught)
-    except KeyboardInterrupt:  # a second signal
-        print(f"stopped at once; resume with: python sweep.py --resume {sweep.folder}", file=sys.stderr)
-        return 128 + (caught[0] if caught else signal.SIGINT)
-    finally:
-        for number in stopping.STOP_SIGNALS:  # stopping Ray's processes takes a moment: let it finish
-            signal.signal(number, signal.SIG_IGN)
-        import ray
-        ray.shutdown()
+                start_ray(args["--address"], sweep)
+            except SystemExit:  # ray.init's own SIGTERM handler, in place while Ray starts
+                stop.signal = stop.signal or signal.SIGTERM
+            except ConfigError as error:
+                if stop.signal is None:
+                    return failed(error)
+            stop.working(on_first=lambda number: None)  # again: ray.init replaced the SIGTERM handler
+            if stop.signal is not None:
+                return stop.report()
+            if not args["--resume"]:
+                try:
+                    write_sweep_file(sweep)
+                except OSError as error:
+                    return failed(f"could not write {sweep.folder}/sweep.json ({error}); no trial was started", 1)
+            results = tuner(sweep, bool(args["--resume"]), stop).fit()
+            return report(sweep, list(results), time.perf_counter() - start, stop.signal)
+        except KeyboardInterrupt:  # a second signal
+            return stop.report(f" at once; resume with: python sweep.py --resume {sweep.folder}")
+        finally:
+            for number in stopping.STOP_SIGNALS:  # stopping Ray's processes takes a moment: let it finish
+                signal.signal(number, signal.SIG_IGN)
+            import ray
+            ray.shutdown()
 
 
-def report(sweep: Sweep, results: list, seconds: float, caught: list[int]) -> int:
+def report(sweep: Sweep, results: list, seconds: float, stopped_by: int | None) -> int:
     """The statistics over the trials that ran all their updates (ASHA's would be scored where it cut
     their curves), a search's best sample; the exit code."""
     import stats
     ended = [r for r in results if r.error is None]
     finished = [r for r in ended if r.metrics.get("update") == r.metrics.get("updates")]
-    if caught:
+    if stopped_by is not None:
         print(f"stopped with {len(finished)} of {sweep.trials} trials finished; resume with: python sweep.py "
               f"--resume {sweep.folder}", flush=True)
-        return 128 + caught[0]
+        return 128 + stopped_by
     code, out = 0, Path(sweep.local) / "stats"
     try:
         if not finished:
@@ -568,9 +551,8 @@ def report(sweep: Sweep, results: list, seconds: float, caught: list[int]) -> in
     except stats.InputError as error:
         print(f"no statistics: {error}", file=sys.stderr)
     except OSError as error:
-        print(f"error: could not write the statistics to {out}.* ({error.strerror or error}); the trials' models "
-              "and summaries are kept", file=sys.stderr)
-        code = 1
+        code = failed(f"could not write the statistics to {out}.* ({reason(error)}); the trials' models and "
+                      "summaries are kept", 1)
     stopped = f", {len(ended) - len(finished)} of them stopped early by ASHA" if len(ended) > len(finished) else ""
     print(f"sweep {sweep.sweep_id}: {len(ended)} of {sweep.trials} trials ended{stopped}, in {seconds:.0f} s wall "
           f"time; models in {sweep.local}/models, summaries in {sweep.summaries}", flush=True)
@@ -581,11 +563,9 @@ def report(sweep: Sweep, results: list, seconds: float, caught: list[int]) -> in
                               *(arg for item in sets for arg in ("--set", item)), "--seeds", "10"])
         print(f"best sample: {Path(best.path).name} ({sweep.metric} {_score(best.metrics.get(sweep.metric)):.4g} "
               f"at update {best.metrics.get('update')}); run it over seeds with: {command}")
-    if failed := len(results) - len(ended):
-        print(f"error: {failed} trial(s) failed more than {sweep.max_failures} times (see error.txt in their "
-              f"folders under {sweep.folder}); retry them with: python sweep.py --resume {sweep.folder}",
-              file=sys.stderr)
-        return 1
+    if lost := len(results) - len(ended):
+        return failed(f"{lost} trial(s) failed more than {sweep.max_failures} times (see error.txt in their folders "
+                      f"under {sweep.folder}); retry them with: python sweep.py --resume {sweep.folder}", 1)
     return code
 
 

@@ -11,10 +11,10 @@ import numpy as np
 
 from environments.atari import make_atari
 from environments.cartpole import CartPole
-from environments.memory_gym import MemoryGymEnv
+from environments.memory_gym import make_memory_gym
 from environments.minigrid import make_minigrid
 from environments.poc_memory import PocMemoryEnv
-from environments.wrappers import HideEntries, PackObservation
+from environments.wrappers import PackObservation, hide_entries
 from spaces import MASK_KEY, EnvSpaces, action_format, layout
 
 
@@ -145,7 +145,7 @@ FAMILIES: dict[str, Family] = {
         "agent_view_size": Allowed(lambda value: type(value) is int and value in (3, 7, 21),
                                    "3, 7 or 21 (odd, and dividing the 84 pixels)"),
         "seed_pool": integer(0)}),
-    "MemoryGym": Family(MemoryGymEnv, named=True, reset_params={"start-seed": integer(0), "num-seeds": integer(1)},
+    "MemoryGym": Family(make_memory_gym, named=True, reset_params={"start-seed": integer(0), "num-seeds": integer(1)},
                         more_reset_params=True,
                         install="pip install -r requirements.txt && pip install --no-deps -r requirements-nodeps.txt"),
     "Atari": Family(make_atari, named=True, more_kwargs=True, kwargs={
@@ -201,7 +201,7 @@ def make_env(family: str, name: str = "", kwargs: dict | None = None, reset_para
         message = f"{type(error).__name__}: {_one_line(error)}".removesuffix(": ")
         raise SetupError(f"{what} cannot be made: {message[:300]}") from None
     if observation_mask is not None:
-        env = HideEntries(env, observation_mask)
+        env = hide_entries(env, observation_mask)
     if not isinstance(env.observation_space, gym.spaces.Box):
         env = PackObservation(env)
     if max_steps == 0:

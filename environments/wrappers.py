@@ -1,4 +1,4 @@
-"""Observation wrappers that make_env() applies from the config, for any family."""
+"""Wrappers that make_env() applies from the config, for any family, and the families share."""
 from __future__ import annotations
 
 import gymnasium as gym

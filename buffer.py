@@ -18,8 +18,8 @@ from spaces import ActionFormat
 
 def compute_gae(rewards: np.ndarray, values: np.ndarray, final_values: np.ndarray, terminated: np.ndarray,
                 truncated: np.ndarray, last_values: np.ndarray, gamma: float, lamda: float) -> np.ndarray:
-    """GAE for all W workers at once, (W, T) in and out: what follows step t is worth 0 after a termination,
-    V(final observation) after a truncation, else V(s_{t+1}) (last_values (W,) after the rollout)."""
+    """GAE for all W workers at once, (W, T): what follows step t is worth 0 after a termination, V(final
+    observation) after a truncation, else V(s_{t+1}) (last_values (W,) after the rollout)."""
     W, T = rewards.shape
     advantages = np.zeros((W, T), dtype=np.float32)
     next_values = last_values.astype(np.float32)
@@ -177,9 +177,8 @@ class RolloutBuffer:
         self.recurrence = recurrence
         self.index = sequence_index(dones, recurrence.sequence_length)
         self.burn_in = burn_in_index(dones, self.index.starts, recurrence.burn_in) if recurrence.burn_in else None
-        non_blocking = self.device.type == "cuda"
-        self._train = {name: torch.from_numpy(a).to(self.device, non_blocking=non_blocking)
-                       for name, a in self._flat.items()}
+        self._train = {name: torch.from_numpy(a).to(self.device, non_blocking=self.device.type == "cuda")
+                       for name, a in self._flat.items()}  # pinned: asynchronous to a GPU
         sequences = {"index": self.index.index, "mask": self.index.mask, "first": self.index.starts}
         if self.burn_in is not None:
             sequences.update(burn_index=self.burn_in.index, burn_mask=self.burn_in.mask, first=self.burn_in.first)
@@ -218,7 +217,7 @@ class RolloutBuffer:
 
 
 def _zeros(shape: tuple, dtype: np.dtype, pinned: bool) -> np.ndarray:
-    """A zeroed numpy array, page-locked when pinned, so that a GPU copies it asynchronously."""
+    """A zeroed numpy array, page-locked when pinned (a GPU copies it asynchronously)."""
     if not pinned:
         return np.zeros(shape, dtype=dtype)
     return torch.zeros(shape, dtype=torch.from_numpy(np.zeros(0, dtype)).dtype, pin_memory=True).numpy()

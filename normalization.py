@@ -1,31 +1,24 @@
 """Running statistics for the normalisation switches (config `normalization`), in float64, updated from
-whole batches (Chan et al.'s parallel variance). The checkpoint carries them; Agent uses them frozen."""
+whole batches. The checkpoint carries them; Agent uses them frozen."""
 from __future__ import annotations
 
 import numpy as np
+from gymnasium.wrappers.utils import RunningMeanStd as _GymnasiumRunningMeanStd
 
 from spaces import Layout
 
 
-class RunningMeanStd:
-    """Mean and variance of everything seen so far, per feature."""
+class RunningMeanStd(_GymnasiumRunningMeanStd):
+    """Mean and variance of everything seen so far, per feature (Chan et al.'s parallel update); the prior is
+    gymnasium's: mean 0, variance 1, count 1e-4."""
 
     def __init__(self, shape: tuple[int, ...] = ()):
-        self.mean = np.zeros(shape, dtype=np.float64)
-        self.var = np.ones(shape, dtype=np.float64)
-        self.count = 1e-4  # a tiny prior count keeps the first division finite
+        super().__init__(shape=shape)
 
     def update(self, batch: np.ndarray) -> None:
-        """batch (n, *shape)."""
-        batch = np.asarray(batch, dtype=np.float64)
-        n = batch.shape[0]
-        if n == 0:
-            return
-        mean, var = batch.mean(axis=0), batch.var(axis=0)
-        delta, total = mean - self.mean, self.count + n
-        self.mean = self.mean + delta * n / total
-        self.var = (self.var * self.count + var * n + delta ** 2 * self.count * n / total) / total
-        self.count = total
+        """batch (n, *shape), in float64; an empty batch changes nothing."""
+        if len(batch):
+            super().update(np.asarray(batch, dtype=np.float64))
 
     @property
     def std(self) -> np.ndarray:

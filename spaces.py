@@ -1,7 +1,6 @@
-"""An environment's spaces, described once (describe() -> EnvSpaces): how observations and actions are stored.
-A single Box observation is stored as it is; any other is packed into one float32 vector of its parts,
-categories as indices (one-hot in the model), a Dict's `action_mask` moved to the info. Only numpy: the
-worker processes import this module and never torch.
+"""How observations and actions are stored. A single Box observation is stored as it is; any other is packed
+into one float32 vector of its parts, categories as indices (one-hot in the model), a Dict's `action_mask` moved
+to the info. Only numpy: the worker processes import this module and never torch.
 """
 from __future__ import annotations
 
@@ -67,7 +66,7 @@ def _box_part(key: str, space: gym.spaces.Box, start: int) -> Part:
 
 
 def _entries(space: gym.spaces.Dict | gym.spaces.Tuple) -> list[tuple[str, gym.Space]]:
-    """A Dict's entries by key (its action mask left out) or a Tuple's in order: the storage order."""
+    """A Dict's entries by key (its action mask left out) or a Tuple's in order."""
     if isinstance(space, gym.spaces.Dict):
         return [(name, sub) for name, sub in sorted(space.spaces.items()) if name != MASK_KEY]
     return [(str(i), sub) for i, sub in enumerate(space.spaces)]
@@ -144,14 +143,10 @@ def env_actions(space: gym.Space, actions: np.ndarray) -> list:
 
 
 class EnvSpaces(NamedTuple):
+    """An environment's spaces, checked once (environments.spaces_of)."""
     observation: Layout
     observation_space: gym.Space  # the environment's own (before packing)
     action_space: gym.Space
     action: ActionFormat
     masked: bool  # the environment gives info["action_mask"]
 
-
-def describe(observation_space: gym.Space, action_space: gym.Space, masked: bool) -> EnvSpaces:
-    """Checks both spaces once (SpaceError in one line) and describes them."""
-    return EnvSpaces(layout(observation_space), observation_space, action_space, action_format(action_space),
-                     masked)

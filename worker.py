@@ -86,8 +86,7 @@ def _failed(config: EnvironmentConfig, which: str, where: str, trace: str) -> Wo
 
 
 def make_probe(config: EnvironmentConfig, seed: int) -> tuple[gym.Env, EnvSpaces]:
-    """One environment of the config, made in this process and reset with `seed`, and its spaces
-    (environments.spaces_of). A VecEnv takes it as environment 0."""
+    """One environment of the config, made here and reset with `seed`, and its spaces; VecEnv's environment 0."""
     env = config.make()
     try:
         return env, spaces_of(env, seed)
@@ -97,43 +96,37 @@ def make_probe(config: EnvironmentConfig, seed: int) -> tuple[gym.Env, EnvSpaces
         raise _failed(config, "#0", "in the trainer's process", _trace(error)) from None
 
 
+def _store(shared: _Shared, w: int, obs, info: dict) -> None:
+    shared.obs[w] = obs  # an observation of the wrong shape fails here
+    if shared.action_mask.shape[1]:
+        shared.action_mask[w] = info[MASK_KEY]
+
+
 def _reset_slice(envs, lo: int, seeds, shared: _Shared):
-    masked = shared.action_mask.shape[1] > 0
-    for i, (env, seed) in enumerate(zip(envs, seeds)):
+    for w, (env, seed) in enumerate(zip(envs, seeds), lo):
         try:
-            shared.obs[lo + i], info = env.reset(seed=seed)
-            if masked:
-                shared.action_mask[lo + i] = info[MASK_KEY]
+            _store(shared, w, *env.reset(seed=seed))
         except Exception as error:
-            raise _EnvFault(lo + i) from error
+            raise _EnvFault(w) from error
 
 
 def _step_slice(envs, lo: int, shared: _Shared) -> list[tuple[int, dict]]:
     """Steps envs[i] as environment lo + i; returns the scored episodes that ended, with their environment."""
-    hi = lo + len(envs)
-    actions = env_actions(envs[0].action_space, shared.actions[lo:hi])
-    masked = shared.action_mask.shape[1] > 0
-    rewards, terminated, truncated, episodes = [], [], [], []
-    for i, (env, action) in enumerate(zip(envs, actions)):
+    actions = env_actions(envs[0].action_space, shared.actions[lo:lo + len(envs)])
+    episodes = []
+    for w, (env, action) in enumerate(zip(envs, actions), lo):
         try:
             obs, reward, term, trunc, info = env.step(action)
+            shared.rewards[w], shared.terminated[w], shared.truncated[w] = reward, term, trunc
             if term or trunc:
                 if trunc:
-                    shared.final_obs[lo + i] = obs
+                    shared.final_obs[w] = obs
                 if "episode" in info:
-                    episodes.append((lo + i, info["episode"]))
+                    episodes.append((w, info["episode"]))
                 obs, info = env.reset()
-            shared.obs[lo + i] = obs  # an observation of the wrong shape fails here
-            if masked:
-                shared.action_mask[lo + i] = info[MASK_KEY]
+            _store(shared, w, obs, info)
         except Exception as error:
-            raise _EnvFault(lo + i) from error
-        rewards.append(reward)
-        terminated.append(term)
-        truncated.append(trunc)
-    shared.rewards[lo:hi] = rewards
-    shared.terminated[lo:hi] = terminated
-    shared.truncated[lo:hi] = truncated
+            raise _EnvFault(w) from error
     return episodes
 
 
@@ -151,9 +144,8 @@ def _run(envs, lo: int, seeds, shared: _Shared, command: str, argument=None):
 
 @contextlib.contextmanager
 def _deaf_to_stop_signals():
-    """Starts worker processes that never act on SIGINT or SIGTERM: the trainer alone decides how to stop
-    (it finishes the update and saves, which needs the workers). A stop signal that reaches the trainer
-    meanwhile waits until they have started: a worker's start-up data cut halfway breaks its pipe."""
+    """Starts workers deaf to SIGINT and SIGTERM (the trainer stops them after saving, which needs them); a
+    stop signal meanwhile waits until they have started: start-up data cut halfway breaks a worker's pipe."""
     with stopping.deferred(), stopping.blocked():
         # The forkserver starts after the resource tracker, which unblocks both signals once it runs
         # (bpo-33613): start the tracker first, then block them again for the forkserver and the workers.

@@ -1,6 +1,4 @@
-"""make_env(): one environment of a family, from plain values (config.py's EnvironmentConfig.make gives them),
-wrapped in EpisodeStats, which reports its episodes and keeps its state as plain data for checkpoints.
-"""
+"""make_env(): one environment of a family, wrapped in EpisodeStats (episode reports, state for checkpoints)."""
 from __future__ import annotations
 
 import reprlib
@@ -13,35 +11,32 @@ import numpy as np
 
 from environments.atari import make_atari
 from environments.cartpole import CartPole
-from environments.memory_gym import MemoryGymEnv
+from environments.memory_gym import make_memory_gym
 from environments.minigrid import make_minigrid
 from environments.poc_memory import PocMemoryEnv
-from environments.wrappers import HideEntries, PackObservation
-from spaces import MASK_KEY, EnvSpaces, describe
+from environments.wrappers import PackObservation, hide_entries
+from spaces import MASK_KEY, EnvSpaces, action_format, layout
 
 
 class SetupError(ValueError):
     """An environment that cannot be made as asked; the message is one line."""
 
 
-# Environments seeded below HELD_OUT (training's) draw their episode seeds below it, those seeded from it up
-# (evaluation's) above it: no held-out episode replays a training one.
+# Training's environments draw episode seeds below HELD_OUT, evaluation's above: no held-out episode is a training one
 HELD_OUT = 2 ** 31
 
 # In a terminated step's info: the training episode ends here, the scored episode goes on (EpisodeStats).
 CONTINUES = "episode_continues"
 
-# Evaluation's step cap where the environment has no time limit of its own: longer than any episode here
-# (Atari's 108,000 frames are 27,000 steps), so it only ends episodes that would never end.
+# Evaluation's step cap where the environment has no time limit: it only ends episodes that would never end
 DEFAULT_MAX_STEPS = 100_000
 
 
 class EpisodeStats(gym.Wrapper):
-    """Adds info["episode"] = {reward, length[, success]} at each episode's end, in the environment's own
-    units, and keeps its state as plain data: each episode is reset with a seed from this wrapper's own
-    generator and its actions are kept, so set_state() resumes it exactly by replay. A terminated step whose
-    info holds CONTINUES ends the training episode only: the next seedless reset goes on with the scored one.
-    max_steps cuts a scored episode (evaluation's cap, "capped"). One wrapper, as each layer costs a call."""
+    """Adds info["episode"] = {reward, length[, success]} at each episode's end, in the environment's units.
+    Each episode is reset with a seed from this wrapper's generator and its actions are kept, so set_state()
+    resumes it by replay. A step whose info holds CONTINUES ends the training episode only; max_steps cuts a
+    scored episode (evaluation's cap, "capped")."""
 
     def __init__(self, env: gym.Env, max_steps: int | None = None):
         super().__init__(env)
@@ -111,10 +106,10 @@ class EpisodeStats(gym.Wrapper):
         self._half = state.get("half", 0)  # checkpoints from before the halves: training's
 
 
-def _gym(name: str = "", render_mode: str | None = None, **kwargs) -> gym.Env:
+def _gym(name: str = "", **kwargs) -> gym.Env:
     if not name:
         raise SetupError("environment.type 'gym' needs environment.name, a Gymnasium id such as 'CartPole-v1'")
-    return gym.make(name, **kwargs, **({"render_mode": render_mode} if render_mode else {}))
+    return gym.make(name, **kwargs)
 
 
 class Allowed(NamedTuple):
@@ -150,7 +145,7 @@ FAMILIES: dict[str, Family] = {
         "agent_view_size": Allowed(lambda value: type(value) is int and value in (3, 7, 21),
                                    "3, 7 or 21 (odd, and dividing the 84 pixels)"),
         "seed_pool": integer(0)}),
-    "MemoryGym": Family(MemoryGymEnv, named=True, reset_params={"start-seed": integer(0), "num-seeds": integer(1)},
+    "MemoryGym": Family(make_memory_gym, named=True, reset_params={"start-seed": integer(0), "num-seeds": integer(1)},
                         more_reset_params=True,
                         install="pip install -r requirements.txt && pip install --no-deps -r requirements-nodeps.txt"),
     "Atari": Family(make_atari, named=True, more_kwargs=True, kwargs={
@@ -186,8 +181,8 @@ def make_env(family: str, name: str = "", kwargs: dict | None = None, reset_para
              observation_mask: list[int] | None = None, render_mode: str | None = None,
              max_steps: int | None = None) -> gym.Env:
     """The family's environment, its observation mask applied, any observation but a single Box packed into
-    one vector (spaces.py), EpisodeStats outermost. Whatever its constructor raises is a one-line SetupError.
-    max_steps: evaluation's step cap; 0: the environment's own time limit, else DEFAULT_MAX_STEPS; None: none."""
+    one vector, in EpisodeStats; what its constructor raises is a one-line SetupError. max_steps: evaluation's
+    step cap; 0: the environment's own time limit, else DEFAULT_MAX_STEPS; None: none."""
     spec = check_settings(family, name, kwargs, reset_params)
     try:
         args = {**(kwargs or {}), **({"render_mode": render_mode} if render_mode else {})}  # kwargs' own kept
@@ -206,7 +201,7 @@ def make_env(family: str, name: str = "", kwargs: dict | None = None, reset_para
         message = f"{type(error).__name__}: {_one_line(error)}".removesuffix(": ")
         raise SetupError(f"{what} cannot be made: {message[:300]}") from None
     if observation_mask is not None:
-        env = HideEntries(env, observation_mask)
+        env = hide_entries(env, observation_mask)
     if not isinstance(env.observation_space, gym.spaces.Box):
         env = PackObservation(env)
     if max_steps == 0:
@@ -218,12 +213,8 @@ def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split())
 
 
-def spaces_of(env: gym.Env, seed: int | None = None) -> EnvSpaces:
-    """The environment's spaces (spaces.describe): its own observation space (before packing), its action
-    space, and whether it masks actions, which the info of a reset says (this resets it with `seed`)."""
-    _, info = env.reset(seed=seed)
-    inner = env
-    while isinstance(inner, gym.Wrapper) and not hasattr(inner, "original_space"):
-        inner = inner.env
-    observation_space = getattr(inner, "original_space", env.observation_space)
-    return describe(observation_space, env.action_space, MASK_KEY in info)
+def spaces_of(env: EpisodeStats, seed: int | None = None) -> EnvSpaces:
+    """make_env's environment's spaces, its own observation space before packing; resets it. SpaceError: unusable."""
+    _, info = env.reset(seed=seed)  # its info says whether it masks actions
+    space = getattr(env.env, "original_space", env.observation_space)  # PackObservation's, where packed
+    return EnvSpaces(layout(space), space, env.action_space, action_format(env.action_space), MASK_KEY in info)

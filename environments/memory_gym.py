@@ -10,36 +10,39 @@ import os
 import gymnasium as gym
 import numpy as np
 
+from environments.wrappers import SeedRange
+
 UNLIMITED_SEEDS = 2 ** 31 - 1
 
 _open_envs = 0  # Memory Gym environments alive in this process (they share pygame)
 
 
-class MemoryGymEnv(gym.Wrapper):
+def make_memory_gym(name: str = "MortarMayhem-Grid-v0", reset_params: dict | None = None,
+                    render_mode: str | None = None) -> gym.Env:
+    params = dict(reset_params or {})
+    start = params.pop("start-seed", 0)
+    count = params.pop("num-seeds", UNLIMITED_SEEDS - start)
+    return SeedRange(MemoryGymEnv(name, params, render_mode), start, count)
 
-    def __init__(self, name: str = "MortarMayhem-Grid-v0", reset_params: dict | None = None,
-                 render_mode: str | None = None):
-        params = dict(reset_params or {})
-        self._start = params.pop("start-seed", 0)
-        self._count = params.pop("num-seeds", UNLIMITED_SEEDS - self._start)
-        self._params = params
+
+class MemoryGymEnv(gym.Wrapper):
+    """Every reset gets the reset parameters as options; pictures upright; the hidden time limit a truncation."""
+
+    def __init__(self, name: str, params: dict, render_mode: str | None = None):
         super().__init__(_make(name, render_mode))
+        self._params = params
         try:
             _check_params(self.env.unwrapped, params)
         except ValueError:
             self.close()
             raise
-        self._rng = np.random.default_rng()
         self._steps = 0
         # a time limit the environment applies but does not show
         self._has_time_limit = "max_steps" in self.env.unwrapped.default_reset_parameters
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        if seed is not None:
-            self._rng = np.random.default_rng(seed)
         self._steps = 0
-        obs, info = self.env.reset(seed=self._start + int(self._rng.integers(self._count)),
-                                   options={**self._params, **(options or {})})
+        obs, info = self.env.reset(seed=seed, options={**self._params, **(options or {})})
         return _upright(obs), info
 
     def step(self, action):

@@ -5,8 +5,9 @@ layout seed from 0..N-1, as the reference did with N = 99 (docs/environments.md)
 from __future__ import annotations
 
 import gymnasium as gym
-import numpy as np
 from gymnasium import spaces
+
+from environments.wrappers import SeedRange
 
 PIXELS = 84
 ACTIONS = 3  # MiniGrid's actions 0, 1, 2: turn left, turn right, move forward
@@ -24,20 +25,6 @@ class _ThreeActions(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
 
-class _SeedPool(gym.Wrapper):
-    """Each reset draws the layout seed from 0..pool-1, by a generator that the first seeded reset seeds."""
-
-    def __init__(self, env: gym.Env, pool: int):
-        super().__init__(env)
-        self.pool = pool
-        self._rng = np.random.default_rng()
-
-    def reset(self, *, seed=None, options=None):
-        if seed is not None:
-            self._rng = np.random.default_rng(seed)
-        return self.env.reset(seed=int(self._rng.integers(self.pool)), options=options)
-
-
 def make_minigrid(name: str = "MiniGrid-MemoryS9-v0", agent_view_size: int = 3,
                   render_mode: str | None = None, seed_pool: int = 0, **kwargs) -> gym.Env:
     import minigrid  # noqa: F401  (registers the MiniGrid ids)
@@ -45,4 +32,4 @@ def make_minigrid(name: str = "MiniGrid-MemoryS9-v0", agent_view_size: int = 3,
     env = gym.make(name, agent_view_size=agent_view_size, render_mode=render_mode, **kwargs)
     env = ImgObsWrapper(RGBImgPartialObsWrapper(env, tile_size=PIXELS // agent_view_size))
     env = _ThreeActions(env)
-    return _SeedPool(env, seed_pool) if seed_pool else env
+    return SeedRange(env, 0, seed_pool) if seed_pool else env

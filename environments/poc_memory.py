@@ -20,7 +20,7 @@ GOAL_REWARD = 1.0 + (ENDS + 1) * TIME_PENALTY  # 1.6, the reference's value
 
 
 class PocMemoryEnv(gym.Env):
-    metadata = {"render_modes": ["rgb_array", "ansi"]}
+    metadata = {"render_modes": ["rgb_array"]}
 
     def __init__(self, render_mode: str | None = None):
         self.observation_space = spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32)
@@ -60,9 +60,6 @@ class PocMemoryEnv(gym.Env):
         cells = ["."] * (2 * ENDS + 1)
         cells[0], cells[-1] = ("+" if g > 0 else "-" for g in self._goals)
         cells[self._cell + ENDS] = "A"
-        text = "".join(cells)
-        if self.render_mode == "ansi":
-            return text
         tile = 16
         frame = np.zeros((tile, tile * len(cells), 3), dtype=np.uint8)
         colours = {"+": (40, 200, 40), "-": (200, 40, 40), "A": (240, 240, 240), ".": (60, 60, 60)}

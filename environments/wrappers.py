@@ -1,4 +1,4 @@
-"""Observation wrappers that make_env() applies from the config, for any family."""
+"""Wrappers that make_env() applies from the config, for any family, and the families share."""
 from __future__ import annotations
 
 import gymnasium as gym
@@ -7,28 +7,36 @@ import numpy as np
 from spaces import MASK_KEY, SpaceError, layout, pack
 
 
-class HideEntries(gym.ObservationWrapper):
+def hide_entries(env: gym.Env, hidden: list[int]) -> gym.Env:
     """Drops the listed entries of a vector observation (environment.observation_mask): Pendulum without
     its angular velocity needs memory to be balanced."""
+    space = env.observation_space
+    if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
+        raise SpaceError(f"environment.observation_mask needs a vector (1-D Box) observation, not {space}")
+    size = space.shape[0]
+    bad = [i for i in hidden if not -size <= i < size]
+    if bad:
+        raise SpaceError(f"environment.observation_mask: indices {bad} are outside the observation's "
+                          f"{size} entries")
+    keep = np.setdiff1d(np.arange(size), np.asarray(hidden) % size)
+    if keep.size == 0:
+        raise SpaceError("environment.observation_mask hides every entry of the observation")
+    kept = gym.spaces.Box(space.low[keep], space.high[keep], (keep.size,), space.dtype)
+    return gym.wrappers.TransformObservation(env, lambda obs: obs[keep], kept)
 
-    def __init__(self, env: gym.Env, hidden: list[int]):
+
+class SeedRange(gym.Wrapper):
+    """Each reset draws the episode's seed from [start, start + count), by a generator that a seeded reset seeds."""
+
+    def __init__(self, env: gym.Env, start: int, count: int):
         super().__init__(env)
-        space = env.observation_space
-        if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
-            raise SpaceError(f"environment.observation_mask needs a vector (1-D Box) observation, not {space}")
-        size = space.shape[0]
-        bad = [i for i in hidden if not -size <= i < size]
-        if bad:
-            raise SpaceError(f"environment.observation_mask: indices {bad} are outside the observation's "
-                              f"{size} entries")
-        keep = np.setdiff1d(np.arange(size), np.asarray(hidden) % size)
-        if keep.size == 0:
-            raise SpaceError("environment.observation_mask hides every entry of the observation")
-        self._keep = keep
-        self.observation_space = gym.spaces.Box(space.low[keep], space.high[keep], (keep.size,), space.dtype)
+        self.start, self.count = start, count
+        self._rng = np.random.default_rng()
 
-    def observation(self, obs):
-        return obs[self._keep]
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        return self.env.reset(seed=self.start + int(self._rng.integers(self.count)), options=options)
 
 
 class PackObservation(gym.Wrapper):

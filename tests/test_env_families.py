@@ -14,7 +14,7 @@ from gymnasium import spaces
 from checkpoint import FORMAT, _tensors, arrays, load_checkpoint, save_checkpoint
 from config import ConfigError, EnvironmentConfig, config_from_dict, load_config
 
-from environments.memory_gym import MemoryGymEnv
+from environments.memory_gym import make_memory_gym
 from worker import VecEnv, environment_seeds
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
@@ -84,15 +84,15 @@ def test_breakout_frame_stack_is_channels_first():
 
 def test_memory_gym_wrapper_passes_reset_params_to_every_reset(monkeypatch):
     params = {"start-seed": 100, "num-seeds": 10, "arena_size": 3, "command_count": [4]}
-    env = MemoryGymEnv("MortarMayhem-Grid-v0", params)
+    env = make_memory_gym("MortarMayhem-Grid-v0", params)
     calls = []
-    inner_reset = env.env.reset
+    inner_reset = env.env.env.reset
 
     def spy(**kwargs):
         calls.append(kwargs)
         return inner_reset(**kwargs)
 
-    monkeypatch.setattr(env.env, "reset", spy)
+    monkeypatch.setattr(env.env.env, "reset", spy)
     try:
         env.reset(seed=3)  # the trainer's first reset
         env.reset()  # the workers' autoreset

@@ -2,6 +2,7 @@
 writable-folder check, a stdout that may close, and the torch threads a run takes (the trainer's)."""
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import re
@@ -66,6 +67,17 @@ def start_up_warnings():
     registry: dict = {}  # the "default" filter's one warning per place, over the held ones
     for w in held:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, registry=registry, source=w.source)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose errors are one ConfigError line (the scripts print `error: ...` and exit 2); no abbreviated
+    flags: a careless --res is refused, not read as --resume."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, allow_abbrev=False, **kwargs)
+
+    def error(self, message):
+        raise ConfigError(f"{message}: see --help")
 
 
 def command_line(doc: str, argv: list[str] | None = None) -> dict:

@@ -77,7 +77,7 @@ def test_cartpole_matches_gymnasium_cartpole_v1():
     for episode in range(30):
         a, _ = reference.reset(seed=episode)
         ours.reset(seed=episode)
-        ours._state = tuple(float(v) for v in reference.unwrapped.state)
+        ours.state = tuple(float(v) for v in reference.unwrapped.state)
         np.testing.assert_array_equal(a, ours._obs())
         while True:
             action = balancing_action(a) if episode % 2 else int(rng.integers(2))
@@ -118,7 +118,7 @@ def test_masked_cartpole_hides_velocities_and_reports_raw_return():
     total = 0.0
     while True:
         assert obs[1] == 0.0 and obs[3] == 0.0
-        unmasked = env.unwrapped._state
+        unmasked = env.unwrapped.state
         obs, reward, terminated, truncated, info = env.step(balancing_action(np.array(unmasked)))
         total += reward
         if terminated or truncated:

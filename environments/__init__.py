@@ -148,9 +148,8 @@ FAMILIES: dict[str, Family] = {
     "MemoryGym": Family(make_memory_gym, named=True, reset_params={"start-seed": integer(0), "num-seeds": integer(1)},
                         more_reset_params=True,
                         install="pip install -r requirements.txt && pip install --no-deps -r requirements-nodeps.txt"),
-    "Atari": Family(make_atari, named=True, more_kwargs=True, kwargs={
-        "frame_stack": integer(0), "noop_max": integer(0), "frame_skip": integer(1), "screen_size": integer(1),
-        "terminal_on_life_loss": FLAG, "episodic_life": FLAG, "fire_reset": FLAG}),
+    "Atari": Family(make_atari, named=True, more_kwargs=True,
+                    kwargs={"frame_stack": integer(0), "episodic_life": FLAG, "fire_reset": FLAG}),
     "gym": Family(_gym, named=True, more_kwargs=True),
 }
 

@@ -49,21 +49,13 @@ class LivesAndFire(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
 
-def make_atari(name: str = "ALE/Breakout-v5", frame_stack: int = 0, noop_max: int = 30, frame_skip: int = 4,
-               screen_size: int = 84, terminal_on_life_loss: bool = False, episodic_life: bool = False,
+def make_atari(name: str = "ALE/Breakout-v5", frame_stack: int = 0, episodic_life: bool = False,
                fire_reset: bool = False, render_mode: str | None = None, **make_kwargs) -> gym.Env:
     import ale_py
     from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
     gym.register_envs(ale_py)
-    if "frameskip" in make_kwargs:
-        raise ValueError("set frame_skip (applied by the preprocessing), not the base environment's frameskip")
-    if episodic_life and terminal_on_life_loss:
-        raise ValueError("episodic_life (the game goes on after a lost life) and terminal_on_life_loss (a new game "
-                         "at every lost life) exclude each other")
     env = gym.make(name, frameskip=1, render_mode=render_mode, **make_kwargs)
-    env = AtariPreprocessing(env, noop_max=noop_max, frame_skip=frame_skip, screen_size=screen_size,
-                             terminal_on_life_loss=terminal_on_life_loss, grayscale_obs=True,
-                             grayscale_newaxis=frame_stack <= 1, scale_obs=False)
+    env = AtariPreprocessing(env, noop_max=30, frame_skip=4, screen_size=84, grayscale_newaxis=frame_stack <= 1)
     if episodic_life or fire_reset:
         env = LivesAndFire(env, episodic_life, fire_reset)
     if frame_stack > 1:

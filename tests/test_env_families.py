@@ -324,7 +324,7 @@ def test_reset_params_are_refused_outside_memory_gym():
     ({"type": "CartPoleMasked", "kwargs": {"max_steps": True}}, "kwargs.max_steps", "an integer >= 1"),
     ({"type": "Minigrid", "kwargs": {"agent_view_size": 4}}, "kwargs.agent_view_size", "3, 7 or 21"),
     ({"type": "Minigrid", "kwargs": {"seed_pool": 2.5}}, "kwargs.seed_pool", "an integer >= 0"),
-    ({"type": "Atari", "kwargs": {"frame_skip": 0}}, "kwargs.frame_skip", "an integer >= 1"),
+    ({"type": "Atari", "kwargs": {"frame_stack": -1}}, "kwargs.frame_stack", "an integer >= 0"),
     ({"type": "Atari", "kwargs": {"episodic_life": "yes"}}, "kwargs.episodic_life", "true or false"),
     ({"type": "MemoryGym", "reset_params": {"num-seeds": 2.5}}, "reset_params.num-seeds", "an integer >= 1"),
 ])

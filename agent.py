@@ -28,6 +28,7 @@ from model import ActorCritic, build_model
 from normalization import Normalizers
 from spaces import action_format
 
+
 class AgentStep(NamedTuple):
     actions: np.ndarray  # (n,) for a Discrete action space, else (n, k) (Box actions not yet clipped to bounds)
     state: torch.Tensor  # (n, S): pass it back in at the next step
@@ -42,10 +43,8 @@ class Agent:
         self.device = torch.device(device)
         self.normalizers = normalizers  # frozen: statistics from training, never updated here
         self._obs_shape = tuple(model.observation_layout.shape)
-        self._mask_branches = ([int(action_space.n)] if isinstance(action_space, gym.spaces.Discrete) else
-                               [int(n) for n in np.ravel(action_space.nvec)]
-                               if isinstance(action_space, gym.spaces.MultiDiscrete) else [])
-        self._mask_width = action_format(action_space).mask_size if self._mask_branches else 0
+        self._mask_branches = getattr(model.distribution, "nvec", [])  # categorical branches: the maskable ones
+        self._mask_width = sum(self._mask_branches)
         self._state_size = model.state_size
 
     @classmethod

@@ -43,11 +43,6 @@ class EnvironmentConfig:
         return replace(self, kwargs={**self.kwargs, **self.evaluation_kwargs},
                        reset_params={**self.reset_params, **self.evaluation_reset_params})
 
-    def training_reward_scale(self) -> float:
-        """reward_scale, or the family's default where it is None."""
-        from environments import FAMILIES
-        return FAMILIES[self.type].reward_scale if self.reward_scale is None else self.reward_scale
-
     def make(self, render_mode: str | None = None, max_steps: int | None = None):
         """One environment of this section (environments.make_env); what cannot be made is a ConfigError."""
         from environments import SetupError, make_env

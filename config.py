@@ -1,8 +1,5 @@
-"""Typed configuration: nested dataclasses loaded from yaml and checked once at start.
-
-The keys are those of the reference baseline's yaml files, so a config written for it loads unchanged;
-what it left implicit (seed, device, worker processes, torch threads) has a default here.
-"""
+"""Typed configuration: nested dataclasses loaded from yaml and checked once at start. The keys are the reference
+baseline's, so its yaml files load unchanged; what it left implicit (seed, device, threads) has a default here."""
 from __future__ import annotations
 
 import copy
@@ -39,12 +36,11 @@ class EnvironmentConfig:
     evaluation_reset_params: dict = field(default_factory=dict)
 
     def for_evaluation(self) -> "EnvironmentConfig":
-        """This environment as evaluation.py builds it: the evaluation_* settings merged over the others."""
         return replace(self, kwargs={**self.kwargs, **self.evaluation_kwargs},
                        reset_params={**self.reset_params, **self.evaluation_reset_params})
 
     def make(self, render_mode: str | None = None, max_steps: int | None = None):
-        """One environment of this section (environments.make_env); what cannot be made is a ConfigError."""
+        """environments.make_env's environment; what cannot be made is a ConfigError."""
         from environments import SetupError, make_env
         from spaces import SpaceError
         try:
@@ -57,10 +53,10 @@ class EnvironmentConfig:
 @dataclass
 class RecurrenceConfig:
     sequence_length: int = 8  # steps per training sequence (truncated BPTT); <= 0: whole episodes
-    hidden_state_size: int = 32  # units of the recurrent layer
+    hidden_state_size: int = 32
     layer_type: str = "gru"  # gru or lstm
     reset_hidden_state: bool = True  # zero the recurrent state when an episode starts
-    num_layers: int = 1  # stacked recurrent layers
+    num_layers: int = 1
     separate_critic_core: bool = False  # the value function gets its own recurrent core (sb3-contrib's option)
     previous_action: bool = False  # the core also sees the last action (zeros at an episode's start)
     previous_reward: bool = False  # the core also sees the last raw environment reward (0 at an episode's start)
@@ -94,8 +90,8 @@ class InitializationConfig:
     orthogonal: bool = True  # orthogonal weights and zero biases everywhere (recurrent layers included); else torch's defaults
     hidden_gain: float = 1.4142135623730951  # gain of the encoder and hidden layers (sqrt 2, for ReLU)
     policy_gain: float = 0.01  # gain of the policy head: a near-uniform first policy
-    value_gain: float = 1.0  # gain of the value head
-    recurrent_gain: float = 1.0  # gain of the recurrent layers' weights
+    value_gain: float = 1.0
+    recurrent_gain: float = 1.0
 
 
 @dataclass
@@ -116,19 +112,19 @@ class EvaluationConfig:
 
 @dataclass
 class Config:
-    environment: EnvironmentConfig = field(default_factory=EnvironmentConfig)  # what to train on (below)
-    gamma: float = 0.99  # discount factor
+    environment: EnvironmentConfig = field(default_factory=EnvironmentConfig)
+    gamma: float = 0.99
     lamda: float = 0.95  # GAE lambda (the reference's spelling)
     updates: int = 30  # PPO iterations: collect W*T steps, then optimise
     epochs: int = 4  # passes over each rollout
     n_workers: int = 16  # W: environments stepped in parallel
     worker_steps: int = 128  # T: steps per environment per rollout
     n_mini_batch: int = 8  # minibatches per epoch (each a set of whole sequences)
-    value_loss_coefficient: float = 0.25  # weight of the value loss
+    value_loss_coefficient: float = 0.25
     hidden_layer_size: int = 64  # units of the hidden layers after the recurrent core
     vector_encoder_size: int = 0  # units of a Linear+ReLU on vector observations before the core; 0: none
-    max_grad_norm: float = 0.5  # global gradient-norm clip
-    recurrence: RecurrenceConfig = field(default_factory=RecurrenceConfig)  # the recurrent core and its sequences
+    max_grad_norm: float = 0.5  # clips the global gradient norm
+    recurrence: RecurrenceConfig = field(default_factory=RecurrenceConfig)
     learning_rate_schedule: ScheduleConfig = field(default_factory=ScheduleConfig)  # AdamW's learning rate
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)  # AdamW's other settings
     beta_schedule: ScheduleConfig = field(  # entropy bonus coefficient
@@ -138,13 +134,12 @@ class Config:
     value_clip: bool = True  # clip the value loss around the rollout's values (as the reference)
     value_clip_range: float | None = None  # its clip range; None: the policy's clip range of the update
     target_kl: float | None = None  # stop the update's epochs once a minibatch's approx-KL exceeds it; None: never
-    normalization: NormalizationConfig = field(default_factory=NormalizationConfig)  # the normalisation switches
-    initialization: InitializationConfig = field(default_factory=InitializationConfig)  # the weights' initial values
-    evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)  # held-out evaluation while training
+    normalization: NormalizationConfig = field(default_factory=NormalizationConfig)
+    initialization: InitializationConfig = field(default_factory=InitializationConfig)
+    evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
     seed: int = 0  # run seed: torch, numpy and every environment's seed derive from it
     device: str = "auto"  # auto (cuda when available), cpu, cuda, cuda:N
-    # float32; bfloat16: the rollout and the training pass under autocast (parameters, optimizer, losses and
-    # the recurrent state stay float32); auto: bfloat16 where it runs natively (AVX-512 BF16, AMX, GPUs), else float32
+    # bfloat16: rollout and training pass under autocast (parameters, losses, state stay float32); auto: where native
     precision: str = "float32"
     worker_processes: int = 0  # processes stepping the environments; 0: step them in the trainer's process
     torch_threads: int = 0  # torch intra-op threads, at most the cores here; 0: those other processes leave idle
@@ -174,7 +169,7 @@ def load_config(path: str | Path, overrides: list[str] = ()) -> Config:
     return config_from_dict(raw, overrides)
 
 
-# values a config may expand to, aliases counted as often as they repeat: the shipped configs hold under 200
+# values a config may expand to, aliases counted as often as they repeat
 MAX_CONFIG_VALUES = 100_000
 MAX_CONFIG_DEPTH = 64  # nesting: a config nests 3 levels; PyYAML and copy recurse once per level
 

@@ -106,12 +106,6 @@ class EpisodeStats(gym.Wrapper):
         self._half = state.get("half", 0)  # checkpoints from before the halves: training's
 
 
-def _gym(name: str = "", **kwargs) -> gym.Env:
-    if not name:
-        raise SetupError("environment.type 'gym' needs environment.name, a Gymnasium id such as 'CartPole-v1'")
-    return gym.make(name, **kwargs)
-
-
 class Allowed(NamedTuple):
     """The values a setting takes: a test, and the words that name them in a refusal."""
     test: Callable[[object], bool]
@@ -150,7 +144,7 @@ FAMILIES: dict[str, Family] = {
                         install="pip install -r requirements.txt && pip install --no-deps -r requirements-nodeps.txt"),
     "Atari": Family(make_atari, named=True, more_kwargs=True,
                     kwargs={"frame_stack": integer(0), "episodic_life": FLAG, "fire_reset": FLAG}),
-    "gym": Family(_gym, named=True, more_kwargs=True),
+    "gym": Family(lambda name, **kwargs: gym.make(name, **kwargs), named=True, more_kwargs=True),
 }
 
 
@@ -163,6 +157,8 @@ def check_settings(family: str, name: str = "", kwargs: dict | None = None,
     if name and not spec.named:
         raise SetupError(f"environment.name {name!r} is not used by environment.type '{family}' "
                          "(only Minigrid, MemoryGym, Atari and gym take a Gymnasium id): remove it")
+    if family == "gym" and not name:
+        raise SetupError("environment.type 'gym' needs environment.name, a Gymnasium id such as 'CartPole-v1'")
     for key, given, allowed, more in (("environment.kwargs", kwargs, spec.kwargs, spec.more_kwargs),
                                       ("environment.reset_params", reset_params, spec.reset_params,
                                        spec.more_reset_params)):
@@ -191,8 +187,6 @@ def make_env(family: str, name: str = "", kwargs: dict | None = None, reset_para
         if error.name is None:  # gym.make of "package:Id" re-raises with a message of its own
             raise SetupError(f"environment.name {name!r} cannot be made: {_one_line(error)}") from None
         raise SetupError(f"environment.type '{family}' needs the {error.name} module: {spec.install}") from None
-    except SetupError:
-        raise
     except Exception as error:  # the environment's own code: any type, for a bad value
         what = f"environment.name {name!r}" if name else f"environment.type {family!r}"
         for key, value in (("environment.kwargs", kwargs), ("environment.reset_params", reset_params)):

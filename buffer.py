@@ -207,7 +207,6 @@ class RolloutBuffer:
                 previous=f["previous"][rows] if P else None, burn_in=burn_in)
 
     def refresh_states(self, model: ActorCritic, chunk: int) -> None:
-        """Recomputes the stored states with the current parameters, from each worker's first state."""
         W, T, f = self.W, self.T, self._train
         obs = f["obs"][:W * T].reshape(W, T, *f["obs"].shape[1:])  # (W*T, *obs) -> (W, T, *obs)
         previous = f["previous"][:W * T].reshape(W, T, -1) if self.previous_size else None  # (W*T, P) -> (W, T, P)

@@ -403,7 +403,6 @@ FIXED_ON_RESUME = ("environment", "n_workers", "hidden_layer_size", "vector_enco
 
 
 def check_resume_overrides(saved: dict, config: Config) -> None:
-    """Refuses overrides of FIXED_ON_RESUME keys, naming them."""
     saved = _build(Config, saved, prefix="").to_dict()  # keys added since the checkpoint was written: defaults
     now = config.to_dict()
     changed = [key for key in FIXED_ON_RESUME if _get(saved, key) != _get(now, key)]

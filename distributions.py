@@ -34,7 +34,6 @@ class Categorical(nn.Module):
                          dim=1).float()
 
     def _log_softmax(self, logits: torch.Tensor, mask: torch.Tensor | None) -> list[torch.Tensor]:
-        """One (B, n_i) log-softmax per branch, each masked by its own part of the mask."""
         # (B, sum(nvec)) -> one (B, n_i) block per branch; a mask is laid out the same way
         masks = [None] * len(self.nvec) if mask is None else mask.split(self.nvec, dim=-1)
         return [_masked_logits(b, m).log_softmax(-1) for b, m in zip(logits.split(self.nvec, dim=-1), masks)]

@@ -14,7 +14,6 @@ from environments import HELD_OUT
 
 
 def evaluation_seeds(seed: int, count: int) -> list[int]:
-    """`count` environment seeds for the evaluation seed `seed`, all in the held-out half."""
     from worker import environment_seeds
     return [HELD_OUT + s for s in environment_seeds(seed, count)]
 
@@ -29,8 +28,7 @@ class CappedEnvironment(EnvironmentConfig):
 
 
 def evaluation_environment(config: Config, max_steps: int | None = None) -> CappedEnvironment:
-    """for_evaluation()'s environment section, its episodes cut at max_steps (None: evaluation.max_steps),
-    so that no evaluation hangs on a policy that never ends an episode."""
+    """for_evaluation()'s section, episodes cut at max_steps (None: evaluation.max_steps): no evaluation hangs."""
     cap = config.evaluation.max_steps if max_steps is None else max_steps
     return CappedEnvironment(**vars(config.environment.for_evaluation()), max_steps=cap)
 
@@ -74,7 +72,6 @@ def evaluate(agent, episodes: int, seed: int = 0, deterministic: bool = False, w
 
 
 def scores(results: list[dict]) -> dict[str, float]:
-    """Reward and length statistics; the success rate where every episode has one; how many were capped."""
     rewards = np.array([r["reward"] for r in results], dtype=np.float64)
     out = {"reward_mean": float(rewards.mean()), "reward_std": float(rewards.std()),
            "reward_min": float(rewards.min()), "reward_max": float(rewards.max()),
@@ -116,7 +113,6 @@ class Evaluator:
                               "not act on them")
 
     def due(self, update: int) -> bool:
-        """Every `interval` updates, and after the last."""
         interval = self.config.evaluation.interval
         return interval > 0 and (update % interval == 0 or update == self.config.updates)
 

@@ -134,7 +134,6 @@ class _PartsEncoder(nn.Module):
 
 
 def bfloat16_is_fast(device: torch.device) -> bool:
-    """Whether bfloat16 runs natively: a GPU that supports it, or a CPU with AVX-512 BF16 or AMX."""
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported()
     try:
@@ -160,7 +159,6 @@ def check_precision(precision: str, device: torch.device) -> None:
 
 
 def autocast(precision: str, device: torch.device) -> torch.autocast:
-    """The autocast region of a config's precision: bfloat16 (or auto where bfloat16_is_fast), else off."""
     on = precision == "bfloat16" or (precision == "auto" and bfloat16_is_fast(device))
     return torch.autocast(device.type, dtype=torch.bfloat16, enabled=on)
 

@@ -105,7 +105,6 @@ class Normalizers:
         self.reward_clip = config.environment.reward_clip
 
     def observation(self, obs: np.ndarray, update: bool) -> np.ndarray:
-        """Raw observations (n, ...) -> what the model sees."""
         return obs if self.observations is None else self.observations(obs, update)
 
     def reward(self, rewards: np.ndarray, dones: np.ndarray) -> np.ndarray:
@@ -118,7 +117,6 @@ class Normalizers:
         return rewards if self.rewards is None else self.rewards(rewards, dones)
 
     def value_units(self, values: np.ndarray) -> np.ndarray:
-        """The value head's output -> the returns' units."""
         return values if self.values is None else self.values.denormalize(values)
 
     def _parts(self) -> dict:

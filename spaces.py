@@ -46,7 +46,6 @@ class Layout(NamedTuple):
 
 
 def _channels_last(shape: tuple[int, ...]) -> bool:
-    """HWC (True) or CHW (False): the channel axis is the short one (at most 4 channels)."""
     if shape[-1] <= 4:
         return True
     if shape[0] <= 4:
@@ -55,18 +54,7 @@ def _channels_last(shape: tuple[int, ...]) -> bool:
                      "expected height x width x channels or channels x height x width with at most 4 channels")
 
 
-def _box_part(key: str, space: gym.spaces.Box, start: int) -> Part:
-    shape = tuple(space.shape)
-    if len(shape) == 3:
-        return Part(key, "image", shape, start, int(np.prod(shape)), channels_last=_channels_last(shape),
-                    scale=1.0 / 255.0 if space.dtype == np.uint8 else 1.0)
-    if len(shape) in (0, 1, 2):
-        return Part(key, "vector", shape, start, int(np.prod(shape)))
-    raise SpaceError(f"observation shape {shape} is not supported (vectors, or 3-D images HWC / CHW)")
-
-
 def _entries(space: gym.spaces.Dict | gym.spaces.Tuple) -> list[tuple[str, gym.Space]]:
-    """A Dict's entries by key (its action mask left out) or a Tuple's in order."""
     if isinstance(space, gym.spaces.Dict):
         return [(name, sub) for name, sub in sorted(space.spaces.items()) if name != MASK_KEY]
     return [(str(i), sub) for i, sub in enumerate(space.spaces)]
@@ -75,7 +63,13 @@ def _entries(space: gym.spaces.Dict | gym.spaces.Tuple) -> list[tuple[str, gym.S
 def _parts(space: gym.Space, key: str, start: int) -> list[Part]:
     """The parts of `space` in storage order, the first beginning at entry `start`."""
     if isinstance(space, gym.spaces.Box):
-        return [_box_part(key, space, start)]
+        shape = tuple(space.shape)
+        if len(shape) > 3:
+            raise SpaceError(f"observation shape {shape} is not supported (vectors, or 3-D images HWC / CHW)")
+        if len(shape) < 3:
+            return [Part(key, "vector", shape, start, int(np.prod(shape)))]
+        return [Part(key, "image", shape, start, int(np.prod(shape)), channels_last=_channels_last(shape),
+                     scale=1.0 / 255.0 if space.dtype == np.uint8 else 1.0)]
     if isinstance(space, gym.spaces.Discrete):
         return [Part(key, "categorical", (), start, 1, (int(space.n),))]
     if isinstance(space, gym.spaces.MultiDiscrete):

@@ -98,7 +98,6 @@ class Summaries:
         return out
 
     def write(self, log: UpdateLog) -> dict[str, float]:
-        """Records one update everywhere; returns its scalars."""
         self.history.append(log)
         self.recent_rewards.extend(e["reward"] for e in log.episodes)
         scalars = self.scalars(log)

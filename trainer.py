@@ -75,11 +75,11 @@ class Trainer:
                 if log.evaluation is not None:
                     self.keep_if_best(scalars["eval/reward_mean"])
                 if c.checkpoint_interval and self.update % c.checkpoint_interval == 0:
-                    self.save()
+                    checkpoint.save(self)
                 if on_update is not None:
                     on_update(self, log, scalars)
             if self.saved_update != self.update:
-                self.save()
+                checkpoint.save(self)
             if self.stop_signal is None:
                 self.summaries.finish(time.perf_counter() - start)
         finally:
@@ -87,7 +87,6 @@ class Trainer:
         return self.summaries.history
 
     def one_update(self) -> UpdateLog:
-        """Collect, advantages, optimise: one PPO iteration and what it measured."""
         c, times, tick = self.config, PhaseTimes(), time.perf_counter()
         lr, beta, clip = (schedule_value(schedule, self.update)
                           for schedule in (c.learning_rate_schedule, c.beta_schedule, c.clip_range_schedule))
@@ -183,13 +182,9 @@ class Trainer:
             torch.set_num_threads(self.threads)
 
     def keep_if_best(self, reward_mean: float) -> None:
-        """Writes models/<run-id>-best.pt when this evaluation beats every earlier one."""
         if self.best is None or reward_mean > self.best["reward_mean"]:
             self.best = {"reward_mean": reward_mean, "update": self.update}
             checkpoint.save(self, self.best_path)
-
-    def save(self) -> Path:
-        return checkpoint.save(self)
 
     def close(self) -> None:
         self.envs.close()

@@ -37,7 +37,6 @@ class Step:
 
 
 def environment_seeds(seed: int, count: int) -> list[int]:
-    """Distinct seeds for `count` environments, derived from the run seed."""
     rng = np.random.default_rng(seed)
     return [int(s) for s in rng.choice(2 ** 31 - 1, size=count, replace=False)]
 
@@ -131,7 +130,6 @@ def _step_slice(envs, lo: int, shared: _Shared) -> list[tuple[int, dict]]:
 
 
 def _run(envs, lo: int, seeds, shared: _Shared, command: str, argument=None):
-    """One command on the environments lo, lo + 1, ..., in whichever process holds them."""
     if command == "step":
         return _step_slice(envs, lo, shared)
     if command == "reset":

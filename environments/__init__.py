@@ -84,7 +84,6 @@ class EpisodeStats(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
     def get_state(self) -> dict:
-        """The seed generator's state, this episode's seed and actions, and where it went on (CONTINUES)."""
         return {"seeds": self._seeds.bit_generator.state, "episode_seed": self._episode_seed,
                 "actions": np.array(self._actions), "half": self._half,
                 "goes_on": np.array(self._goes_on, dtype=np.int64)}

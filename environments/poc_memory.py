@@ -57,12 +57,9 @@ class PocMemoryEnv(gym.Env):
         return self._obs(), reward, True, False, {"success": success}
 
     def render(self):
-        cells = ["."] * (2 * ENDS + 1)
-        cells[0], cells[-1] = ("+" if g > 0 else "-" for g in self._goals)
-        cells[self._cell + ENDS] = "A"
-        tile = 16
-        frame = np.zeros((tile, tile * len(cells), 3), dtype=np.uint8)
-        colours = {"+": (40, 200, 40), "-": (200, 40, 40), "A": (240, 240, 240), ".": (60, 60, 60)}
-        for i, c in enumerate(cells):
-            frame[2:-2, i * tile + 2:(i + 1) * tile - 2] = colours[c]
-        return frame
+        cells = np.full((1, 2 * ENDS + 1, 3), 60, dtype=np.uint8)  # a grey track
+        cells[0, [0, -1]] = [(40, 200, 40) if goal > 0 else (200, 40, 40) for goal in self._goals]
+        cells[0, self._cell + ENDS] = 240  # the agent
+        tile = np.zeros((16, 16, 1), dtype=np.uint8)
+        tile[2:-2, 2:-2] = 1
+        return np.kron(cells, tile)  # (1, cells, 3) -> (16, 16 x cells, 3): a tile per cell, black borders

@@ -23,7 +23,6 @@ class SplitMix64:
         return z ^ (z >> 31)
 
     def random(self) -> float:
-        """A float in [0, 1) with 53 random bits."""
         return (self.next() >> 11) * (1.0 / 9007199254740992.0)
 
     def integers(self, n: int) -> int:

@@ -40,7 +40,6 @@ class EnvironmentConfig:
                        reset_params={**self.reset_params, **self.evaluation_reset_params})
 
     def make(self, render_mode: str | None = None, max_steps: int | None = None):
-        """environments.make_env's environment; what cannot be made is a ConfigError."""
         from environments import SetupError, make_env
         from spaces import SpaceError
         try:
@@ -154,7 +153,6 @@ EXECUTION_KEYS = ("device", "worker_processes", "torch_threads", "checkpoint_int
 
 
 def load_config(path: str | Path, overrides: list[str] = ()) -> Config:
-    """The yaml file, then each `key.sub=value` override, checked as one config."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
@@ -318,7 +316,6 @@ AT_LEAST_0 = ("vector_encoder_size", "value_loss_coefficient", "worker_processes
 
 
 def validate(config: Config) -> None:
-    """Impossible values and combinations, each reported as one line naming the key."""
     def need(ok: bool, key: str, value, allowed: str):
         if not ok:
             raise ConfigError(f"config key '{key}' = {reprlib.repr(value)} is not allowed: {allowed}")

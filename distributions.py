@@ -95,7 +95,6 @@ class Gaussian(nn.Module):
         self.log_std = nn.Parameter(torch.zeros(n))
 
     def features(self, actions: torch.Tensor) -> torch.Tensor:
-        """(B, n) -> (B, n) float: the sample as drawn, before the environment's bounds clip it."""
         return actions.float()
 
     def sample(self, params, mask, deterministic: bool):

@@ -35,7 +35,6 @@ def evaluation_environment(config: Config, max_steps: int | None = None) -> Capp
 
 def evaluation_envs(config: Config, episodes: int, seed: int, workers: int | None = None,
                     max_steps: int | None = None):
-    """min(workers or n_workers, episodes) environments stepped in this process, with the step cap."""
     from worker import VecEnv
     W = max(1, min(workers or config.n_workers, episodes))
     return VecEnv(evaluation_environment(config, max_steps), evaluation_seeds(seed, W), processes=0)

@@ -17,7 +17,6 @@ class SpaceError(ValueError):
 
 
 class Part(NamedTuple):
-    """One part of an observation, as stored and as its encoder sees it."""
     key: str  # where it sits: "" for the whole observation, "cue" in a Dict, "1" in a Tuple, "a.1" nested
     kind: str  # "image", "vector" (floats, 0/1 included) or "categorical" (indices, one-hot in the model)
     shape: tuple[int, ...]  # its own shape (an image's H, W, C or C, H, W)
@@ -29,7 +28,6 @@ class Part(NamedTuple):
 
 
 class Layout(NamedTuple):
-    """How one observation is stored: its parts, and the stored array's shape and dtype."""
     parts: tuple[Part, ...]
     packed: bool  # stored as one float32 vector of the parts (anything but a single Box)
     shape: tuple[int, ...]

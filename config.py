@@ -52,10 +52,10 @@ class EnvironmentConfig:
 @dataclass
 class RecurrenceConfig:
     sequence_length: int = 8  # steps per training sequence (truncated BPTT); <= 0: whole episodes
-    hidden_state_size: int = 32
+    hidden_state_size: int = 32  # units of the recurrent layer
     layer_type: str = "gru"  # gru or lstm
     reset_hidden_state: bool = True  # zero the recurrent state when an episode starts
-    num_layers: int = 1
+    num_layers: int = 1  # stacked recurrent layers
     separate_critic_core: bool = False  # the value function gets its own recurrent core (sb3-contrib's option)
     previous_action: bool = False  # the core also sees the last action (zeros at an episode's start)
     previous_reward: bool = False  # the core also sees the last raw environment reward (0 at an episode's start)
@@ -89,8 +89,8 @@ class InitializationConfig:
     orthogonal: bool = True  # orthogonal weights and zero biases everywhere (recurrent layers included); else torch's defaults
     hidden_gain: float = 1.4142135623730951  # gain of the encoder and hidden layers (sqrt 2, for ReLU)
     policy_gain: float = 0.01  # gain of the policy head: a near-uniform first policy
-    value_gain: float = 1.0
-    recurrent_gain: float = 1.0
+    value_gain: float = 1.0  # gain of the value head
+    recurrent_gain: float = 1.0  # gain of the recurrent layers' weights
 
 
 @dataclass
@@ -111,19 +111,19 @@ class EvaluationConfig:
 
 @dataclass
 class Config:
-    environment: EnvironmentConfig = field(default_factory=EnvironmentConfig)
-    gamma: float = 0.99
+    environment: EnvironmentConfig = field(default_factory=EnvironmentConfig)  # what to train on (below)
+    gamma: float = 0.99  # discount factor
     lamda: float = 0.95  # GAE lambda (the reference's spelling)
     updates: int = 30  # PPO iterations: collect W*T steps, then optimise
     epochs: int = 4  # passes over each rollout
     n_workers: int = 16  # W: environments stepped in parallel
     worker_steps: int = 128  # T: steps per environment per rollout
     n_mini_batch: int = 8  # minibatches per epoch (each a set of whole sequences)
-    value_loss_coefficient: float = 0.25
+    value_loss_coefficient: float = 0.25  # weight of the value loss
     hidden_layer_size: int = 64  # units of the hidden layers after the recurrent core
     vector_encoder_size: int = 0  # units of a Linear+ReLU on vector observations before the core; 0: none
-    max_grad_norm: float = 0.5  # clips the global gradient norm
-    recurrence: RecurrenceConfig = field(default_factory=RecurrenceConfig)
+    max_grad_norm: float = 0.5  # global gradient-norm clip
+    recurrence: RecurrenceConfig = field(default_factory=RecurrenceConfig)  # the recurrent core and its sequences
     learning_rate_schedule: ScheduleConfig = field(default_factory=ScheduleConfig)  # AdamW's learning rate
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)  # AdamW's other settings
     beta_schedule: ScheduleConfig = field(  # entropy bonus coefficient
@@ -133,12 +133,13 @@ class Config:
     value_clip: bool = True  # clip the value loss around the rollout's values (as the reference)
     value_clip_range: float | None = None  # its clip range; None: the policy's clip range of the update
     target_kl: float | None = None  # stop the update's epochs once a minibatch's approx-KL exceeds it; None: never
-    normalization: NormalizationConfig = field(default_factory=NormalizationConfig)
-    initialization: InitializationConfig = field(default_factory=InitializationConfig)
-    evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
+    normalization: NormalizationConfig = field(default_factory=NormalizationConfig)  # the normalisation switches
+    initialization: InitializationConfig = field(default_factory=InitializationConfig)  # the weights' initial values
+    evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)  # held-out evaluation while training
     seed: int = 0  # run seed: torch, numpy and every environment's seed derive from it
     device: str = "auto"  # auto (cuda when available), cpu, cuda, cuda:N
-    # bfloat16: rollout and training pass under autocast (parameters, losses, state stay float32); auto: where native
+    # float32; bfloat16: the rollout and the training pass under autocast (parameters, optimizer, losses and
+    # the recurrent state stay float32); auto: bfloat16 where it runs natively (AVX-512 BF16, AMX, GPUs), else float32
     precision: str = "float32"
     worker_processes: int = 0  # processes stepping the environments; 0: step them in the trainer's process
     torch_threads: int = 0  # torch intra-op threads, at most the cores here; 0: those other processes leave idle

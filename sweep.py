@@ -86,40 +86,34 @@ def seed_list(text: str) -> list[int]:
 
 def parser() -> ArgumentParser:
     parser = ArgumentParser("sweep.py", description=__doc__, epilog="Ctrl-C or SIGTERM stops the trials at their "
-                            "checkpoints (exit 130 or 143); a second one stops at once. Exit codes: 0 every trial "
-                            "ended, 1 a trial failed more often than allowed, 2 refused before starting.")
-    add, seeds, varied = parser.add_argument, parser.add_mutually_exclusive_group(), \
-        parser.add_mutually_exclusive_group()
+                            "checkpoints (exit 130 or 143), a second one at once. Exit codes: 0 every trial ended, 1 "
+                            "a trial failed more often than allowed, 2 refused before starting.")
+    add = parser.add_argument
+    seeds, varied = parser.add_mutually_exclusive_group(), parser.add_mutually_exclusive_group()
     add("--config", default="configs/poc_memory_env.yaml", help="the config every trial starts from (%(default)s)")
-    add("--sweep-id", metavar="NAME", help="names <storage>/<sweep-id>/ and summaries/<sweep-id>/ (default: the "
-        "config's name and the time)")
+    add("--sweep-id", metavar="NAME", help="names its folders (default: the config's name and the time)")
     add("--set", action="append", default=[], metavar="KEY=VALUE", help="as train.py's, in every trial (repeatable)")
-    seeds.add_argument("--seeds", type=bounded(int, 1, MAX_TRIALS), metavar="N",
-                       help="every grid point with seeds 0..N-1 (default: the config's seed)")
-    seeds.add_argument("--seed-list", type=seed_list, metavar="a,b,c", help="every grid point with these seeds")
+    seeds.add_argument("--seeds", type=bounded(int, 1, MAX_TRIALS), metavar="N", help="seeds 0..N-1 (default: the "
+                       "config's seed)")
+    seeds.add_argument("--seed-list", type=seed_list, metavar="a,b,c", help="these seeds")
     varied.add_argument("--grid", action="append", default=[], metavar="KEY=a,b,c",
                         help="one trial per value, read as yaml; several give every combination (repeatable)")
     varied.add_argument("--search", action="append", default=[], metavar="KEY=DIST", help="Optuna's TPE samples KEY "
                         "from loguniform:a:b, uniform:a:b, int:a:b (a, b included) or choice:a,b,c (repeatable)")
-    add("--samples", type=bounded(int, 1, MAX_TRIALS), metavar="N", help="the runs of a search, each with one seed "
-        "(default: 10)")
-    add("--scheduler", choices=("none", "asha"), default="none", help="asha: stop the trials that fall behind early "
-        "(default: %(default)s)")
-    add("--metric", choices=METRICS, default=METRICS[0], metavar="TAG", help="what --search and --scheduler maximise: "
-        "%(choices)s (default: %(default)s)")
+    add("--samples", type=bounded(int, 1, MAX_TRIALS), metavar="N", help="runs of a search, one seed each (default 10)")
+    add("--scheduler", choices=("none", "asha"), default="none", help="asha: stop the trials that fall behind early")
+    add("--metric", choices=METRICS, default=METRICS[0], metavar="TAG",
+        help="what --search and --scheduler maximise: %(choices)s (the first by default)")
     add("--cpus-per-trial", type=bounded(float, 0.01, MAX_PER_TRIAL), default=1.0, metavar="N",
         help="CPUs a trial reserves, and its torch threads and environment processes (default: %(default)g)")
     add("--gpus-per-trial", type=bounded(float, 0, MAX_PER_TRIAL), default=0.0, metavar="F",
         help="a trial's share of a GPU, e.g. 0.25; above 0 it trains on cuda (default: %(default)g)")
-    add("--max-concurrent", type=bounded(int, 1, MAX_TRIALS), metavar="N",
-        help="at most N trials at once (default: as many as the CPUs and GPUs hold)")
+    add("--max-concurrent", type=bounded(int, 1, MAX_TRIALS), metavar="N", help="at most N trials at once")
     add("--max-failures", type=bounded(int, 0), default=3, metavar="N",
         help="restarts of a trial whose process died, from its last checkpoint (default: %(default)s)")
     add("--address", help="a Ray cluster's: auto, HOST:PORT or ray://HOST:10001 (default: Ray in this process)")
-    add("--storage", default="./sweeps", help="Tune's storage_path: a folder every node sees, or s3://..., gs://... "
-        "(default: %(default)s)")
-    add("--threshold", type=bounded(float), metavar="X", help="the statistics also give the fraction of seeds "
-        "scoring at least X")
+    add("--storage", default="./sweeps", help="a folder every node sees, or s3://..., gs://... (%(default)s)")
+    add("--threshold", type=bounded(float), metavar="X", help="the statistics add the fraction of seeds >= X")
     add("--resume", metavar="FOLDER", help="continue the sweep in <storage>/<sweep-id>; only --address and "
         "--threshold apply with it")
     return parser
@@ -506,10 +500,10 @@ def report(sweep: Sweep, results: list, seconds: float, stopped_by: int | None) 
     code, out = 0, Path(sweep.local) / "stats"
     try:
         if not finished:
-            raise stats.InputError("no trial ran all its updates")
+            raise ConfigError("no trial ran all its updates")
         table = stats.report([Path(sweep.summaries) / Path(r.path).name for r in finished], out, sweep.threshold)
         print(f"{table}statistics in {out}.md, .json, .png")
-    except stats.InputError as error:
+    except ConfigError as error:
         print(f"no statistics: {error}", file=sys.stderr)
     except OSError as error:
         code = failed(f"could not write the statistics to {out}.* ({reason(error)}); the trials' models and "

@@ -1,7 +1,4 @@
-"""Statistics over seeds: mean, median and IQM with percentile bootstrap intervals (Agarwal et al., NeurIPS 2021).
-
-docs/sweeps.md says what the table, figure and JSON hold.
-"""
+"""Statistics over seeds: mean, median and IQM with bootstrap intervals (Agarwal et al., 2021; docs/sweeps.md)."""
 from __future__ import annotations
 
 import argparse
@@ -19,7 +16,8 @@ from tensorboard.compat.tensorflow_stub import errors
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import PyRecordReader_New
 
 from atomic import write_atomically
-from config import EXECUTION_KEYS
+from cli import ArgumentParser, failed
+from config import EXECUTION_KEYS, ConfigError
 
 N_RESAMPLES = 2000
 CONFIDENCE = 0.95
@@ -38,10 +36,6 @@ class Interval(NamedTuple):
     point: Any  # floats, or arrays of one shape
     low: Any
     high: Any
-
-
-class InputError(ValueError):
-    """Input a user can get wrong: the command line prints it in one line."""
 
 
 def iqm(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -150,7 +144,7 @@ def load_run(folder: Path) -> Run | None:
     try:
         config = json.loads((folder / "config.json").read_text())
     except json.JSONDecodeError as error:
-        raise InputError(f"{folder / 'config.json'}: not valid JSON ({error})") from None
+        raise ConfigError(f"{folder / 'config.json'}: not valid JSON ({error})") from None
     by_update = read_scalars(folder, TAGS)
     updates = sorted(u for u, values in by_update.items() if "steps" in values)
     if not updates:
@@ -170,10 +164,10 @@ def load_runs(paths: list[str | Path]) -> list[Run]:
     runs: dict[Path, Run] = {}  # by folder: overlapping paths give each run once
     for path in map(Path, paths):
         if not path.exists():
-            raise InputError(f"{path} does not exist")
+            raise ConfigError(f"{path} does not exist")
         found = [run for run in (load_run(c.parent) for c in sorted(path.rglob("config.json"))) if run]
         if not found:
-            raise InputError(f"no runs under {path} (a run's folder holds config.json and TensorBoard "
+            raise ConfigError(f"no runs under {path} (a run's folder holds config.json and TensorBoard "
                              "events of at least one update)")
         runs.update((run.folder.resolve(), run) for run in found)
     return list(runs.values())
@@ -264,15 +258,15 @@ class Published(NamedTuple):
 
 
 def parse_published(text: str) -> Published:
-    """--published's 'STEPS:VALUE:LABEL' (STEPS empty: a level) -> Published; InputError for anything else."""
+    """--published's 'STEPS:VALUE:LABEL' (STEPS empty: a level), as an argparse type."""
     steps, value, label = (text.split(":", 2) + ["", ""])[:3]
     try:
         published = Published(int(steps) if steps.strip() else None, float(value), label.strip())
     except ValueError:
         published = None
     if not published or not published.label or not np.isfinite(published.value) or (published.env_steps or 0) < 0:
-        raise InputError(f"--published {text!r}: expected STEPS:VALUE:LABEL, STEPS a whole number >= 0 or empty "
-                         "(a level), VALUE a finite number, e.g. 8192000:0.42:GRU")
+        raise argparse.ArgumentTypeError(f"expected STEPS:VALUE:LABEL, STEPS a whole number >= 0 or empty (a level), "
+                                         f"VALUE a finite number, e.g. 8192000:0.42:GRU; got {text!r}")
     return published
 
 
@@ -414,11 +408,13 @@ def output_prefix(out: str | Path) -> Path:
 def report(folders: list[str | Path], out: str | Path, threshold: float | None = None, final_updates: int = 1,
            published: list[Published] = (), **bootstrap: Any) -> str:
     """Writes <output_prefix(out)>.md, .json and .png for the runs below folders; returns the markdown."""
+    if threshold is not None and not np.isfinite(threshold):
+        raise ConfigError(f"--threshold must be a finite number, not {threshold}")
     points = group_runs(load_runs(folders))
     for point in points:
-        if final_updates > len(point.runs[0].update):
-            raise InputError(f"--final-updates {final_updates}: the runs of {point.label} have "
-                             f"{len(point.runs[0].update)} update(s)")
+        if not 1 <= final_updates <= len(point.runs[0].update):
+            raise ConfigError(f"--final-updates {final_updates}: must be from 1 to the {len(point.runs[0].update)} "
+                              f"update(s) the runs of {point.label} have")
     references = {reference_for(point.config) for point in points}  # drawn where all grid points share one
     reference = references.pop() if len(references) == 1 else None
     scores = np.concatenate([point.scores(final_updates) for point in points])
@@ -440,33 +436,28 @@ def report(folders: list[str | Path], out: str | Path, threshold: float | None =
     return markdown
 
 
-def main(argv: list[str] | None = None) -> None:
-    # no usage line: an error is the one line `stats.py: error: ...`
-    parser = argparse.ArgumentParser("stats.py", usage=argparse.SUPPRESS, description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = ArgumentParser("stats.py", description=__doc__)
     parser.add_argument("--runs", action="extend", nargs="+", required=True,
                         help="folders with runs below them; each config is one grid point, seeds apart")
     parser.add_argument("--out", required=True, help="writes OUT.md, OUT.json, OUT.png; a folder gets stats.*")
     parser.add_argument("--threshold", type=float, help="also report the fraction of seeds scoring at least this")
     parser.add_argument("--final-updates", type=int, default=1,
                         help="a run's score is its mean reward_mean_last100 over this many last updates")
-    parser.add_argument("--published", action="append", default=[], metavar="STEPS:VALUE:LABEL",
+    parser.add_argument("--published", action="append", default=[], type=parse_published, metavar="STEPS:VALUE:LABEL",
                         help="a published figure to draw (repeatable): a point, or with STEPS empty a level")
-    args = parser.parse_args(argv)
-    if args.threshold is not None and not np.isfinite(args.threshold):
-        parser.error(f"--threshold must be a finite number, not {args.threshold}")
-    if args.final_updates < 1:
-        parser.error(f"--final-updates must be at least 1, not {args.final_updates}")
     try:
-        markdown = report(args.runs, args.out, args.threshold, args.final_updates,
-                          [parse_published(text) for text in args.published])
-    except InputError as error:
-        parser.error(str(error))
+        args = parser.parse_args(argv)
+        markdown = report(args.runs, args.out, args.threshold, args.final_updates, args.published)
+    except ConfigError as error:
+        return failed(error)
     except OSError as error:
-        parser.error(f"could not read or write {error.filename}: {error.strerror}")
+        return failed(f"could not read or write {error.filename}: {error.strerror}")
     out = output_prefix(args.out)
     print(markdown, end="")
     print(f"wrote {out}.md, {out}.json, {out}.png")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

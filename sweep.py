@@ -1,34 +1,5 @@
-"""Many runs of one config: seeds, grids and searches as Ray Tune trials, each a normal run (docs/sweeps.md).
-
-Usage:
-  sweep.py [options] [--set=<kv>]... [--grid=<kv>]... [--search=<kd>]...
-  sweep.py --help
-
-Options:
-  --config=<path>        The yaml config every trial starts from [default: configs/poc_memory_env.yaml].
-  --sweep-id=<name>      Names <storage>/<sweep-id>/ and summaries/<sweep-id>/. Default: the config's name and time.
-  --set=<kv>             Override one config key in every trial, as train.py's --set (repeatable).
-  --grid=<kv>            KEY=a,b,c: one trial per value, read as yaml; several give every combination (repeatable).
-  --seeds=<n>            Run every grid point with seeds 0..n-1. Default: the config's seed.
-  --seed-list=<list>     Run every grid point with these seeds, e.g. 3,4,5.
-  --search=<kd>          KEY=DIST: Optuna's TPE samples KEY from loguniform:a:b, uniform:a:b, int:a:b (a and b
-                         included) or choice:a,b,c (repeatable); each sample is one run with one seed.
-  --samples=<n>          Runs a search samples (default 10).
-  --scheduler=<name>     none, or asha: stop the trials that fall behind early [default: none].
-  --metric=<tag>         What --search and --scheduler maximise [default: episode/reward_mean_last100].
-  --cpus-per-trial=<n>   CPUs a trial reserves, and its torch threads and environment processes [default: 1].
-  --gpus-per-trial=<f>   The share of a GPU a trial reserves, e.g. 0.25; above 0 it trains on cuda [default: 0].
-  --max-concurrent=<n>   Run at most n trials at once. Default: as many as the CPUs and GPUs hold.
-  --max-failures=<n>     Restarts of a trial whose process died, from its last checkpoint [default: 3].
-  --address=<address>    Run on a Ray cluster: auto, HOST:PORT or ray://HOST:10001. Default: Ray in this process.
-  --storage=<path>       Tune's storage_path: a folder every node sees, or s3://..., gs://... [default: ./sweeps].
-  --threshold=<x>        The statistics also give the fraction of seeds scoring at least x.
-  --resume=<folder>      Continue an interrupted sweep, <storage>/<sweep-id>; only --address and --threshold
-                         apply with it.
-
-Ctrl-C or SIGTERM stops the trials at their checkpoints (exit 130 or 143); a second one stops at once.
-Exit codes: 0 every trial ended, 1 a trial failed more often than allowed, 2 refused before starting.
-"""
+"""Many runs of one config: seeds, grids and searches as Ray Tune trials, each a normal run (docs/sweeps.md)."""
+import argparse
 import itertools
 import json
 import math
@@ -39,7 +10,6 @@ import secrets
 import shlex
 import shutil
 import signal
-import socket
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -54,7 +24,7 @@ if __name__ == "__main__":
     stopping.leave_at_once_on_stop_signals()  # before the imports below and Ray's, which take seconds
 
 from atomic import write_atomically  # noqa: E402
-from cli import command_line, failed, reason, start_up_warnings, writable  # noqa: E402
+from cli import ArgumentParser, failed, reason, start_up_warnings, writable  # noqa: E402
 from config import ConfigError, config_from_dict, load_config, read_yaml  # noqa: E402
 from spaces import SpaceError  # noqa: E402
 from train import check_run_id  # noqa: E402
@@ -66,8 +36,6 @@ METRICS = ("episode/reward_mean_last100", "episode/reward_mean", "episode/succes
 DISTRIBUTIONS = ("loguniform", "uniform", "int", "choice")
 MAX_TRIALS = 10_000  # Tune keeps every trial in the driver; also the bound of --max-concurrent
 MAX_PER_TRIAL = 2 ** 16  # CPUs or GPUs: a trial runs on one node
-RESUME_FLAGS = ("--resume", "--address", "--threshold")
-TUNE_NOISE = ("Tuner.restore", "Stop signal received", "Failed to fetch metrics")  # sweep.py says these itself
 
 
 @dataclass
@@ -102,16 +70,53 @@ class Sweep:
         return f"{self.storage.rstrip('/')}/{self.sweep_id}"
 
 
-def _number(text: str, flag: str, kind=float, low: float = 0.0, high: float = math.inf):
-    try:
-        value = kind(text)
-    except (TypeError, ValueError):
-        value = None
-    if value is None or not low <= value <= high or value in (math.inf, -math.inf):
-        within = f">= {low:g}" if high == math.inf else f"from {low:g} to {high:,g}"
-        raise ConfigError(f"{flag} must be a {'number' if kind is float else 'whole number'} {within}, "
-                          f"got {reprlib.repr(text)}")
-    return value
+def bounded(kind, low: float = -math.inf, high: float = math.inf):
+    """An argparse type: a finite number of `kind` from low to high."""
+    def number(text: str):
+        value = kind(text)  # a ValueError is argparse's "invalid number value"
+        if not low <= value <= high or abs(value) == math.inf:
+            raise argparse.ArgumentTypeError(f"must be a number from {low:g} to {high:,g}, got {reprlib.repr(text)}")
+        return value
+    return number
+
+
+def seed_list(text: str) -> list[int]:
+    return [int(seed) for seed in text.split(",")]
+
+
+def parser() -> ArgumentParser:
+    parser = ArgumentParser("sweep.py", description=__doc__, epilog="Ctrl-C or SIGTERM stops the trials at their "
+                            "checkpoints (exit 130 or 143), a second one at once. Exit codes: 0 every trial ended, 1 "
+                            "a trial failed more often than allowed, 2 refused before starting.")
+    add = parser.add_argument
+    seeds, varied = parser.add_mutually_exclusive_group(), parser.add_mutually_exclusive_group()
+    add("--config", default="configs/poc_memory_env.yaml", help="the config every trial starts from (%(default)s)")
+    add("--sweep-id", metavar="NAME", help="names its folders (default: the config's name and the time)")
+    add("--set", action="append", default=[], metavar="KEY=VALUE", help="as train.py's, in every trial (repeatable)")
+    seeds.add_argument("--seeds", type=bounded(int, 1, MAX_TRIALS), metavar="N", help="seeds 0..N-1 (default: the "
+                       "config's seed)")
+    seeds.add_argument("--seed-list", type=seed_list, metavar="a,b,c", help="these seeds")
+    varied.add_argument("--grid", action="append", default=[], metavar="KEY=a,b,c",
+                        help="one trial per value, read as yaml; several give every combination (repeatable)")
+    varied.add_argument("--search", action="append", default=[], metavar="KEY=DIST", help="Optuna's TPE samples KEY "
+                        "from loguniform:a:b, uniform:a:b, int:a:b (a, b included) or choice:a,b,c (repeatable)")
+    add("--samples", type=bounded(int, 1, MAX_TRIALS), metavar="N", help="runs of a search, one seed each (default 10)")
+    add("--scheduler", choices=("none", "asha"), default="none", help="asha: stop the trials that fall behind early")
+    add("--metric", choices=METRICS, default=METRICS[0], metavar="TAG",
+        help="what --search and --scheduler maximise: %(choices)s (the first by default)")
+    add("--cpus-per-trial", type=bounded(float, 0.01, MAX_PER_TRIAL), default=1.0, metavar="N",
+        help="CPUs a trial reserves, and its torch threads and environment processes (default: %(default)g)")
+    add("--gpus-per-trial", type=bounded(float, 0, MAX_PER_TRIAL), default=0.0, metavar="F",
+        help="a trial's share of a GPU, e.g. 0.25; above 0 it trains on cuda (default: %(default)g)")
+    add("--max-concurrent", type=bounded(int, 1, MAX_TRIALS), metavar="N", help="at most N trials at once")
+    add("--max-failures", type=bounded(int, 0), default=3, metavar="N",
+        help="restarts of a trial whose process died, from its last checkpoint (default: %(default)s)")
+    add("--address", help="a Ray cluster's: auto, HOST:PORT or ray://HOST:10001 (default: Ray in this process)")
+    add("--storage", default="./sweeps", help="a folder every node sees, or s3://..., gs://... (%(default)s)")
+    add("--threshold", type=bounded(float), metavar="X", help="the statistics add the fraction of seeds >= X")
+    add("--resume", metavar="FOLDER", help="continue the sweep in <storage>/<sweep-id>; only --address and "
+        "--threshold apply with it")
+    return parser
 
 
 def _values(text: str, what: str) -> list:
@@ -156,60 +161,36 @@ def distribution(key: str, text: str) -> list:
     return [kind, low, high]
 
 
-def read_seeds(args: dict, config_seed: int, searching: bool) -> list[int]:
-    listed = args["--seed-list"]
-    if args["--seeds"] and listed:
-        raise ConfigError("--seeds and --seed-list cannot be combined")
-    if listed and not re.fullmatch(r"\d+(,\d+)*", listed):
-        raise ConfigError(f"--seed-list must be integers separated by commas, e.g. 3,4,5; got {reprlib.repr(listed)}")
-    seeds = [int(s) for s in listed.split(",")] if listed else [config_seed]
-    if args["--seeds"]:
-        seeds = list(range(_number(args["--seeds"], "--seeds", int, 1, MAX_TRIALS)))
-    if len(set(seeds)) < len(seeds) or max(seeds) >= 2 ** 32:
+def read_sweep(args: argparse.Namespace) -> Sweep:
+    """The sweep the command line describes, every trial's config checked; starts nothing, writes nothing."""
+    config = load_config(args.config, args.set)
+    grid = {key: _values(text, f"--grid {key}") for key, text in read_keys(args.grid, "--grid").items()}
+    search = {key: distribution(key, text) for key, text in read_keys(args.search, "--search").items()}
+    if args.samples is not None and not search:
+        raise ConfigError("--samples is the number of runs of a search: give --search KEY=DIST with it")
+    seeds = list(range(args.seeds)) if args.seeds else args.seed_list or [config.seed]
+    if len(set(seeds)) < len(seeds) or not 0 <= min(seeds) <= max(seeds) < 2 ** 32:
         raise ConfigError(f"seeds must be distinct integers in [0, 2**32), got {reprlib.repr(seeds)}")
-    if searching and len(seeds) > 1:
+    if search and len(seeds) > 1:
         raise ConfigError("a search runs each sample with one seed: give --seed-list S (or none: the config's seed); "
                           "then run the best sample's config with --seeds N")
-    return seeds
-
-
-def read_sweep(args: dict) -> Sweep:
-    """The sweep the command line describes, every trial's config checked; starts nothing, writes nothing."""
-    config = load_config(args["--config"], args["--set"])
-    grid = {key: _values(text, f"--grid {key}") for key, text in read_keys(args["--grid"], "--grid").items()}
-    search = {key: distribution(key, text) for key, text in read_keys(args["--search"], "--search").items()}
-    if grid and search:
-        raise ConfigError("--grid and --search cannot be combined: give the grid's values to the search as "
-                          "choice:a,b,c")
-    if args["--samples"] is not None and not search:
-        raise ConfigError("--samples is the number of runs of a search: give --search KEY=DIST with it")
-    if args["--scheduler"] not in ("none", "asha"):
-        raise ConfigError(f"--scheduler must be none or asha, got {args['--scheduler']!r}")
-    if args["--metric"] not in METRICS:
-        raise ConfigError(f"--metric must be one of {', '.join(METRICS)}, got {args['--metric']!r}")
-    sweep_id = args["--sweep-id"] or f"{Path(args['--config']).stem}-{datetime.now():%Y%m%d-%H%M%S}"
+    sweep_id = args.sweep_id or f"{Path(args.config).stem}-{datetime.now():%Y%m%d-%H%M%S}"
     check_run_id(sweep_id, "--sweep-id")
-    storage = args["--storage"].removeprefix("file://")
+    storage = args.storage.removeprefix("file://")
     storage = storage if "://" in storage else str(Path(storage).expanduser().resolve())
-    bounds = {"--cpus-per-trial": (float, 0.01, MAX_PER_TRIAL), "--gpus-per-trial": (float, 0, MAX_PER_TRIAL),
-              "--max-failures": (int, 0, math.inf), "--samples": (int, 1, MAX_TRIALS),
-              "--max-concurrent": (int, 1, MAX_TRIALS), "--threshold": (float, -math.inf, math.inf)}
-    number = {flag: _number(args[flag], flag, *bound) for flag, bound in bounds.items() if args[flag] is not None}
-    seeds = read_seeds(args, config.seed, bool(search))
-    sweep = Sweep(sweep_id, args["--config"], args["--set"], config.to_dict(), seeds, grid, search,
-                  samples=number.get("--samples", 10 * bool(search)), scheduler=args["--scheduler"],
-                  metric=args["--metric"], cpus=number["--cpus-per-trial"], gpus=number["--gpus-per-trial"],
-                  max_concurrent=number.get("--max-concurrent"), max_failures=number["--max-failures"],
-                  storage=storage, summaries=str(Path("summaries").resolve() / sweep_id),
-                  local=str(Path(storage if "://" not in storage else "sweeps").resolve() / sweep_id),
-                  threshold=number.get("--threshold"))
+    sweep = Sweep(sweep_id, args.config, args.set, config.to_dict(), seeds, grid, search,
+                  samples=args.samples or 10 * bool(search), scheduler=args.scheduler, metric=args.metric,
+                  cpus=args.cpus_per_trial, gpus=args.gpus_per_trial, max_concurrent=args.max_concurrent,
+                  max_failures=args.max_failures, storage=storage, threshold=args.threshold,
+                  summaries=str(Path("summaries").resolve() / sweep_id),
+                  local=str(Path(storage if "://" not in storage else "sweeps").resolve() / sweep_id))
     if sweep.trials > MAX_TRIALS:
         raise ConfigError(f"the sweep would run {sweep.trials:,} trials (seeds x grid points), more than "
                           f"{MAX_TRIALS:,}: split it into several sweeps")
     if sweep.gpus > 1 and sweep.gpus != int(sweep.gpus):
         raise ConfigError(f"--gpus-per-trial above 1 must be whole GPUs, got {sweep.gpus:g}")
     cpus = len(os.sched_getaffinity(0))
-    if args["--address"] is None and sweep.cpus > cpus:  # a cluster's nodes are known once Ray joins it
+    if args.address is None and sweep.cpus > cpus:  # a cluster's nodes are known once Ray joins it
         raise ConfigError(f"--cpus-per-trial {sweep.cpus:g}: this machine has {cpus} CPUs")
     configs = check_trials(sweep)
     if sweep.metric.startswith("eval/") and not all(c.evaluation.interval for c in configs):
@@ -254,21 +235,6 @@ def check_new(sweep: Sweep) -> None:
         if why := writable(path):
             raise ConfigError(f"{flag} {path}: not a folder, or not writable ({why}): the sweep could not save "
                               "its work")
-
-
-def check_address(address: str | None) -> None:
-    """Refuses in 5 s an address where nothing listens, which Ray retries for minutes."""
-    if address in (None, "auto"):
-        return
-    if not (match := re.fullmatch(r"(ray://)?(\[[^\]]+\]|[^:/\[\]]+)(?::(\d+))?", address)):
-        raise ConfigError(f"--address must be auto, HOST:PORT or ray://HOST:PORT, got {address!r}")
-    client, host, port = match.groups()
-    port = int(port or (10001 if client else 6379))
-    try:
-        socket.create_connection((host.strip("[]"), port), timeout=5).close()
-    except OSError as error:
-        raise ConfigError(f"--address {address}: nothing answers at {host}:{port} ({reason(error)}); "
-                          "start the cluster with `ray start --head`, or leave --address out to run here") from None
 
 
 def read_sweep_file(folder: str) -> Sweep:
@@ -388,9 +354,6 @@ def start_ray(address: str | None, sweep: Sweep) -> None:
     import logging
 
     import ray
-    for name in ("ray.tune.tune", "ray.tune.analysis.experiment_analysis", "ray.tune.execution.experiment_state",
-                 "ray.train._internal.syncer"):
-        logging.getLogger(name).addFilter(_not_noise)
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     # log_to_driver=False: what a trial's process writes stays in Ray's logs (docs/sweeps.md)
     common = dict(logging_level=logging.WARNING, logging_config=ray.LoggingConfig(log_level="WARNING"),
@@ -404,13 +367,6 @@ def start_ray(address: str | None, sweep: Sweep) -> None:
         ray.init(address="local", num_cpus=len(os.sched_getaffinity(0)), include_dashboard=False, **common)
     if sweep.gpus > (gpus := ray.cluster_resources().get("GPU", 0)):
         raise ConfigError(f"--gpus-per-trial {sweep.gpus:g}: this machine has {gpus:g} GPUs")
-
-
-def _not_noise(record) -> bool:
-    """False for Tune's lines that sweep.py says itself, and for a save of Tune's state that failed on
-    Tune's own temporary file, renamed meanwhile: the next save copies it."""
-    text = record.getMessage() + str(record.exc_info)
-    return not any(words in text for words in TUNE_NOISE) and not ("FileNotFoundError" in text and "-tmp-" in text)
 
 
 def space(sweep: Sweep) -> dict:
@@ -486,28 +442,27 @@ def progress(sweep: Sweep, stop: stopping.Stop):
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
     start = time.perf_counter()
     with stopping.Stop() as stop:
         try:
             with start_up_warnings():  # a refusal is its one line alone; a sweep that starts shows them
-                args = command_line(__doc__, argv)
-                given = [a.split("=")[0] for a in argv if a.startswith("--") and a.split("=")[0] not in RESUME_FLAGS]
-                if args["--resume"] and given:
-                    raise ConfigError(f"{', '.join(given)} cannot be combined with --resume (the sweep keeps them)")
-                sweep = read_sweep_file(args["--resume"]) if args["--resume"] else read_sweep(args)
-                if args["--resume"] and args["--threshold"]:
-                    sweep.threshold = _number(args["--threshold"], "--threshold", float, -math.inf)
-                check_address(args["--address"])
-                if not args["--resume"]:
-                    check_new(sweep)
+                args = (command := parser()).parse_args(argv)
+                if args.resume:  # read again into Nones: argparse fills no defaults in, so what is set was given
+                    given = command.parse_args(argv, argparse.Namespace(**dict.fromkeys(vars(args))))
+                    if flags := [f"--{k.replace('_', '-')}" for k, v in vars(given).items()
+                                 if v is not None and k not in ("resume", "address", "threshold")]:
+                        raise ConfigError(f"{', '.join(flags)} cannot be combined with --resume (the sweep keeps them)")
+                    sweep = read_sweep_file(args.resume)
+                    sweep.threshold = sweep.threshold if args.threshold is None else args.threshold
+                else:
+                    check_new(sweep := read_sweep(args))
         except ConfigError as error:
             return failed(error)
         # the first signal is noted (Tune stops the trials at their checkpoints), a second stops at once
         stop.working(on_first=lambda number: None)
         try:
             try:
-                start_ray(args["--address"], sweep)
+                start_ray(args.address, sweep)
             except SystemExit:  # ray.init's own SIGTERM handler, in place while Ray starts
                 stop.signal = stop.signal or signal.SIGTERM
             except ConfigError as error:
@@ -516,12 +471,12 @@ def main(argv: list[str] | None = None) -> int:
             stop.working(on_first=lambda number: None)  # again: ray.init replaced the SIGTERM handler
             if stop.signal is not None:
                 return stop.report()
-            if not args["--resume"]:
+            if not args.resume:
                 try:
                     write_sweep_file(sweep)
                 except OSError as error:
                     return failed(f"could not write {sweep.folder}/sweep.json ({error}); no trial was started", 1)
-            results = tuner(sweep, bool(args["--resume"]), stop).fit()
+            results = tuner(sweep, bool(args.resume), stop).fit()
             return report(sweep, list(results), time.perf_counter() - start, stop.signal)
         except KeyboardInterrupt:  # a second signal
             return stop.report(f" at once; resume with: python sweep.py --resume {sweep.folder}")
@@ -545,10 +500,10 @@ def report(sweep: Sweep, results: list, seconds: float, stopped_by: int | None) 
     code, out = 0, Path(sweep.local) / "stats"
     try:
         if not finished:
-            raise stats.InputError("no trial ran all its updates")
+            raise ConfigError("no trial ran all its updates")
         table = stats.report([Path(sweep.summaries) / Path(r.path).name for r in finished], out, sweep.threshold)
         print(f"{table}statistics in {out}.md, .json, .png")
-    except stats.InputError as error:
+    except ConfigError as error:
         print(f"no statistics: {error}", file=sys.stderr)
     except OSError as error:
         code = failed(f"could not write the statistics to {out}.* ({reason(error)}); the trials' models and "

@@ -10,6 +10,7 @@ import secrets
 import shlex
 import shutil
 import signal
+import socket
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -339,6 +340,21 @@ def run_trial(values: dict, sweep: dict) -> None:
         lock.release()
 
 
+def check_address(address: str | None) -> None:
+    """Refuses in 5 s an address where nothing listens, which Ray retries for minutes."""
+    if address in (None, "auto"):
+        return
+    if not (match := re.fullmatch(r"(ray://)?(\[[^\]]+\]|[^:/\[\]]+)(?::(\d+))?", address)):
+        raise ConfigError(f"--address must be auto, HOST:PORT or ray://HOST:PORT, got {address!r}")
+    client, host, port = match.groups()
+    port = int(port or (10001 if client else 6379))
+    try:
+        socket.create_connection((host.strip("[]"), port), timeout=5).close()
+    except OSError as error:
+        raise ConfigError(f"--address {address}: nothing answers at {host}:{port} ({reason(error)}); "
+                          "start the cluster with `ray start --head`, or leave --address out to run here") from None
+
+
 def start_ray(address: str | None, sweep: Sweep) -> None:
     """A Ray of its own in this process, or a connection to a cluster whose nodes have this repository here."""
     os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # main() answers SIGINT and SIGTERM alike
@@ -456,6 +472,7 @@ def main(argv: list[str] | None = None) -> int:
                     sweep.threshold = sweep.threshold if args.threshold is None else args.threshold
                 else:
                     check_new(sweep := read_sweep(args))
+                check_address(args.address)
         except ConfigError as error:
             return failed(error)
         # the first signal is noted (Tune stops the trials at their checkpoints), a second stops at once

@@ -162,7 +162,8 @@ def digest(tree) -> str:
         elif isinstance(node, torch.Tensor):
             tensor = node.detach().cpu()
             h.update(f"T{tensor.dtype}{tuple(tensor.shape)}".encode())
-            h.update(tensor.contiguous().view(-1).view(torch.uint8).numpy())  # its bytes, whatever its dtype
+            raw = tensor.reshape(-1).clone(memory_format=torch.contiguous_format).view(torch.uint8)  # any dtype
+            h.update(raw.numpy())
         else:
             h.update(repr((type(node).__name__, node)).encode())
     feed(tree)

@@ -39,7 +39,7 @@ class CheckpointError(ValueError):
 
 def capture(trainer) -> dict:
     """Everything a resumed run needs to go on exactly where it stopped, as plain data."""
-    return _tensors({
+    return _leaves({
         "format": FORMAT,
         "model": trainer.model.state_dict(),
         "config": trainer.config.to_dict(),
@@ -58,7 +58,7 @@ def capture(trainer) -> dict:
         "state": trainer.state.cpu(),
         "previous": trainer.previous.cpu(),
         "best": trainer.best,
-    })
+    }, _tensor)
 
 
 def save(trainer, path: Path | None = None) -> Path:
@@ -124,35 +124,25 @@ def fitted(path: str | Path):
                               f"({reason(error)})") from None
 
 
-def require_resumable(checkpoint: dict, path: str | Path) -> None:
-    if not checkpoint.get("resumable"):
-        raise CheckpointError(f"{path} holds the model only (exported with --inference-only): "
-                              "it cannot resume training; resume from the run's own checkpoint")
-
-
-def _tensors(tree):
-    """numpy arrays -> tensors, numpy scalars -> numbers, all the way down: what weights-only loading takes."""
+def _leaves(tree, leaf):
+    """leaf(x) for every x that is not a dict, list or tuple, the structure kept."""
     if isinstance(tree, dict):
-        return {key: _tensors(value) for key, value in tree.items()}
+        return {key: _leaves(value, leaf) for key, value in tree.items()}
     if isinstance(tree, (list, tuple)):
-        return type(tree)(_tensors(value) for value in tree)
-    if isinstance(tree, np.ndarray):
-        return torch.from_numpy(np.array(tree, dtype=np.int64 if tree.dtype == np.uint32 else tree.dtype))
-    if isinstance(tree, np.generic):
-        return tree.item()
-    return tree
+        return type(tree)(_leaves(value, leaf) for value in tree)
+    return leaf(tree)
 
 
-_SAME_SIZE_INT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+def _tensor(leaf):
+    """numpy arrays -> tensors, numpy scalars -> numbers: what weights-only loading takes."""
+    if isinstance(leaf, np.ndarray):
+        return torch.from_numpy(np.array(leaf, dtype=np.int64 if leaf.dtype == np.uint32 else leaf.dtype))
+    return leaf.item() if isinstance(leaf, np.generic) else leaf
 
 
 def arrays(tree):
     """Tensors -> numpy arrays all the way down (for the normalisers and environment states)."""
-    if isinstance(tree, dict):
-        return {key: arrays(value) for key, value in tree.items()}
-    if isinstance(tree, (list, tuple)):
-        return type(tree)(arrays(value) for value in tree)
-    return tree.numpy() if isinstance(tree, torch.Tensor) else tree
+    return _leaves(tree, lambda leaf: leaf.numpy() if isinstance(leaf, torch.Tensor) else leaf)
 
 
 def digest(tree) -> str:
@@ -172,11 +162,8 @@ def digest(tree) -> str:
         elif isinstance(node, torch.Tensor):
             tensor = node.detach().cpu()
             h.update(f"T{tensor.dtype}{tuple(tensor.shape)}".encode())
-            try:
-                values = tensor.numpy()
-            except TypeError:  # a dtype numpy lacks (bfloat16, ...): its bits as integers of the same size
-                values = tensor.view(_SAME_SIZE_INT[tensor.element_size()]).numpy()
-            h.update(np.ascontiguousarray(values))
+            raw = tensor.reshape(-1).clone(memory_format=torch.contiguous_format).view(torch.uint8)  # any dtype
+            h.update(raw.numpy())
         else:
             h.update(repr((type(node).__name__, node)).encode())
     feed(tree)
@@ -263,13 +250,13 @@ class RunLock:
         self._made = not self.path.parent.exists()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._fd = self._lock()
+            self._lock()
         except CheckpointError:
-            self.release()
+            self.release()  # no lock file left behind, empty or not
             raise
         return self
 
-    def _lock(self) -> int:
+    def _lock(self) -> None:
         while True:
             try:  # never through a symbolic link: it could point at any file of the user's
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
@@ -288,14 +275,12 @@ class RunLock:
                 if os.stat(self.path).st_ino == os.fstat(fd).st_ino:
                     break
             os.close(fd)
+        self._fd = fd
         try:  # the holder's pid, for the next run's message
             os.ftruncate(fd, 0)
             os.write(fd, str(os.getpid()).encode())
-        except OSError as error:  # a full disk: no lock file left behind, empty or not
-            self.path.unlink(missing_ok=True)
-            os.close(fd)
+        except OSError as error:  # a full disk
             raise CheckpointError(f"cannot write the lock {self.path} ({error.strerror or error})") from None
-        return fd
 
     def release(self) -> None:
         if self._fd is not None:
@@ -308,26 +293,24 @@ class RunLock:
             self._made = False
 
 
-USAGE = """Writes the inference-only part of a checkpoint (what enjoy.py and Agent.load use).
-
-Usage:
-  checkpoint.py --inference-only <source> <target>
-  checkpoint.py --help
-"""
-
-
 def main(argv=None) -> int:
-    from cli import command_line, failed, start_up_warnings
+    from cli import ArgumentParser, failed, start_up_warnings
+    parser = ArgumentParser(description="Writes the inference-only part of a checkpoint (what enjoy.py and "
+                            "Agent.load use).", epilog="Exit codes: 0 written, 2 refused (bad flag, source or "
+                            "target), 130 / 143 stopped by Ctrl-C / SIGTERM.")
+    parser.add_argument("--inference-only", action="store_true", required=True, help="the one export there is")
+    parser.add_argument("source", help="a checkpoint written by train.py")
+    parser.add_argument("target", type=Path, help="the new checkpoint's file (never an existing one)")
     with stopping.Stop() as stop:
         try:
             with start_up_warnings():
-                args = command_line(USAGE, argv)
-                target = Path(args["<target>"])
+                args = parser.parse_args(argv)
+                target = args.target
                 if target.is_dir():
                     raise CheckpointError(f"{target} is a folder: give the new checkpoint's file name")
                 if os.path.lexists(target):
                     raise CheckpointError(f"{target} exists: choose another name (a checkpoint is never replaced)")
-                source = load_checkpoint(args["<source>"])
+                source = load_checkpoint(args.source)
             stop.working()
             save_checkpoint(target, {key: source[key] for key in INFERENCE})
         except (CheckpointError, ConfigError) as error:

@@ -1,22 +1,16 @@
-"""What the scripts share: the command line, start-up warnings, one-line errors, run and sweep names, the
-writable-folder check, a stdout that may close, and the torch threads a run takes (the trainer's)."""
+"""What the scripts share: the command line, start-up warnings, one-line errors, the writable-folder check
+and a stdout that may close."""
 from __future__ import annotations
 
 import argparse
 import contextlib
 import os
-import re
 import secrets
-import shlex
 import sys
-import time
 import warnings
 from pathlib import Path
 
 from config import ConfigError
-
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-MAX_NAME = 200  # characters: a name becomes a file or folder name, with suffixes and a time stamp
 
 
 def reason(error: BaseException, limit: int = 200) -> str:
@@ -28,17 +22,6 @@ def failed(message, code: int = 2) -> int:
     """`error: message` on stderr; returns the exit code (2: refused before starting)."""
     print(f"error: {message}", file=sys.stderr)
     return code
-
-
-def check_name(name, what: str) -> None:
-    """A run or sweep id names files and folders: a plain name, never a path."""
-    if not isinstance(name, str) or not NAME.fullmatch(name):
-        rule = "letters, digits, '.', '_' and '-', starting with a letter or digit (no folders)"
-    elif len(name) > MAX_NAME:
-        rule = f"at most {MAX_NAME} characters, not {len(name)}"
-    else:
-        return
-    raise ConfigError(f"{what} {name!r} is not allowed: {rule}")
 
 
 def writable(folder: str | Path) -> str | None:
@@ -80,34 +63,12 @@ class ArgumentParser(argparse.ArgumentParser):
         raise ConfigError(f"{message}: see --help")
 
 
-def command_line(doc: str, argv: list[str] | None = None) -> dict:
-    """docopt's reading; what it cannot read is one ConfigError naming the flag or argument at fault."""
-    from docopt import DocoptExit, docopt
-    given = sys.argv[1:] if argv is None else argv
-    try:
-        return docopt(doc, argv=given)
-    except DocoptExit:
-        pass
-    known, valued = set(re.findall(r"--[a-z][a-z-]*", doc)), set(re.findall(r"(--[a-z][a-z-]*)=<", doc))
-    flags, positional, lacking, waiting = [], [], [], None  # waiting: a flag whose value comes next
-    for arg in given:
-        if waiting and not arg.startswith("-"):
-            waiting = None
-        elif arg.startswith("-"):
-            lacking += [waiting] if waiting else []
-            flags.append(arg.split("=")[0])
-            waiting = flags[-1] if flags[-1] in valued and "=" not in arg else None
-        else:
-            positional.append(arg)
-    usage = re.sub(r"\[[^\]]*\]", "", doc.split("Usage:")[1].split("\n\n")[0].splitlines()[1])  # its first line
-    needed = re.findall(r"(?<!=)<[a-z]+>", usage)
-    problems = ([f"unknown option {f}" for f in flags if f not in known] +
-                [f"{f} needs a value" for f in lacking + [waiting] if f] +
-                [f"{f} is given twice" for f in flags if flags.count(f) > 1 and f"[{f}=" not in doc] +
-                [f"{f} is missing" for f in re.findall(r"--[a-z][a-z-]*", usage) if f not in flags] +
-                [f"{n} is missing ({' '.join(usage.split())})" for n in needed[len(positional):]] +
-                [f"unexpected argument {a!r}" for a in positional[len(needed):]])
-    raise ConfigError(f"{problems[0] if problems else f'cannot read the arguments {shlex.join(given)}'}: see --help")
+def integer(low: int, high: int):  # an argparse type
+    def read(text: str) -> int:
+        if not text.isdecimal() or not low <= int(text) <= high:
+            raise argparse.ArgumentTypeError(f"an integer from {low:,} to {high:,}, not {text!r}")
+        return int(text)
+    return read
 
 
 class Stdout:
@@ -137,31 +98,3 @@ class Stdout:
         os.dup2(null, self.stream.fileno())  # what is still buffered goes there too
         os.close(null)
         print("warning: stdout was closed (Broken pipe); going on without printing", file=sys.stderr, flush=True)
-
-
-class IdleCores:
-    """torch_threads 0: the cores this process may use less those others kept busy while the run started
-    (its own CPU time taken off), at least 1; threads beyond the free cores wait on each other at every
-    step (docs/results.md). At least `minimum` s: ten kernel ticks per core tell busy from idle."""
-
-    def __init__(self):
-        import psutil
-        psutil.cpu_percent(percpu=True)  # the sample starts: psutil measures from its previous call
-        self._start, self._cpu = time.perf_counter(), time.process_time()
-
-    def count(self, minimum: float = 0.1) -> int:
-        import psutil
-        elapsed = time.perf_counter() - self._start
-        if elapsed < minimum:
-            time.sleep(minimum - elapsed)  # the rest of the sample's length: measures, waits for no event
-        percent = psutil.cpu_percent(percpu=True)
-        own = (time.process_time() - self._cpu) / (time.perf_counter() - self._start)  # cores this process used
-        cores = sorted(os.sched_getaffinity(0))
-        busy = sum(percent[i] for i in cores if i < len(percent)) / 100 - own
-        return max(1, len(cores) - round(max(0.0, busy)))
-
-
-def rollout_threads(threads: int, images: bool) -> int:
-    """Torch threads for the rollout's steps: the run's for a CNN; one for a vector model, whose small
-    matrix products only wait on a second thread (docs/results.md)."""
-    return threads if images else 1

@@ -142,7 +142,7 @@ class Config:
     # the recurrent state stay float32); auto: bfloat16 where it runs natively (AVX-512 BF16, AMX, GPUs), else float32
     precision: str = "float32"
     worker_processes: int = 0  # processes stepping the environments; 0: step them in the trainer's process
-    torch_threads: int = 0  # torch intra-op threads, at most the cores here; 0: those other processes leave idle
+    torch_threads: int = 0  # torch intra-op threads; 0, or more than the cores this process may use: those cores
     checkpoint_interval: int = 25  # save models/<run-id>.pt every K updates (and at the end); 0: only at the end
 
     def to_dict(self) -> dict:

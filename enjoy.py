@@ -1,4 +1,4 @@
-"""Watches, records and scores a trained agent: `python enjoy.py --help` prints USAGE."""
+"""Watches, records and scores a trained agent: `python enjoy.py --help` says how."""
 from __future__ import annotations
 
 import sys
@@ -8,7 +8,6 @@ import stopping
 if __name__ == "__main__":
     stopping.leave_at_once_on_stop_signals()  # until main() takes over: the imports below take a second
 
-import errno
 import importlib.util
 import os
 from pathlib import Path
@@ -18,34 +17,30 @@ import torch
 
 from atomic import write_atomically
 from checkpoint import CheckpointError
-from cli import Stdout, command_line, failed, reason, start_up_warnings
+from cli import ArgumentParser, Stdout, failed, integer, reason, start_up_warnings
 from config import MAX_EPISODES, ConfigError
 
-USAGE = """Watch, record and score a trained agent.
-
-Usage:
-  enjoy.py --model=<path> [options]
-  enjoy.py --help
-
-Options:
-  --model=<path>     A checkpoint written by train.py (models/<run-id>.pt).
-  --episodes=<n>     Episodes to run, at most 1,000,000 [default: 10].
-  --seed=<s>         Evaluation seed of the environments (disjoint from any training seed) and of the
-                     sampled actions: the same command gives the same scores. Default: the checkpoint's
-                     evaluation.seed + 1, fresh episodes (its evaluation.seed replays those its run's
-                     evaluations played and picked the best model on).
-  --deterministic    Take the most probable action instead of sampling.
-  --max-steps=<n>    Cut an episode at n steps, scored as it stood (a line says so). Default: the
-                     config's evaluation.max_steps (0: the environment's time limit, else 100,000).
-  --video=<path>     Record the episodes to a .gif (Pillow) or .mp4 (needs the video extra:
-                     pip install -r requirements-video.txt). An existing file is refused.
-  --overwrite        Let --video replace an existing file.
-  --render           Show the episodes in a window (needs a display).
-
-Without --video or --render the episodes run in parallel across the config's number of
-environments. Every episode prints one line; a summary follows. Exit codes: 0 done, 1 the video
-could not be written, 2 refused (bad flag or file), 130 / 143 stopped by Ctrl-C / SIGTERM.
-"""
+def parser() -> ArgumentParser:
+    parser = ArgumentParser(description="Watch, record and score a trained agent.", epilog=(
+        "Without --video or --render the episodes run in parallel across the config's number of environments. "
+        "Every episode prints one line; a summary follows. Exit codes: 0 done, 1 the video could not be written, "
+        "2 refused (bad flag or file), 130 / 143 stopped by Ctrl-C / SIGTERM."))
+    parser.add_argument("--model", metavar="PATH", required=True,
+                        help="a checkpoint written by train.py (models/<run-id>.pt)")
+    parser.add_argument("--episodes", type=integer(1, MAX_EPISODES), default=10, help="episodes to run (default: 10)")
+    parser.add_argument("--seed", type=integer(0, 2 ** 32 - 1), help="evaluation seed of the environments (disjoint "
+                        "from any training seed) and of the sampled actions: the same command gives the same scores. "
+                        "Default: the checkpoint's evaluation.seed + 1, fresh episodes (its evaluation.seed replays "
+                        "those its run's evaluations played and picked the best model on)")
+    parser.add_argument("--deterministic", action="store_true", help="take the most probable action, not a sample")
+    parser.add_argument("--max-steps", type=integer(1, 2 ** 31 - 1), help="cut an episode at this many steps, scored "
+                        "as it stood (a line says so). Default: the config's evaluation.max_steps (0: the "
+                        "environment's time limit, else 100,000)")
+    parser.add_argument("--video", metavar="PATH", type=Path, help="record the episodes to a .gif (Pillow) or .mp4 "
+                        "(needs the video extra: pip install -r requirements-video.txt); an existing file is refused")
+    parser.add_argument("--overwrite", action="store_true", help="let --video replace an existing file")
+    parser.add_argument("--render", action="store_true", help="show the episodes in a window (needs a display)")
+    return parser
 
 
 def record(agent, episodes: int, seed: int = 0, deterministic: bool = False, on_episode=None,
@@ -94,15 +89,11 @@ def _stamp(frame: np.ndarray, t: int) -> np.ndarray:
 
 def write_video(path: Path, frames: list[np.ndarray], fps: int = 8, overwrite: bool = False) -> None:
     """Written atomically; without overwrite, never over a file, even one that appeared meanwhile."""
-    try:
-        write_atomically(path, lambda tmp: _write_frames(tmp, frames, fps), keep_suffix=True, replace=overwrite)
-    except FileExistsError:
-        raise FileExistsError(errno.EEXIST, "a file appeared there meanwhile; pass --overwrite to replace it",
-                              str(path)) from None
+    write_atomically(path, lambda tmp: _write_frames(tmp, frames, fps), keep_suffix=True, replace=overwrite)
 
 
 def _write_frames(path: Path, frames: list[np.ndarray], fps: int) -> None:
-    """A .gif with Pillow, else an .mp4 with imageio's ffmpeg (_options checked both)."""
+    """A .gif with Pillow, else an .mp4 with imageio's ffmpeg (check_options checked both)."""
     if path.suffix.lower() == ".gif":
         from PIL import Image
         images = [Image.fromarray(f) for f in frames]
@@ -144,19 +135,10 @@ def show(pygame, frames: list[np.ndarray], fps: int = 8) -> None:
     pygame.quit()
 
 
-def _options(args: dict):
-    """(episodes, seed or None: the checkpoint's, video or None, pygame for a window or None, step cap or None),
-    before anything runs."""
-    episodes, seed = args["--episodes"], args["--seed"]
-    if not episodes.isdigit() or not 1 <= int(episodes) <= MAX_EPISODES:
-        raise ConfigError(f"--episodes must be an integer from 1 to {MAX_EPISODES:,}, got {episodes!r}")
-    if seed is not None and (not seed.isdigit() or int(seed) >= 2 ** 32):
-        raise ConfigError(f"--seed must be an integer in [0, 2**32), got {seed!r}")
-    max_steps = args["--max-steps"]
-    if max_steps is not None and (not max_steps.isdigit() or not 1 <= int(max_steps) < 2 ** 31):
-        raise ConfigError(f"--max-steps must be an integer from 1 to 2**31 - 1, got {max_steps!r}")
-    video = Path(args["--video"]) if args["--video"] else None
-    if args["--overwrite"] and video is None:
+def check_options(args):
+    """Refuses a video or a window that could not be made, before anything runs; the pygame of a window or None."""
+    video = args.video
+    if args.overwrite and video is None:
         raise ConfigError("--overwrite is for --video FILE: nothing else is written")
     if video is not None:
         if video.is_dir():
@@ -165,20 +147,17 @@ def _options(args: dict):
             raise ConfigError(f"--video {video}: use a .gif or .mp4 file name")
         if not (video.parent.is_dir() and os.access(video.parent, os.W_OK)):
             raise ConfigError(f"--video {video}: {video.parent}/ is not a writable folder")
-        if os.path.lexists(video) and not args["--overwrite"]:
+        if os.path.lexists(video) and not args.overwrite:
             raise ConfigError(f"--video {video} exists: choose another name, or pass --overwrite to replace it")
         if video.suffix.lower() == ".mp4" and importlib.util.find_spec("imageio_ffmpeg") is None:
             raise ConfigError("writing .mp4 needs the video extra: pip install -r requirements-video.txt "
                               "(or use a .gif)")
-    window = None
-    if args["--render"]:
-        if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
-            window = open_window()
-        elif video is None:
-            raise ConfigError("--render needs a display and there is none here (no DISPLAY or WAYLAND_DISPLAY): "
-                              "record the episodes with --video FILE.gif instead")
-    return (int(episodes), None if seed is None else int(seed), video, window,
-            None if max_steps is None else int(max_steps))
+    if args.render and (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        return open_window()
+    if args.render and video is None:
+        raise ConfigError("--render needs a display and there is none here (no DISPLAY or WAYLAND_DISPLAY): "
+                          "record the episodes with --video FILE.gif instead")
+    return None
 
 
 def main(argv=None) -> int:
@@ -187,42 +166,40 @@ def main(argv=None) -> int:
     with stopping.Stop() as stop:
         try:
             with start_up_warnings():
-                args = command_line(USAGE, argv)
-                episodes, seed, video, window, max_steps = _options(args)
-                agent = Agent.load(args["--model"])
-                if seed is None:  # not the episodes the run's own evaluations played (USAGE)
-                    seed = (agent.config.evaluation.seed + 1) % 2 ** 32
+                args = parser().parse_args(argv)
+                window = check_options(args)
+                agent = Agent.load(args.model)
+                if args.seed is None:  # not the episodes the run's own evaluations played (--help)
+                    args.seed = (agent.config.evaluation.seed + 1) % 2 ** 32
             stop.working()
-            return _episodes(agent, args, episodes, seed, video, window, max_steps)
+            return play(agent, args, window)
         except (CheckpointError, ConfigError, SpaceError) as error:
             return failed(error)
         except KeyboardInterrupt:
             return stop.report()
 
 
-def _episodes(agent, args: dict, episodes: int, seed: int, video: Path | None, window, max_steps: int | None) -> int:
+def play(agent, args, window) -> int:
     from evaluation import evaluate, summary
-    if video or window:
-        results, frames = record(agent, episodes, seed, args["--deterministic"], print_episode, max_steps)
+    if args.video or window:
+        results, frames = record(agent, args.episodes, args.seed, args.deterministic, print_episode, args.max_steps)
     else:
-        results = evaluate(agent, episodes, seed, args["--deterministic"], on_episode=print_episode,
-                           max_steps=max_steps)
-    if video:
+        results = evaluate(agent, args.episodes, args.seed, args.deterministic, on_episode=print_episode,
+                           max_steps=args.max_steps)
+    code = 0
+    if args.video:
         try:
-            write_video(video, frames, overwrite=args["--overwrite"])
-        except OSError as error:  # e.g. a full disk: the episodes' scores are still printed below
-            failed(f"could not write {video} ({reason(error)})", 1)
-            print(summary(results))
-            return 1
-        print(f"wrote {video} ({len(frames)} frames)")
+            write_video(args.video, frames, overwrite=args.overwrite)
+            print(f"wrote {args.video} ({len(frames)} frames)")
+        except OSError as error:  # e.g. a full disk: the episodes' scores are still printed
+            code = failed(f"could not write {args.video} ({reason(error)})", 1)
     if window:
         show(window, frames)
     print(summary(results))
-    return 0
+    return code
 
 
 def print_episode(i: int, stats: dict) -> None:
-    """One line per episode, as train.py prints one per update."""
     success = f"  success {int(stats['success'])}" if "success" in stats else ""
     capped = "  cut at the step cap (--max-steps): scored as it stood" if stats.get("capped") else ""
     print(f"episode {i:4d}  return {stats['reward']:9.3f}  length {stats['length']:5d}{success}{capped}", flush=True)

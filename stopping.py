@@ -18,7 +18,6 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def leave(number: int, when: str = "during start-up") -> None:
-    """Ends the processes this one started, says one line, then exits 128 + number at once."""
     end_children()
     os.write(2, f"stopped by {signal.Signals(number).name} {when}\n".encode())
     os._exit(128 + number)
@@ -78,13 +77,10 @@ class Stop:
         self._interrupted = True
         raise KeyboardInterrupt
 
-    @property
-    def code(self) -> int:
-        return 128 + (self.signal or signal.SIGINT)
-
     def report(self, how: str = "") -> int:
-        print(f"stopped by {signal.Signals(self.signal or signal.SIGINT).name}{how}", file=sys.stderr)
-        return self.code
+        number = self.signal or signal.SIGINT
+        print(f"stopped by {signal.Signals(number).name}{how}", file=sys.stderr)
+        return 128 + number
 
 
 @contextlib.contextmanager

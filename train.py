@@ -1,4 +1,4 @@
-"""Trains a recurrent PPO agent from the command line: `python train.py --help` prints USAGE."""
+"""Trains a recurrent PPO agent from the command line: `python train.py --help` says how."""
 from __future__ import annotations
 
 import os
@@ -14,38 +14,36 @@ import re
 from datetime import datetime
 from pathlib import Path
 
-from checkpoint import (CheckpointError, RunLock, fitted, load_checkpoint, require_resumable,
-                        restore, same_checkpoint)
-from cli import Stdout, check_name, command_line, failed, reason, start_up_warnings, writable
+from checkpoint import CheckpointError, RunLock, fitted, load_checkpoint, restore, same_checkpoint
+from cli import ArgumentParser, Stdout, failed, integer, reason, start_up_warnings, writable
 from config import ConfigError, check_resume_overrides, config_from_dict, load_config
 from spaces import SpaceError
 from worker import WorkerError
 
-USAGE = """Train a recurrent PPO agent.
-
-Usage:
-  train.py [options] [--set=<kv>]...
-  train.py --help
-
-Options:
-  --config=<path>         The yaml config to train [default: configs/poc_memory_env.yaml].
-  --run-id=<name>         Names models/<run-id>.pt and summaries/<run-id>/<time>: letters, digits,
-                          '.', '_' and '-'. Default: the config's name and the start time.
-  --seed=<n>              The run seed (0 <= n < 2**32); overrides the config's seed.
-  --cpu                   Train on the CPU even when a GPU is available.
-  --set=<kv>              Override one config key, e.g. --set recurrence.sequence_length=16 (repeatable).
-  --resume=<checkpoint>   Continue a run from its checkpoint (its config, run id, seed and summaries);
-                          overrides apply (e.g. a larger updates) unless they change the model or the
-                          environments. With --run-id, a branch: a new run from where the checkpoint
-                          stands, with its own files, leaving the checkpoint's run as it was.
-  --overwrite             Replace an existing models/<run-id>.pt (never done without this flag).
-
-Ctrl-C (SIGINT) or SIGTERM finishes the current update, saves and exits 130 or 143; a second one
-stops at once without saving. Exit codes: 0 done, 1 the run failed (the last good checkpoint is
-kept), 2 refused before starting (bad config, flag or file), 130 / 143 stopped by a signal.
-"""
-
 MODELS, SUMMARIES = Path("models"), Path("summaries")
+DEFAULT_CONFIG = "configs/poc_memory_env.yaml"
+MAX_RUN_ID = 200  # characters: a run id becomes file and folder names, with suffixes and a time stamp
+
+
+def parser() -> ArgumentParser:
+    parser = ArgumentParser(description="Train a recurrent PPO agent.", epilog=(
+        "Ctrl-C (SIGINT) or SIGTERM finishes the current update, saves and exits 130 or 143; a second one stops at "
+        "once without saving. Exit codes: 0 done, 1 the run failed (the last good checkpoint is kept), 2 refused "
+        "before starting (bad config, flag or file), 130 / 143 stopped by a signal."))
+    parser.add_argument("--config", metavar="PATH", help=f"the yaml config to train (default: {DEFAULT_CONFIG})")
+    parser.add_argument("--run-id", metavar="NAME", help="names models/<run-id>.pt and summaries/<run-id>/<time>: "
+                        "letters, digits, '.', '_' and '-' (default: the config's name and the start time)")
+    parser.add_argument("--seed", type=integer(0, 2 ** 32 - 1), help="the run seed; overrides the config's seed")
+    parser.add_argument("--cpu", action="store_true", help="train on the CPU even when a GPU is available")
+    parser.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
+                        help="override one config key, e.g. --set recurrence.sequence_length=16 (repeatable)")
+    parser.add_argument("--resume", metavar="CHECKPOINT", help="continue a run from its checkpoint (its config, run "
+                        "id, seed and summaries); overrides apply (e.g. a larger updates) unless they change the "
+                        "model or the environments. With --run-id, a branch: a new run from where the checkpoint "
+                        "stands, with its own files, leaving the checkpoint's run as it was")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing models/<run-id>.pt (never done without this flag)")
+    return parser
 
 
 def resolve_device(requested: str, force_cpu: bool) -> str:
@@ -61,89 +59,73 @@ def resolve_device(requested: str, force_cpu: bool) -> str:
 
 
 def check_run_id(run_id, what: str) -> None:
-    """A run id names models/<run-id>.pt, .lock, -best.pt and summaries/<run-id>/: never one of those names."""
-    check_name(run_id, what)
-    if run_id.endswith((".pt", ".lock")):
-        raise ConfigError(f"{what} {run_id!r} is not allowed: a run id, not a file name (the files made from it "
-                          "are models/<run-id>.pt and .lock): drop the suffix")
-    if run_id.endswith("-best"):
-        raise ConfigError(f"{what} {run_id!r} is not allowed: names ending in '-best' are those of the best "
-                          "evaluation's checkpoint (models/<run-id>-best.pt)")
+    """A run (or sweep) id names models/<run-id>.pt, .lock, -best.pt and summaries/<run-id>/: a plain name."""
+    if not isinstance(run_id, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", run_id):
+        rule = "letters, digits, '.', '_' and '-', starting with a letter or digit (no folders)"
+    elif len(run_id) > MAX_RUN_ID:
+        rule = f"at most {MAX_RUN_ID} characters, not {len(run_id)}"
+    elif run_id.endswith((".pt", ".lock")):
+        rule = "a run id, not a file name (the files made from it are models/<run-id>.pt and .lock): drop the suffix"
+    elif run_id.endswith("-best"):
+        rule = "names ending in '-best' are those of the best evaluation's checkpoint (models/<run-id>-best.pt)"
+    else:
+        return
+    raise ConfigError(f"{what} {run_id!r} is not allowed: {rule}")
 
 
-def check_threads(config, saved: dict | None) -> None:
-    """torch_threads belongs to the machine that runs: more than the cores here is refused when asked for,
-    and taken down to them when it comes from a checkpoint made elsewhere (train() says so)."""
-    cores = len(os.sched_getaffinity(0))
-    if config.torch_threads > cores:
-        if saved is None or saved.get("torch_threads") != config.torch_threads:
-            raise ConfigError(f"config key 'torch_threads' = {config.torch_threads} is not allowed: 0 (the idle "
-                              f"cores) to {cores}, the cores this process may use")
-        config.torch_threads = cores
-
-
-def read_run(args: dict, raw_argv: list[str]):
+def read_run(args):
     """(config, run id, checkpoint or None) from the command line; refuses bad input."""
-    if not args["--resume"]:
-        config = load_config(args["--config"], args["--set"])
-        if args["--seed"] is not None:
-            if not re.fullmatch(r"\d+", args["--seed"]) or int(args["--seed"]) >= 2 ** 32:
-                raise ConfigError(f"--seed must be an integer in [0, 2**32), got {args['--seed']!r}")
-            config.seed = int(args["--seed"])
-        run_id = args["--run-id"]
+    if not args.resume:
+        config = load_config(args.config or DEFAULT_CONFIG, args.set)
+        config.seed = config.seed if args.seed is None else args.seed
+        run_id = args.run_id
         if run_id is None:
-            run_id = f"{Path(args['--config']).stem}-{datetime.now():%Y%m%d-%H%M%S}"
+            run_id = f"{Path(args.config or DEFAULT_CONFIG).stem}-{datetime.now():%Y%m%d-%H%M%S}"
         check_run_id(run_id, "--run-id")
-        check_threads(config, None)
         return config, run_id, None
-    given = [flag for flag in ("--config", "--seed") if any(a == flag or a.startswith(flag + "=") for a in raw_argv)]
+    given = [flag for flag, value in (("--config", args.config), ("--seed", args.seed)) if value is not None]
     if given:
         raise ConfigError(f"{', '.join(given)} cannot be combined with --resume (the checkpoint holds them)")
-    branch = args["--run-id"]
-    if branch is not None:
-        check_run_id(branch, "--run-id")
-    checkpoint = load_checkpoint(args["--resume"])
-    require_resumable(checkpoint, args["--resume"])
-    check_run_id(checkpoint["run_id"], f"{args['--resume']}'s run_id")
-    if branch is not None and branch != checkpoint["run_id"]:
-        checkpoint = {**checkpoint, "branch_of": checkpoint["run_id"], "run_id": branch, "summaries_path": None,
-                      "best": None}
+    if args.run_id is not None:
+        check_run_id(args.run_id, "--run-id")
+    checkpoint = load_checkpoint(args.resume)
+    if not checkpoint.get("resumable"):
+        raise CheckpointError(f"{args.resume} holds the model only (exported with --inference-only): it cannot "
+                              "resume training; resume from the run's own checkpoint")
+    check_run_id(checkpoint["run_id"], f"{args.resume}'s run_id")
+    if args.run_id is not None and args.run_id != checkpoint["run_id"]:
+        checkpoint = {**checkpoint, "branch_of": checkpoint["run_id"], "run_id": args.run_id,
+                      "summaries_path": None, "best": None}
     summaries = checkpoint["summaries_path"]  # None for a branch: it writes a new folder, wherever its source wrote
     if summaries is not None and not Path(summaries).resolve().is_relative_to(SUMMARIES.resolve()):
-        raise CheckpointError(f"{args['--resume']} keeps its summaries in {checkpoint['summaries_path']}, outside "
-                              f"{SUMMARIES}/ here: resume it from the folder its run started in")
-    config = config_from_dict(checkpoint["config"], args["--set"])
+        raise CheckpointError(f"{args.resume} keeps its summaries in {summaries}, outside {SUMMARIES}/ here: resume "
+                              "it from the folder its run started in")
+    config = config_from_dict(checkpoint["config"], args.set)
     check_resume_overrides(checkpoint["config"], config)
-    check_threads(config, checkpoint["config"])
     if config.updates <= checkpoint["update"]:
-        raise ConfigError(f"{args['--resume']} is at update {checkpoint['update']} of updates {config.updates}: "
+        raise ConfigError(f"{args.resume} is at update {checkpoint['update']} of updates {config.updates}: "
                           "nothing to resume (raise it, e.g. --set updates=...)")
     return config, checkpoint["run_id"], checkpoint
 
 
-def claim(run_id: str, checkpoint: dict | None, resume: str | None, overwrite: bool) -> RunLock:
+def claim(lock: RunLock, run_id: str, checkpoint: dict | None, resume: str | None, overwrite: bool) -> None:
     """Refuses a run that could not save or would replace a checkpoint it did not start from (its own, or its
-    best evaluation's); else locks the run id for this process."""
+    best evaluation's); takes the run id's lock first (the caller releases it)."""
     for folder in (MODELS, SUMMARIES):
         problem = writable(folder)
         if problem:
             raise ConfigError(f"{folder}/ is not writable ({problem}): the run could not save its work")
-    lock = RunLock(MODELS / f"{run_id}.lock").acquire()
-    try:
-        target, best = MODELS / f"{run_id}.pt", MODELS / f"{run_id}-best.pt"
-        if target.exists() and not overwrite and (resume is None or not same_checkpoint(resume, target)):
-            if resume is None:
-                raise CheckpointError(f"{target} exists: continue it with --resume {target}, or choose another "
-                                      "--run-id (or pass --overwrite to replace it)")
-            raise CheckpointError(f"{target} is not the checkpoint being resumed ({resume}) and would be replaced: "
-                                  f"resume from {target} (the run's newest), or pass --overwrite")
-        if best.exists() and not overwrite and not is_own_best(best, run_id, checkpoint):
-            raise CheckpointError(f"{best} exists and is not this run's best evaluation: choose another --run-id "
-                                  "(or pass --overwrite to replace it)")
-    except CheckpointError:
-        lock.release()
-        raise
-    return lock
+    lock.acquire()
+    target, best = MODELS / f"{run_id}.pt", MODELS / f"{run_id}-best.pt"
+    if target.exists() and not overwrite and (resume is None or not same_checkpoint(resume, target)):
+        if resume is None:
+            raise CheckpointError(f"{target} exists: continue it with --resume {target}, or choose another "
+                                  "--run-id (or pass --overwrite to replace it)")
+        raise CheckpointError(f"{target} is not the checkpoint being resumed ({resume}) and would be replaced: "
+                              f"resume from {target} (the run's newest), or pass --overwrite")
+    if best.exists() and not overwrite and not is_own_best(best, run_id, checkpoint):
+        raise CheckpointError(f"{best} exists and is not this run's best evaluation: choose another --run-id "
+                              "(or pass --overwrite to replace it)")
 
 
 def is_own_best(best: Path, run_id: str, checkpoint: dict | None) -> bool:
@@ -167,16 +149,17 @@ def main(argv=None) -> int:
         try:
             try:
                 with start_up_warnings():
-                    args = command_line(USAGE, argv)
-                    config, run_id, checkpoint = read_run(args, sys.argv[1:] if argv is None else argv)
-                    device = resolve_device(config.device, args["--cpu"])
-                    resume = None if checkpoint and "branch_of" in checkpoint else args["--resume"]  # a branch is new
-                    lock = claim(run_id, checkpoint, resume, args["--overwrite"])
+                    args = parser().parse_args(argv)
+                    config, run_id, checkpoint = read_run(args)
+                    device = resolve_device(config.device, args.cpu)
+                    resume = None if checkpoint and "branch_of" in checkpoint else args.resume  # a branch is new
+                    lock = RunLock(MODELS / f"{run_id}.lock")
+                    claim(lock, run_id, checkpoint, resume, args.overwrite)
                     from trainer import Trainer
                     trainer = Trainer(config, run_id=run_id, device=device, summaries_dir=SUMMARIES,
                                       models_dir=MODELS, summaries_path=checkpoint and checkpoint["summaries_path"])
                     if checkpoint:
-                        with fitted(args["--resume"]):
+                        with fitted(args.resume):
                             restore(trainer, checkpoint)
             except (ConfigError, CheckpointError, SpaceError) as error:
                 return failed(error)
@@ -206,9 +189,8 @@ def train(trainer, checkpoint: dict | None) -> int:
         print(f"{'branching' if source else 'resuming'} {trainer.run_id}{source} at update {trainer.update}/"
               f"{trainer.config.updates}", flush=True)
     threads = f"{trainer.threads} torch thread{'s' * (trainer.threads > 1)}"
-    saved = checkpoint["config"].get("torch_threads", 0) if checkpoint else 0
-    if saved > trainer.threads and saved > len(os.sched_getaffinity(0)):
-        threads += f"; the checkpoint's {saved} are more than the cores here"
+    if trainer.config.torch_threads > trainer.threads:
+        threads += f"; the {trainer.config.torch_threads} asked for are more than the cores here"
     print(f"training {trainer.run_id} on {trainer.device} ({threads}); summaries in {trainer.summaries.path}",
           flush=True)
     try:

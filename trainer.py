@@ -3,6 +3,7 @@ the policy on held-out episodes. Nothing here knows which environment or recurre
 from __future__ import annotations
 
 import functools
+import os
 import time
 from datetime import datetime
 from pathlib import Path
@@ -12,7 +13,6 @@ import torch
 
 import checkpoint
 from buffer import RolloutBuffer
-from cli import IdleCores, rollout_threads
 from config import Config, schedule_value
 from evaluation import Evaluator
 from losses import StepStats, mean_metrics, ppo_loss, require_finite
@@ -28,7 +28,6 @@ class Trainer:
                  verbose: bool = True, summaries_path: str | Path | None = None):
         self.config, self.run_id, self.device = config, run_id, torch.device(device)
         check_precision(config.precision, self.device)
-        idle = IdleCores() if config.torch_threads == 0 else None  # sampled while the environment and model are made
         torch.set_num_threads(1)  # the orthogonal init's QR rounds by thread count: a seed's weights at any count
         torch.manual_seed(config.seed)
         np.random.seed(config.seed)
@@ -36,8 +35,9 @@ class Trainer:
         seeds = environment_seeds(config.seed, W)
         probe, self.spaces = make_probe(config.environment, seeds[0])  # for the spaces, before any worker starts
         self.model = build_model(config, self.spaces).to(self.device)
-        self.threads = config.torch_threads or idle.count()
-        self.rollout_threads = rollout_threads(self.threads, self.spaces.observation.images)
+        cores = len(os.sched_getaffinity(0))
+        self.threads = min(config.torch_threads or cores, cores)  # 0, or more than the cores here: the cores
+        self.rollout_threads = self.threads if self.spaces.observation.images else 1  # docs/how-it-works.md
         torch.set_num_threads(self.threads)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate_schedule.initial,
                                            eps=config.optimizer.eps, weight_decay=config.optimizer.weight_decay,

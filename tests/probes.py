@@ -1337,8 +1337,10 @@ def build_probes() -> list[Probe]:
                           ["--set", kv], words=words or (key,), fast=fast, **kw))
 
     cores = len(os.sched_getaffinity(0))
-    value("torch-threads-many", "torch_threads=1000", "torch_threads", "torch_threads far above the cores",
-          fast=True)
+    add(Probe("value-torch-threads-many", "7", "torch_threads far above the cores",
+              "--set torch_threads=1000: trains on the cores here and says so on its training line",
+              ["train.py", "--run-id", "p", *TINY, "--set", "torch_threads=1000"], code=(0,),
+              stdout_has=("1000 asked for are more than the cores here",), exists=("repo/models/p.pt",), fast=True))
     value("torch-threads-negative", "torch_threads=-1", "torch_threads")
     value("torch-threads-float", "torch_threads=2.5", "torch_threads", "wrong type: float for int")
     value("seed-negative", "seed=-1", "seed", "negative seed")
@@ -1706,19 +1708,18 @@ def build_probes() -> list[Probe]:
                           ("checkpoint.py", ["--help"])):
         add(Probe(f"help-{script.split('.')[0]}{flags[0]}", "extra", "--help exits 0",
                   f"{script} {flags[0]}: the usage, exit 0", [script, *flags], code=(0,),
-                  stdout_has=("Usage",)))
+                  stdout_has=("usage:",)))
     for name, args, word in (
             ("train-unknown-flag", ["train.py", "--bogus"], "--bogus"),
             ("train-positional", ["train.py", "configs/poc_memory_env.yaml"], "poc_memory_env.yaml"),
-            ("train-flag-twice", ["train.py", "--seed", "1", "--seed", "2"], "--seed"),
+            ("train-flag-twice", ["train.py", "--run-id", "a.pt", "--run-id", "b.pt"], "'b.pt'"),  # the last wins
             ("train-set-without-value", ["train.py", "--set"], "--set"),
             ("train-config-without-value", ["train.py", "--config"], "--config"),
             ("enjoy-no-model", ["enjoy.py"], "--model"),
             ("enjoy-unknown-flag", ["enjoy.py", "--model", "models/poc_memory_env.pt", "--bogus"], "--bogus"),
             ("export-no-arguments", ["checkpoint.py"], "--inference-only"),
-            ("export-unknown-flag", ["checkpoint.py", "--bogus"], "--bogus"),
-            ("export-one-path", ["checkpoint.py", "--inference-only", "models/poc_memory_env.pt"],
-             "--inference-only")):
+            ("export-unknown-flag", ["checkpoint.py", "--inference-only", "a.pt", "b.pt", "--bogus"], "--bogus"),
+            ("export-one-path", ["checkpoint.py", "--inference-only", "models/poc_memory_env.pt"], "target")):
         add(Probe(f"flag-{name}", "extra", "bad flag", f"`{shlex.join(['python', *args])}`: refused in one line "
                   f"naming {word}, exit 2", args, words=(word,)))
 
@@ -2247,8 +2248,8 @@ def build_probes() -> list[Probe]:
     for name, args, word in (
             ("run-id-pt", ["train.py", "--run-id", "x.pt", *TINY], "not a file name"),
             ("run-id-201", ["train.py", "--run-id", "a" * 201, *TINY], "at most 200 characters"),
-            ("export-no-target", ["checkpoint.py", "--inference-only", "models/r.pt"], "<target> is missing"),
-            ("flag-twice", [*enjoy, "--model", "models/r.pt"], "given twice"),
+            ("export-no-target", ["checkpoint.py", "--inference-only", "models/r.pt"], "required: target"),
+            ("flag-twice", [*enjoy, "--model", "models/missing.pt"], "models/missing.pt"),  # the last wins
             ("video-onto-folder", [*enjoy, "--video", "models"], "is a folder"),
             ("update-negative", [*enjoy], "not a count")):
         setup = crafted(lambda payload: payload.update(update=-5)) if name == "update-negative" else R

@@ -177,40 +177,21 @@ def test_resume_refuses_changed_model_inputs_and_takes_older_checkpoints_without
     check_resume_overrides(older, config_from_dict(older))
 
 
-@pytest.mark.parametrize("percent, affinity, expected", [
-    ([0.0, 0.0], {0, 1}, 2),  # an idle machine: every core
-    ([97.0, 3.0], {0, 1}, 1),  # another run on one core
-    ([100.0, 100.0], {0, 1}, 1),  # every core busy: still one thread
-    ([60.0, 45.0], {0, 1}, 1),  # 1.05 cores busy, rounded
-    ([100.0, 0.0, 0.0, 0.0], {1, 2, 3}, 3),  # only the cores this process may use count
-    ([0.0, 0.0, 100.0, 100.0], {0, 1}, 2),  # busy cores outside the affinity are not ours to count
-])
-def test_torch_threads_0_takes_the_cores_other_processes_leave_idle(monkeypatch, percent, affinity, expected):
+@pytest.mark.parametrize("asked, expected", [(0, 3), (1, 1), (3, 3), (1000, 3)])
+def test_torch_threads_0_or_above_the_cores_here_takes_the_cores_this_process_may_use(tmp_path, monkeypatch,
+                                                                                      asked, expected):
     import os
 
-    import psutil
-
-    import cli
-    monkeypatch.setattr(psutil, "cpu_percent", lambda interval=None, percpu=False: percent)
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: affinity)
-    monkeypatch.setattr(cli.time, "process_time", lambda: 0.0)  # this process used no CPU meanwhile
-    assert cli.IdleCores().count(minimum=0.0) == expected
-
-
-def test_the_idle_cores_sample_leaves_out_this_processs_own_start_up(monkeypatch):
-    """The sample spans the run's own start-up: one core kept busy by this process is not another's."""
-    import os
-
-    import psutil
-
-    import cli
-    clock = iter([10.0, 11.0, 11.0])  # start, elapsed check, end: a 1 s sample
-    cpu = iter([5.0, 6.0])  # this process used 1 CPU second in it
-    monkeypatch.setattr(cli.time, "perf_counter", lambda: next(clock))
-    monkeypatch.setattr(cli.time, "process_time", lambda: next(cpu))
-    monkeypatch.setattr(psutil, "cpu_percent", lambda interval=None, percpu=False: [100.0, 0.0])
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
-    assert cli.IdleCores().count() == 2
+    from trainer import Trainer
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 2, 5})
+    threads = torch.get_num_threads()
+    raw = {"n_workers": 2, "worker_steps": 16, "n_mini_batch": 1, "hidden_layer_size": 8, "torch_threads": asked}
+    trainer = Trainer(config_from_dict(raw), summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
+    try:
+        assert trainer.threads == expected and trainer.config.torch_threads == asked
+    finally:
+        trainer.close()
+        torch.set_num_threads(threads)
 
 
 def bomb(levels: int = 9) -> str:

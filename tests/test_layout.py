@@ -5,11 +5,11 @@ import io
 import re
 import subprocess
 import sys
-import tokenize
 from pathlib import Path
 
 import pytest
 from tests.hang import HANG_S
+from tools import size
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = sorted([*ROOT.glob("*.py"), *ROOT.glob("environments/*.py")])
@@ -80,17 +80,9 @@ def test_no_test_bounds_a_wait_by_a_clock_of_its_own():
 def _comment_lines(path: Path) -> tuple[set[int], set[int], dict[int, str]]:
     """(non-blank lines, comment and docstring lines, the text of each such line) of a Python file."""
     text = path.read_text()
+    nonblank, commented = size.comment_lines(text)
     lines = text.splitlines()
-    nonblank = {i + 1 for i, line in enumerate(lines) if line.strip()}
-    commented, previous = set(), tokenize.INDENT
-    for token in tokenize.generate_tokens(io.StringIO(text).readline):
-        if token.type == tokenize.COMMENT:
-            commented.add(token.start[0])
-        elif token.type == tokenize.STRING and previous in (tokenize.INDENT, tokenize.DEDENT, tokenize.NEWLINE):
-            commented.update(range(token.start[0], token.end[0] + 1))  # a docstring, or a string statement
-        if token.type not in (tokenize.COMMENT, tokenize.NL):
-            previous = token.type
-    return nonblank, commented & nonblank, {i: lines[i - 1] for i in commented & nonblank}
+    return nonblank, commented, {i: lines[i - 1] for i in commented}
 
 
 def test_the_program_says_why_in_few_words():

@@ -37,6 +37,7 @@ METRICS = ("episode/reward_mean_last100", "episode/reward_mean", "episode/succes
 DISTRIBUTIONS = ("loguniform", "uniform", "int", "choice")
 MAX_TRIALS = 10_000  # Tune keeps every trial in the driver; also the bound of --max-concurrent
 MAX_PER_TRIAL = 2 ** 16  # CPUs or GPUs: a trial runs on one node
+TUNE_NOISE = ("Tuner.restore", "Stop signal received", "Failed to fetch metrics")  # sweep.py says these itself
 
 
 @dataclass
@@ -296,7 +297,7 @@ def run_trial(values: dict, sweep: dict) -> None:
     import ray
     from ray import tune
 
-    from checkpoint import RunLock, load_checkpoint, restore
+    from checkpoint import RunLock, load_checkpoint, restore, save
     from trainer import Trainer
     sweep = Sweep(**sweep)
     name = tune.get_context().get_trial_name()
@@ -322,7 +323,7 @@ def run_trial(values: dict, sweep: dict) -> None:
 
         def on_update(trainer, log, scalars: dict) -> None:
             if trainer.update == trainer.config.updates and trainer.saved_update != trainer.update:
-                trainer.save()  # the final checkpoint travels with the final result
+                save(trainer)  # the final checkpoint travels with the final result
             latest.update((k, v) for k, v in scalars.items() if k.startswith(("episode/", "eval/")))
             metrics = {**scalars, **latest, "update": trainer.update, "updates": trainer.config.updates,
                        "node_id": node}
@@ -370,6 +371,9 @@ def start_ray(address: str | None, sweep: Sweep) -> None:
     import logging
 
     import ray
+    for name in ("ray.tune.tune", "ray.tune.analysis.experiment_analysis", "ray.tune.execution.experiment_state",
+                 "ray.train._internal.syncer"):
+        logging.getLogger(name).addFilter(_not_noise)
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     # log_to_driver=False: what a trial's process writes stays in Ray's logs (docs/sweeps.md)
     common = dict(logging_level=logging.WARNING, logging_config=ray.LoggingConfig(log_level="WARNING"),
@@ -383,6 +387,13 @@ def start_ray(address: str | None, sweep: Sweep) -> None:
         ray.init(address="local", num_cpus=len(os.sched_getaffinity(0)), include_dashboard=False, **common)
     if sweep.gpus > (gpus := ray.cluster_resources().get("GPU", 0)):
         raise ConfigError(f"--gpus-per-trial {sweep.gpus:g}: this machine has {gpus:g} GPUs")
+
+
+def _not_noise(record) -> bool:
+    """False for Tune's lines that sweep.py says itself, and for a save of Tune's state that failed on
+    Tune's own temporary file, renamed meanwhile: the next save copies it."""
+    text = record.getMessage() + str(record.exc_info)
+    return not any(words in text for words in TUNE_NOISE) and not ("FileNotFoundError" in text and "-tmp-" in text)
 
 
 def space(sweep: Sweep) -> dict:

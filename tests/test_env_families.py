@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
-from checkpoint import FORMAT, _tensors, arrays, load_checkpoint, save_checkpoint
+from checkpoint import FORMAT, _leaves, _tensor, arrays, load_checkpoint, save_checkpoint
 from config import ConfigError, EnvironmentConfig, config_from_dict, load_config
 
 from environments.memory_gym import make_memory_gym
@@ -164,7 +164,7 @@ def test_env_state_resumes_exactly(tmp_path, name, actions):
             env.reset()
     save_checkpoint(tmp_path / "state.pt", {"format": FORMAT, "model": {}, "config": {}, "update": 0, "steps": 0,
                                              "run_id": "x", "normalization": {},
-                                             "environments": _tensors([env.get_state()])})
+                                             "environments": _leaves([env.get_state()], _tensor)})
     copy = environment(name).make()
     copy.set_state(arrays(load_checkpoint(tmp_path / "state.pt")["environments"])[0])
     try:
@@ -227,7 +227,7 @@ def test_a_game_resumes_exactly_after_lost_lives(tmp_path):
     play_until_lives_lost(env, 2, rng)
     save_checkpoint(tmp_path / "state.pt", {"format": FORMAT, "model": {}, "config": {}, "update": 0, "steps": 0,
                                              "run_id": "x", "normalization": {},
-                                             "environments": _tensors([env.get_state()])})
+                                             "environments": _leaves([env.get_state()], _tensor)})
     copy = environment("breakout_noframeskip").make()
     copy.set_state(arrays(load_checkpoint(tmp_path / "state.pt")["environments"])[0])
     assert copy.unwrapped.ale.lives() == env.unwrapped.ale.lives() == 3

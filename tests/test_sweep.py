@@ -66,6 +66,23 @@ def read(*argv: str) -> sweep.Sweep:
     return sweep.read_sweep(sweep.parser().parse_args([*config, *argv]))
 
 
+def test_only_tunes_own_stop_lines_and_a_vanished_temporary_are_left_out_of_rays_log():
+    """Tune's state saved while a trial's checkpoint is renamed can fail on Tune's own temporary file (no
+    fault: the next save copies it); any other failed save is still shown."""
+    import logging
+
+    def record(message: str, error: Exception | None = None) -> logging.LogRecord:
+        return logging.LogRecord("ray.tune", logging.ERROR, __file__, 1, message, None,
+                                 error and (type(error), error, None))
+    lost = FileNotFoundError(2, "Failed to open local file '/tmp/ray/session_1/artifacts/x/s/driver_artifacts/"
+                                ".34d5b919-tmp-basic-variant-state-2026-11-25_00-20-24.json'")
+    assert not sweep._not_noise(record("Saving experiment state to storage at 's' failed with exception: ", lost))
+    assert not sweep._not_noise(record(f"Last sync command failed:\nTraceback\nFileNotFoundError: {lost}"))
+    assert not sweep._not_noise(record("Stop signal received (e.g. via SIGINT/Ctrl+C), ending Ray Tune run."))
+    assert sweep._not_noise(record("Saving experiment state failed: ", OSError(28, "No space left on device")))
+    assert sweep._not_noise(record("Saving failed: ", FileNotFoundError(2, "Failed to open local file '/s/a.json'")))
+    assert sweep._not_noise(record("No trial is running and no new trial can be started"))
+
 def test_seeds_cross_every_grid_point_with_readable_distinct_names():
     plan = read("--seeds", "2", "--grid", "learning_rate_schedule.initial=0.0003,1.0e-4",
                 "--grid", "recurrence.layer_type=gru,lstm")
@@ -247,7 +264,6 @@ def test_resume_after_ctrl_c_keeps_finished_trials_and_completes_the_others(tmp_
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=HANG_S)
     assert process.returncode == 130, err
-    assert "Stop signal received" in err  # Tune's own line, as Tune writes it
     folder = tmp_path / "sweeps/cut"
     assert f"resume with: python sweep.py --resume {folder}" in out
     unfinished = [s for s in range(3) if not (folder / f"models/seed{s}.pt").exists()

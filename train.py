@@ -76,11 +76,12 @@ def check_run_id(run_id, what: str) -> None:
 def read_run(args):
     """(config, run id, checkpoint or None) from the command line; refuses bad input."""
     if not args.resume:
-        config = load_config(args.config or DEFAULT_CONFIG, args.set)
+        path = args.config or DEFAULT_CONFIG  # no argparse default: --resume refuses a --config that was given
+        config = load_config(path, args.set)
         config.seed = config.seed if args.seed is None else args.seed
         run_id = args.run_id
         if run_id is None:
-            run_id = f"{Path(args.config or DEFAULT_CONFIG).stem}-{datetime.now():%Y%m%d-%H%M%S}"
+            run_id = f"{Path(path).stem}-{datetime.now():%Y%m%d-%H%M%S}"
         check_run_id(run_id, "--run-id")
         return config, run_id, None
     given = [flag for flag, value in (("--config", args.config), ("--seed", args.seed)) if value is not None]

@@ -19,8 +19,9 @@ def write_atomically(path: Path, write: Callable[[Path], None], keep_suffix: boo
     with stopping.deferred():
         try:
             write(tmp)
-            if not replace:  # claims the name first: FileExistsError if anything is there
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
-            os.replace(tmp, path)
+            if replace:
+                os.replace(tmp, path)
+            else:  # a new link never replaces: FileExistsError if anything is there
+                os.link(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)

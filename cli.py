@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
+import reprlib
 import secrets
 import sys
 import warnings
@@ -63,12 +65,14 @@ class ArgumentParser(argparse.ArgumentParser):
         raise ConfigError(f"{message}: see --help")
 
 
-def integer(low: int, high: int):  # an argparse type
-    def read(text: str) -> int:
-        if not text.isdecimal() or not low <= int(text) <= high:
-            raise argparse.ArgumentTypeError(f"an integer from {low:,} to {high:,}, not {text!r}")
-        return int(text)
-    return read
+def number(kind, low: float = -math.inf, high: float = math.inf):
+    """An argparse type: a finite number of `kind` (int or float) from low to high."""
+    def number(text: str):
+        value = kind(text)  # a ValueError is argparse's "invalid number value"
+        if not low <= value <= high or abs(value) == math.inf:
+            raise argparse.ArgumentTypeError(f"must be a number from {low:,} to {high:,}, got {reprlib.repr(text)}")
+        return value
+    return number
 
 
 class Stdout:

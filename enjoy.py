@@ -17,7 +17,7 @@ import torch
 
 from atomic import write_atomically
 from checkpoint import CheckpointError
-from cli import ArgumentParser, Stdout, failed, integer, reason, start_up_warnings
+from cli import ArgumentParser, Stdout, failed, number, reason, start_up_warnings
 from config import MAX_EPISODES, ConfigError
 
 def parser() -> ArgumentParser:
@@ -25,21 +25,21 @@ def parser() -> ArgumentParser:
         "Without --video or --render the episodes run in parallel across the config's number of environments. "
         "Every episode prints one line; a summary follows. Exit codes: 0 done, 1 the video could not be written, "
         "2 refused (bad flag or file), 130 / 143 stopped by Ctrl-C / SIGTERM."))
-    parser.add_argument("--model", metavar="PATH", required=True,
-                        help="a checkpoint written by train.py (models/<run-id>.pt)")
-    parser.add_argument("--episodes", type=integer(1, MAX_EPISODES), default=10, help="episodes to run (default: 10)")
-    parser.add_argument("--seed", type=integer(0, 2 ** 32 - 1), help="evaluation seed of the environments (disjoint "
-                        "from any training seed) and of the sampled actions: the same command gives the same scores. "
-                        "Default: the checkpoint's evaluation.seed + 1, fresh episodes (its evaluation.seed replays "
-                        "those its run's evaluations played and picked the best model on)")
-    parser.add_argument("--deterministic", action="store_true", help="take the most probable action, not a sample")
-    parser.add_argument("--max-steps", type=integer(1, 2 ** 31 - 1), help="cut an episode at this many steps, scored "
-                        "as it stood (a line says so). Default: the config's evaluation.max_steps (0: the "
-                        "environment's time limit, else 100,000)")
-    parser.add_argument("--video", metavar="PATH", type=Path, help="record the episodes to a .gif (Pillow) or .mp4 "
-                        "(needs the video extra: pip install -r requirements-video.txt); an existing file is refused")
-    parser.add_argument("--overwrite", action="store_true", help="let --video replace an existing file")
-    parser.add_argument("--render", action="store_true", help="show the episodes in a window (needs a display)")
+    add = parser.add_argument
+    add("--model", metavar="PATH", required=True, help="a checkpoint written by train.py (models/<run-id>.pt)")
+    add("--episodes", type=number(int, 1, MAX_EPISODES), default=10, help="episodes to run (default: 10)")
+    add("--seed", type=number(int, 0, 2 ** 32 - 1), help="evaluation seed of the environments (disjoint from any "
+        "training seed) and of the sampled actions: the same command gives the same scores. Default: the "
+        "checkpoint's evaluation.seed + 1, fresh episodes (its evaluation.seed replays those its run's evaluations "
+        "played and picked the best model on)")
+    add("--deterministic", action="store_true", help="take the most probable action, not a sample")
+    add("--max-steps", type=number(int, 1, 2 ** 31 - 1), help="cut an episode at this many steps, scored as it "
+        "stood (a line says so). Default: the config's evaluation.max_steps (0: the environment's time limit, else "
+        "100,000)")
+    add("--video", metavar="PATH", type=Path, help="record the episodes to a .gif (Pillow) or .mp4 (needs the video "
+        "extra: pip install -r requirements-video.txt); an existing file is refused")
+    add("--overwrite", action="store_true", help="let --video replace an existing file")
+    add("--render", action="store_true", help="show the episodes in a window (needs a display)")
     return parser
 
 
@@ -191,6 +191,8 @@ def play(agent, args, window) -> int:
         try:
             write_video(args.video, frames, overwrite=args.overwrite)
             print(f"wrote {args.video} ({len(frames)} frames)")
+        except FileExistsError:
+            code = failed(f"{args.video} appeared while the episodes ran: pass --overwrite to replace it", 1)
         except OSError as error:  # e.g. a full disk: the episodes' scores are still printed
             code = failed(f"could not write {args.video} ({reason(error)})", 1)
     if window:

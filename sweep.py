@@ -25,7 +25,7 @@ if __name__ == "__main__":
     stopping.leave_at_once_on_stop_signals()  # before the imports below and Ray's, which take seconds
 
 from atomic import write_atomically  # noqa: E402
-from cli import ArgumentParser, failed, reason, start_up_warnings, writable  # noqa: E402
+from cli import ArgumentParser, failed, number, reason, start_up_warnings, writable  # noqa: E402
 from config import ConfigError, config_from_dict, load_config, read_yaml  # noqa: E402
 from spaces import SpaceError  # noqa: E402
 from train import check_run_id  # noqa: E402
@@ -72,16 +72,6 @@ class Sweep:
         return f"{self.storage.rstrip('/')}/{self.sweep_id}"
 
 
-def bounded(kind, low: float = -math.inf, high: float = math.inf):
-    """An argparse type: a finite number of `kind` from low to high."""
-    def number(text: str):
-        value = kind(text)  # a ValueError is argparse's "invalid number value"
-        if not low <= value <= high or abs(value) == math.inf:
-            raise argparse.ArgumentTypeError(f"must be a number from {low:g} to {high:,g}, got {reprlib.repr(text)}")
-        return value
-    return number
-
-
 def seed_list(text: str) -> list[int]:
     return [int(seed) for seed in text.split(",")]
 
@@ -95,27 +85,27 @@ def parser() -> ArgumentParser:
     add("--config", default="configs/poc_memory_env.yaml", help="the config every trial starts from (%(default)s)")
     add("--sweep-id", metavar="NAME", help="names its folders (default: the config's name and the time)")
     add("--set", action="append", default=[], metavar="KEY=VALUE", help="as train.py's, in every trial (repeatable)")
-    seeds.add_argument("--seeds", type=bounded(int, 1, MAX_TRIALS), metavar="N", help="seeds 0..N-1 (default: the "
+    seeds.add_argument("--seeds", type=number(int, 1, MAX_TRIALS), metavar="N", help="seeds 0..N-1 (default: the "
                        "config's seed)")
     seeds.add_argument("--seed-list", type=seed_list, metavar="a,b,c", help="these seeds")
     varied.add_argument("--grid", action="append", default=[], metavar="KEY=a,b,c",
                         help="one trial per value, read as yaml; several give every combination (repeatable)")
     varied.add_argument("--search", action="append", default=[], metavar="KEY=DIST", help="Optuna's TPE samples KEY "
                         "from loguniform:a:b, uniform:a:b, int:a:b (a, b included) or choice:a,b,c (repeatable)")
-    add("--samples", type=bounded(int, 1, MAX_TRIALS), metavar="N", help="runs of a search, one seed each (default 10)")
+    add("--samples", type=number(int, 1, MAX_TRIALS), metavar="N", help="runs of a search, one seed each (default 10)")
     add("--scheduler", choices=("none", "asha"), default="none", help="asha: stop the trials that fall behind early")
     add("--metric", choices=METRICS, default=METRICS[0], metavar="TAG",
         help="what --search and --scheduler maximise: %(choices)s (the first by default)")
-    add("--cpus-per-trial", type=bounded(float, 0.01, MAX_PER_TRIAL), default=1.0, metavar="N",
+    add("--cpus-per-trial", type=number(float, 0.01, MAX_PER_TRIAL), default=1.0, metavar="N",
         help="CPUs a trial reserves, and its torch threads and environment processes (default: %(default)g)")
-    add("--gpus-per-trial", type=bounded(float, 0, MAX_PER_TRIAL), default=0.0, metavar="F",
+    add("--gpus-per-trial", type=number(float, 0, MAX_PER_TRIAL), default=0.0, metavar="F",
         help="a trial's share of a GPU, e.g. 0.25; above 0 it trains on cuda (default: %(default)g)")
-    add("--max-concurrent", type=bounded(int, 1, MAX_TRIALS), metavar="N", help="at most N trials at once")
-    add("--max-failures", type=bounded(int, 0), default=3, metavar="N",
+    add("--max-concurrent", type=number(int, 1, MAX_TRIALS), metavar="N", help="at most N trials at once")
+    add("--max-failures", type=number(int, 0), default=3, metavar="N",
         help="restarts of a trial whose process died, from its last checkpoint (default: %(default)s)")
     add("--address", help="a Ray cluster's: auto, HOST:PORT or ray://HOST:10001 (default: Ray in this process)")
     add("--storage", default="./sweeps", help="a folder every node sees, or s3://..., gs://... (%(default)s)")
-    add("--threshold", type=bounded(float), metavar="X", help="the statistics add the fraction of seeds >= X")
+    add("--threshold", type=number(float), metavar="X", help="the statistics add the fraction of seeds >= X")
     add("--resume", metavar="FOLDER", help="continue the sweep in <storage>/<sweep-id>; only --address and "
         "--threshold apply with it")
     return parser

@@ -1,4 +1,5 @@
 """enjoy.py and the Agent API: the same hidden-state handling as training, videos, scores, bad input."""
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -128,6 +129,21 @@ def test_a_video_that_appears_while_the_episodes_run_is_not_replaced(tmp_path):
     assert (tmp_path / "late.gif").read_bytes() == b"written meanwhile" and len(list(tmp_path.iterdir())) == 1
     write_video(tmp_path / "late.gif", frames, overwrite=True)
     assert (tmp_path / "late.gif").read_bytes().startswith(b"GIF")
+
+
+def test_a_video_that_appears_meanwhile_is_one_line_naming_overwrite(tmp_path, monkeypatch, capsys):
+    import enjoy
+    video = tmp_path / "late.gif"
+
+    def record(*args):
+        video.write_bytes(b"written meanwhile")
+        return [{"reward": 1.0, "length": 3}], [np.zeros((4, 4, 3), dtype=np.uint8)] * 2
+    monkeypatch.setattr(enjoy, "record", record)
+    args = argparse.Namespace(video=video, overwrite=False, episodes=1, seed=1, deterministic=False, max_steps=None)
+    assert enjoy.play(None, args, None) == 1
+    out = capsys.readouterr()
+    assert out.err == f"error: {video} appeared while the episodes ran: pass --overwrite to replace it\n"
+    assert out.out.startswith("1 episodes: return 1.000") and video.read_bytes() == b"written meanwhile"
 
 
 @pytest.mark.slow

@@ -140,6 +140,20 @@ def test_stop_signals_during_a_write_are_answered_once_it_is_done(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["x.pt"] and (tmp_path / "x.pt").read_bytes() == b"whole"
 
 
+@pytest.mark.parametrize("replace", [True, False])
+def test_a_write_whose_last_step_fails_leaves_nothing(tmp_path, monkeypatch, replace):
+    """No temporary file, and no empty file in the target's place, when the rename or link fails."""
+    from atomic import write_atomically
+
+    def fail(*args):
+        raise OSError(1, "Operation not permitted")
+    monkeypatch.setattr(os, "replace", fail)
+    monkeypatch.setattr(os, "link", fail)
+    with pytest.raises(OSError):
+        write_atomically(tmp_path / "x.gif", lambda tmp: tmp.write_bytes(b"whole"), replace=replace)
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM])
 def test_a_stop_signal_while_the_export_starts_is_one_line(tmp_path, number):
     """checkpoint.py --inference-only stopped while it imports torch (a second, where any signal lands

@@ -301,6 +301,7 @@ def _coerce(hint, value, key: str):
 # bounds where more failed deep inside numpy or torch or hung start-up (sizes in memory: buffer.py, model.py)
 MAX_WORKERS = 2 ** 16
 MAX_LAYERS = 100
+SEEDS = 2 ** 32  # a seed is an integer in [0, SEEDS): numpy's and the environments' range
 MAX_EPISODES = 10 ** 6  # per evaluation: every episode's stats are kept, one held-out seed drawn for each
 
 
@@ -333,7 +334,7 @@ def validate(config: Config) -> None:
     need(0.0 <= config.lamda <= 1.0, "lamda", config.lamda, "must be in [0, 1]")
     need(config.worker_processes <= config.n_workers, "worker_processes", config.worker_processes,
          f"at most n_workers ({config.n_workers})")
-    need(0 <= config.seed < 2 ** 32, "seed", config.seed, "an integer in [0, 2**32)")
+    need(0 <= config.seed < SEEDS, "seed", config.seed, "an integer in [0, 2**32)")
     device = config.device
     need(device in ("auto", "cpu", "cuda") or device.startswith("cuda:"), "device", device,
          "one of auto, cpu, cuda, cuda:N")
@@ -372,7 +373,7 @@ def validate(config: Config) -> None:
          f"from 1 to {MAX_EPISODES:,} (as enjoy.py --episodes)")
     need(0 <= e.max_steps < 2 ** 31, "evaluation.max_steps", e.max_steps,
          "from 0 (the environment's own time limit, else 100,000) to 2**31 - 1")
-    need(0 <= e.seed < 2 ** 32, "evaluation.seed", e.seed, "an integer in [0, 2**32)")
+    need(0 <= e.seed < SEEDS, "evaluation.seed", e.seed, "an integer in [0, 2**32)")
 
     from environments import SetupError, check_settings
     env = config.environment

@@ -18,7 +18,7 @@ import torch
 from atomic import write_atomically
 from checkpoint import CheckpointError
 from cli import ArgumentParser, Stdout, failed, number, reason, start_up_warnings
-from config import MAX_EPISODES, ConfigError
+from config import MAX_EPISODES, SEEDS, ConfigError
 
 def parser() -> ArgumentParser:
     parser = ArgumentParser(description="Watch, record and score a trained agent.", epilog=(
@@ -28,7 +28,7 @@ def parser() -> ArgumentParser:
     add = parser.add_argument
     add("--model", metavar="PATH", required=True, help="a checkpoint written by train.py (models/<run-id>.pt)")
     add("--episodes", type=number(int, 1, MAX_EPISODES), default=10, help="episodes to run (default: 10)")
-    add("--seed", type=number(int, 0, 2 ** 32 - 1), help="evaluation seed of the environments (disjoint from any "
+    add("--seed", type=number(int, 0, SEEDS - 1), help="evaluation seed of the environments (disjoint from any "
         "training seed) and of the sampled actions: the same command gives the same scores. Default: the "
         "checkpoint's evaluation.seed + 1, fresh episodes (its evaluation.seed replays those its run's evaluations "
         "played and picked the best model on)")
@@ -170,7 +170,7 @@ def main(argv=None) -> int:
                 window = check_options(args)
                 agent = Agent.load(args.model)
                 if args.seed is None:  # not the episodes the run's own evaluations played (--help)
-                    args.seed = (agent.config.evaluation.seed + 1) % 2 ** 32
+                    args.seed = (agent.config.evaluation.seed + 1) % SEEDS
             stop.working()
             return play(agent, args, window)
         except (CheckpointError, ConfigError, SpaceError) as error:

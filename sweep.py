@@ -26,7 +26,7 @@ if __name__ == "__main__":
 
 from atomic import write_atomically  # noqa: E402
 from cli import ArgumentParser, failed, number, reason, start_up_warnings, writable  # noqa: E402
-from config import ConfigError, config_from_dict, load_config, read_yaml  # noqa: E402
+from config import SEEDS, ConfigError, config_from_dict, load_config, read_yaml  # noqa: E402
 from spaces import SpaceError  # noqa: E402
 from train import check_run_id  # noqa: E402
 from worker import WorkerError, make_probe  # noqa: E402
@@ -161,7 +161,7 @@ def read_sweep(args: argparse.Namespace) -> Sweep:
     if args.samples is not None and not search:
         raise ConfigError("--samples is the number of runs of a search: give --search KEY=DIST with it")
     seeds = list(range(args.seeds)) if args.seeds else args.seed_list or [config.seed]
-    if len(set(seeds)) < len(seeds) or not 0 <= min(seeds) <= max(seeds) < 2 ** 32:
+    if len(set(seeds)) < len(seeds) or not 0 <= min(seeds) <= max(seeds) < SEEDS:
         raise ConfigError(f"seeds must be distinct integers in [0, 2**32), got {reprlib.repr(seeds)}")
     if search and len(seeds) > 1:
         raise ConfigError("a search runs each sample with one seed: give --seed-list S (or none: the config's seed); "

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from checkpoint import CheckpointError, RunLock, fitted, load_checkpoint, restore, same_checkpoint
 from cli import ArgumentParser, Stdout, failed, number, reason, start_up_warnings, writable
-from config import ConfigError, check_resume_overrides, config_from_dict, load_config
+from config import SEEDS, ConfigError, check_resume_overrides, config_from_dict, load_config
 from spaces import SpaceError
 from worker import WorkerError
 
@@ -33,7 +33,7 @@ def parser() -> ArgumentParser:
     parser.add_argument("--config", metavar="PATH", help=f"the yaml config to train (default: {DEFAULT_CONFIG})")
     parser.add_argument("--run-id", metavar="NAME", help="names models/<run-id>.pt and summaries/<run-id>/<time>: "
                         "letters, digits, '.', '_' and '-' (default: the config's name and the start time)")
-    parser.add_argument("--seed", type=number(int, 0, 2 ** 32 - 1), help="the run seed; overrides the config's seed")
+    parser.add_argument("--seed", type=number(int, 0, SEEDS - 1), help="the run seed; overrides the config's seed")
     parser.add_argument("--cpu", action="store_true", help="train on the CPU even when a GPU is available")
     parser.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
                         help="override one config key, e.g. --set recurrence.sequence_length=16 (repeatable)")

@@ -15,5 +15,8 @@ $PY tools/random_policy.py --config configs/breakout_noframeskip.yaml --episodes
 # nice $PY train.py --config configs/breakout_noframeskip.yaml --set updates=1954 --set checkpoint_interval=25 \
 #     --set evaluation.interval=100 --set evaluation.episodes=16 --run-id breakout_noframeskip_seed0
 # nice $PY train.py --resume models/breakout_noframeskip_seed0.pt
+# issue 41: seeds 1 and 2 with the config as it is now (64 games every 500 updates), at dda0431
+# for s in 1 2; do nice $PY train.py --config configs/breakout_noframeskip.yaml --set updates=1954 \
+#     --set checkpoint_interval=25 --seed $s --run-id breakout_noframeskip_seed$s; done
 # the shipped model on fresh games, float32 against bfloat16 (docs/results.md#breakout)
 # bash results/atari/gap/run.sh

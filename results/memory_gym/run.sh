@@ -11,3 +11,10 @@ SDL_VIDEODRIVER=dummy $PY tools/random_policy.py --config configs/mortar_mayhem_
 # SDL_VIDEODRIVER=dummy nice $PY train.py --config configs/mortar_mayhem_b_grid.yaml --set updates=500 \
 #     --set checkpoint_interval=5 --run-id mmb_grid_seed0
 # SDL_VIDEODRIVER=dummy nice $PY train.py --resume models/mmb_grid_seed0.pt
+# issue 41: seeds 1-4 of the same (the queue in the session notes runs them one after another, each resumed
+# from its checkpoint after an interrupted session), at dda0431
+# for s in 1 2 3 4; do SDL_VIDEODRIVER=dummy nice $PY train.py --config configs/mortar_mayhem_b_grid.yaml \
+#     --set updates=500 --set checkpoint_interval=5 --seed $s --run-id mmb_grid_seed$s; done
+# issue 41: Mortar Mayhem Grid with the reference's config, seed 0, its first 500 updates, at dda0431
+# SDL_VIDEODRIVER=dummy nice $PY train.py --config configs/mortar_mayhem_grid.yaml --set updates=500 \
+#     --set checkpoint_interval=5 --run-id mm_grid_seed0

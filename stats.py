@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Iterable, NamedTuple
 
 import numpy as np
 from scipy import stats as scipy_stats
@@ -210,13 +211,27 @@ def _order(value: Any) -> tuple:  # numbers by value (8 before 16), anything els
     return (0, value, "") if isinstance(value, (int, float)) else (1, 0, _text(value))
 
 
-def group_runs(runs: list[Run]) -> list[GridPoint]:
-    """Runs whose configs are equal but for the seed and EXECUTION_KEYS form a grid point, labelled and sorted
-    by the keys that differ between grid points. Runs of one config and seed are one run trained again
-    (train.py --overwrite starts a folder named by its start time): the one whose name sorts last counts."""
+def without(config: dict, keys: Iterable[str]) -> dict:
+    """config less the dotted keys (a section's name drops the whole section)."""
+    config = copy.deepcopy(config)
+    for key in keys:
+        *sections, last = key.split(".")
+        section = config
+        for name in sections:
+            section = section.get(name) if isinstance(section, dict) else None
+        if isinstance(section, dict):
+            section.pop(last, None)
+    return config
+
+
+def group_runs(runs: list[Run], pooled: Iterable[str] = ()) -> list[GridPoint]:
+    """Runs whose configs are equal but for the seed, EXECUTION_KEYS and the pooled keys form a grid point,
+    labelled and sorted by the keys that differ between grid points. Runs of one config and seed are one run
+    trained again (train.py --overwrite starts a folder named by its start time): the one whose name sorts
+    last counts."""
     members: dict[str, dict[Any, Run]] = {}  # config -> seed -> run
     for run in sorted(runs, key=lambda r: r.folder.name):
-        what = {k: v for k, v in run.config.items() if k not in ("seed", *EXECUTION_KEYS)}
+        what = without(run.config, ["seed", *EXECUTION_KEYS, *pooled])
         seeds = members.setdefault(json.dumps(what, sort_keys=True), {})
         if run.seed in seeds:
             print(f"warning: {seeds[run.seed].folder} left out: {run.folder} is a later run of its config and seed",
@@ -337,8 +352,10 @@ def table(summaries: list[dict], settings: dict) -> str:
             f"{p['label']} {p['value']:g}" + ("" if p["env_steps"] is None else f" at {p['env_steps']:,} steps")
             for p in settings["published"]) + "."]
     if evaluated:
+        pooled = settings["pooled"] and (f" Pooled (--pool): {', '.join(settings['pooled'])} may differ between "
+                                         "a grid point's seeds; each seed is scored with its own run's settings.")
         lines += ["", "Final held-out evaluation: eval/reward_mean after each run's last update (config "
-                  "`evaluation`: held-out episodes, scored as enjoy.py scores).", ""]
+                  f"`evaluation`: held-out episodes, scored as enjoy.py scores).{pooled or ''}", ""]
         lines += _markdown(["grid point", "seeds", "mean", "median", "IQM", "per seed (seed: score)"], [
             [s["label"], str(s["seeds"]), *map(_cell, s["final_evaluation"].values()),
              ", ".join(f"{r['seed']}: {r['final_evaluation']:.3f}" for r in s["runs"])] for s in evaluated])
@@ -406,11 +423,11 @@ def output_prefix(out: str | Path) -> Path:
 
 
 def report(folders: list[str | Path], out: str | Path, threshold: float | None = None, final_updates: int = 1,
-           published: list[Published] = (), **bootstrap: Any) -> str:
+           published: list[Published] = (), pooled: list[str] = (), **bootstrap: Any) -> str:
     """Writes <output_prefix(out)>.md, .json and .png for the runs below folders; returns the markdown."""
     if threshold is not None and not np.isfinite(threshold):
         raise ConfigError(f"--threshold must be a finite number, not {threshold}")
-    points = group_runs(load_runs(folders))
+    points = group_runs(load_runs(folders), pooled)
     for point in points:
         if not 1 <= final_updates <= len(point.runs[0].update):
             raise ConfigError(f"--final-updates {final_updates}: must be from 1 to the {len(point.runs[0].update)} "
@@ -425,7 +442,7 @@ def report(folders: list[str | Path], out: str | Path, threshold: float | None =
     summaries = [summarise(point, taus, threshold, final_updates, **bootstrap) for point in points]
     settings = {"final_updates": final_updates, "threshold": threshold, "confidence": CONFIDENCE,
                 "n_resamples": N_RESAMPLES, "seed": SEED, **bootstrap, "reference": reference and str(reference),
-                "published": [p._asdict() for p in published]}
+                "published": [p._asdict() for p in published], "pooled": list(pooled)}
     markdown = table(summaries, settings)
     text = json.dumps({**settings, "grid_points": summaries}, indent=1) + "\n"
     prefix = output_prefix(out)
@@ -446,9 +463,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="a run's score is its mean reward_mean_last100 over this many last updates")
     parser.add_argument("--published", action="append", default=[], type=parse_published, metavar="STEPS:VALUE:LABEL",
                         help="a published figure to draw (repeatable): a point, or with STEPS empty a level")
+    parser.add_argument("--pool", action="append", default=[], metavar="KEY",
+                        help="a config key or section that may differ between one grid point's seeds (repeatable), "
+                             "for settings that do not change training, such as evaluation")
     try:
         args = parser.parse_args(argv)
-        markdown = report(args.runs, args.out, args.threshold, args.final_updates, args.published)
+        markdown = report(args.runs, args.out, args.threshold, args.final_updates, args.published, args.pool)
     except ConfigError as error:
         return failed(error)
     except OSError as error:

@@ -112,7 +112,7 @@ def write_run(folder, seed, rewards, steps_per_update=2048, evaluations=None, st
         *parents, key = dotted.split("__")
         node = config
         for parent in parents:
-            node = node[parent]
+            node = node.setdefault(parent, {})
         node[key] = value
     run = folder / time.strftime("%Y%m%d-%H%M%S", time.gmtime(started))
     run.mkdir(parents=True)
@@ -399,3 +399,19 @@ def test_a_run_trained_again_counts_once_the_newest(tmp_path, capsys):
     assert [r.folder for r in point.runs] == [new, other] and point.stopped == []
     assert point.scores().tolist() == [pytest.approx(0.9), pytest.approx(0.7)]
     assert capsys.readouterr().err == f"warning: {old} left out: {new} is a later run of its config and seed\n"
+
+
+def test_pooled_keys_join_runs_that_differ_only_in_them(tmp_path):
+    # Breakout's seed 0 evaluated 16 games every 100 updates, seeds 1-2 64 every 500: one training config
+    write_run(tmp_path / "seed0", 0, [0.5, 1.0], evaluations={2: 3.0}, evaluation__interval=100,
+              evaluation__episodes=16)
+    for seed in (1, 2):
+        write_run(tmp_path / f"seed{seed}", seed, [0.5, 2.0], evaluations={2: 4.0}, evaluation__interval=500,
+                  evaluation__episodes=64)
+    assert len(stats.group_runs(stats.load_runs([tmp_path]))) == 2
+    (point,) = stats.group_runs(stats.load_runs([tmp_path]), pooled=["evaluation"])
+    assert sorted(r.seed for r in point.runs) == [0, 1, 2] and sorted(point.scores()) == [1.0, 2.0, 2.0]
+    assert len(stats.group_runs(stats.load_runs([tmp_path]), pooled=["evaluation.interval"])) == 2
+    markdown = stats.report([tmp_path], tmp_path / "out", pooled=["evaluation"], n_resamples=100)
+    assert "| PocMemoryEnv | 3 |" in markdown and "Pooled (--pool): evaluation may differ" in markdown
+    assert "0: 3.000, 1: 4.000, 2: 4.000" in markdown

@@ -18,5 +18,8 @@ $PY tools/random_policy.py --config configs/breakout_noframeskip.yaml --episodes
 # issue 41: seeds 1 and 2 with the config as it is now (64 games every 500 updates), at dda0431
 # for s in 1 2; do nice $PY train.py --config configs/breakout_noframeskip.yaml --set updates=1954 \
 #     --set checkpoint_interval=25 --seed $s --run-id breakout_noframeskip_seed$s; done
+# then the three seeds (seed 0 evaluated on another schedule, which does not change training: --pool):
+# python stats.py --runs results/atari/runs/breakout_noframeskip_seed{0,1,2} --out results/atari/breakout_3seeds \
+#     --final-updates 10 --pool evaluation --published "2000000:45:CleanRL ppo_atari_lstm"
 # the shipped model on fresh games, float32 against bfloat16 (docs/results.md#breakout)
 # bash results/atari/gap/run.sh

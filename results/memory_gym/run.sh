@@ -15,6 +15,9 @@ SDL_VIDEODRIVER=dummy $PY tools/random_policy.py --config configs/mortar_mayhem_
 # from its checkpoint after an interrupted session), at dda0431
 # for s in 1 2 3 4; do SDL_VIDEODRIVER=dummy nice $PY train.py --config configs/mortar_mayhem_b_grid.yaml \
 #     --set updates=500 --set checkpoint_interval=5 --seed $s --run-id mmb_grid_seed$s; done
+# then the five seeds:
+# python stats.py --runs results/memory_gym/runs/mmb_grid_seed{0,1,2,3,4} --out results/memory_gym/mmb_grid_5seeds \
+#     --final-updates 10 --published "8192000:0.42:GRU, Memory Gym authors"
 # issue 41: Mortar Mayhem Grid with the reference's config, seed 0, its first 500 updates, at dda0431
 # SDL_VIDEODRIVER=dummy nice $PY train.py --config configs/mortar_mayhem_grid.yaml --set updates=500 \
 #     --set checkpoint_interval=5 --run-id mm_grid_seed0

@@ -352,10 +352,10 @@ def table(summaries: list[dict], settings: dict) -> str:
             f"{p['label']} {p['value']:g}" + ("" if p["env_steps"] is None else f" at {p['env_steps']:,} steps")
             for p in settings["published"]) + "."]
     if evaluated:
-        pooled = settings["pooled"] and (f" Pooled (--pool): {', '.join(settings['pooled'])} may differ between "
-                                         "a grid point's seeds; each seed is scored with its own run's settings.")
+        pooled = (f" Pooled (--pool): {', '.join(settings['pooled'])} may differ between a grid point's seeds; "
+                  "each seed is scored with its own run's settings.") if settings["pooled"] else ""
         lines += ["", "Final held-out evaluation: eval/reward_mean after each run's last update (config "
-                  f"`evaluation`: held-out episodes, scored as enjoy.py scores).{pooled or ''}", ""]
+                  f"`evaluation`: held-out episodes, scored as enjoy.py scores).{pooled}", ""]
         lines += _markdown(["grid point", "seeds", "mean", "median", "IQM", "per seed (seed: score)"], [
             [s["label"], str(s["seeds"]), *map(_cell, s["final_evaluation"].values()),
              ", ".join(f"{r['seed']}: {r['final_evaluation']:.3f}" for r in s["runs"])] for s in evaluated])

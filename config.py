@@ -139,7 +139,7 @@ class Config:
     seed: int = 0  # run seed: torch, numpy and every environment's seed derive from it
     device: str = "auto"  # auto (cuda when available), cpu, cuda, cuda:N
     # float32; bfloat16: the rollout and the training pass under autocast (parameters, optimizer, losses and
-    # the recurrent state stay float32); auto: bfloat16 where it runs natively (AVX-512 BF16, AMX, GPUs), else float32
+    # the recurrent state stay float32); auto: bfloat16 on a CPU with AVX-512 BF16 or AMX, else float32 (GPUs too)
     precision: str = "float32"
     worker_processes: int = 0  # processes stepping the environments; 0: step them in the trainer's process
     torch_threads: int = 0  # torch intra-op threads; 0, or more than the cores this process may use: those cores

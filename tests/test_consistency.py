@@ -134,6 +134,16 @@ def test_bfloat16_is_refused_where_it_does_not_run_natively(tmp_path, monkeypatc
         assert not torch.is_autocast_enabled("cpu")  # auto: float32 there
 
 
+def test_auto_precision_is_bfloat16_only_on_a_cpu_that_runs_it_natively(monkeypatch):
+    """On a GPU auto is float32 (bfloat16 was slower there: results/gpu/README.md); an explicit bfloat16 still runs."""
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    monkeypatch.setattr(model, "bfloat16_is_fast", lambda device: True)
+    assert model.uses_bfloat16("auto", cpu) and not model.uses_bfloat16("auto", cuda)
+    assert model.uses_bfloat16("bfloat16", cuda) and not model.uses_bfloat16("float32", cpu)
+    monkeypatch.setattr(model, "bfloat16_is_fast", lambda device: False)
+    assert not model.uses_bfloat16("auto", cpu)
+
+
 @pytest.mark.parametrize("packed", [False, True])
 @pytest.mark.parametrize("layer", ["gru", "lstm"])
 @pytest.mark.parametrize("env", ["tests.memory_tasks:CueImage-v0", "tests.memory_tasks:CueDict-v0"])

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 41, point 6: this repository's visual configs on a lent GPU machine, a few updates each, as a user
-# would start them there (bfloat16 where the card has it, as `precision: auto` picks), with more worker
-# processes than the 2-core default, since the machine has 16 cores. train.py's `timings:` line gives the
+# would start them there (`precision: auto`, bfloat16 on a GPU then; float32 there since results/gpu/precision.sh),
+# with more worker processes than the 2-core default, since the machine has 16 cores. train.py's `timings:` line gives the
 # steps/s and the env / inference / buffer / update split (seconds of the training loop). From the
 # repository root, on the device machine (results/gpu/README.md says with what):
 #   bash results/gpu/visual.sh

@@ -415,3 +415,18 @@ def test_pooled_keys_join_runs_that_differ_only_in_them(tmp_path):
     markdown = stats.report([tmp_path], tmp_path / "out", pooled=["evaluation"], n_resamples=100)
     assert "| PocMemoryEnv | 3 |" in markdown and "Pooled (--pool): evaluation may differ" in markdown
     assert "0: 3.000, 1: 4.000, 2: 4.000" in markdown
+
+
+def test_fresh_scores_of_several_seeds_are_aggregated_over_the_seeds_means(tmp_path):
+    """tools/episode_interval.py --seeds: each file one seed's enjoy.py output; IQM over the seeds' means."""
+    games = {"seed0": [60, 70, 80], "seed1": [100, 120], "seed2": [10, 20, 30, 40], "seed3": [200, 200]}
+    for name, returns in games.items():
+        (tmp_path / f"{name}.log").write_text("".join(f"episode {i + 1:4d}  return {r:9.3f}  length   100\n"
+                                                      for i, r in enumerate(returns)))
+    files = [str(tmp_path / f"{name}.log") for name in games]
+    out = subprocess.run([sys.executable, str(ROOT / "tools/episode_interval.py"), "--seeds", *files],
+                         capture_output=True, text=True, check=True).stdout
+    means = np.array([70.0, 110.0, 25.0, 200.0])
+    i = stats.interval(means, stats.iqm)
+    assert out.startswith("4 seeds' means (70.000, 110.000, 25.000, 200.000)")
+    assert f"iqm {stats.iqm(means):.3f} [{i.low:.3f}, {i.high:.3f}]" in out and "iqm 90.000" in out

@@ -4,16 +4,23 @@ resamples, a fixed seed), and the difference of two runs' means with its interva
     python tools/episode_interval.py results/shipped/*.log
     python tools/episode_interval.py --difference a.log b.log  (or a1.log,a2.log b1.json,b2.json: pooled)
     python tools/episode_interval.py --pool a.log b.json ...
+    python tools/episode_interval.py --seeds seed0.log seed1.log seed2.log  (one file per training seed)
 
 Reads enjoy.py's per-episode lines ("episode N  return R  length L") from its saved output, or the
-"episodes" list of a JSON file (tools/breakout_precision.py's).
+"episodes" list of a JSON file (tools/breakout_precision.py's). With --seeds, each file is one training
+seed's model scored on fresh episodes: the mean, median and IQM over seeds of their mean returns, with
+stats.py's interval (percentile bootstrap over seeds), as stats.py aggregates a run's final score.
 """
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
+from scipy import stats as scipy_stats
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository's stats.py
+import stats  # noqa: E402
 
 
 def returns(path: str) -> np.ndarray:
@@ -27,7 +34,7 @@ def returns(path: str) -> np.ndarray:
 
 
 def interval(samples: list[np.ndarray], statistic) -> tuple[float, float, float]:
-    result = stats.bootstrap(samples, statistic, n_resamples=10_000, method="percentile",
+    result = scipy_stats.bootstrap(samples, statistic, n_resamples=10_000, method="percentile",
                              random_state=np.random.default_rng(0))
     return float(statistic(*samples)), float(result.confidence_interval.low), float(result.confidence_interval.high)
 
@@ -37,7 +44,15 @@ def main() -> None:
     parser.add_argument("files", nargs="+")
     parser.add_argument("--difference", action="store_true", help="the second file's mean minus the first's")
     parser.add_argument("--pool", action="store_true", help="all the files' episodes as one sample")
+    parser.add_argument("--seeds", action="store_true", help="each file one seed's: statistics over the seeds' means")
     args = parser.parse_args()
+    if args.seeds:
+        means = np.array([returns(f).mean() for f in args.files])
+        cells = [f"{name} {i.point:.3f} [{i.low:.3f}, {i.high:.3f}]"
+                 for name, i in ((name, stats.interval(means, statistic))
+                                 for name, statistic in stats.STATISTICS.items())]
+        print(f"{len(means)} seeds' means ({', '.join(f'{m:.3f}' for m in means)}): {', '.join(cells)}")
+        return
     if args.pool:
         r = np.concatenate([returns(f) for f in args.files])
         point, low, high = interval([r], lambda x, axis=-1: x.mean(axis))

@@ -21,5 +21,10 @@ $PY tools/random_policy.py --config configs/breakout_noframeskip.yaml --episodes
 # then the three seeds (seed 0 evaluated on another schedule, which does not change training: --pool):
 # python stats.py --runs results/atari/runs/breakout_noframeskip_seed{0,1,2} --out results/atari/breakout_3seeds \
 #     --final-updates 10 --pool evaluation --published "2000000:45:CleanRL ppo_atari_lstm"
+# each seed's -best.pt on 100 fresh games (enjoy.py's default seed; seed 0's is the shipped model's), then over seeds:
+# OMP_NUM_THREADS=1 python enjoy.py --model models/breakout_noframeskip_seed$s-best.pt --episodes 100 \
+#     > results/atari/seeds/breakout_noframeskip_seed${s}_fresh.log   (for s in 1 2)
+# python tools/episode_interval.py --seeds results/atari/gap/fp32_seed1.log \
+#     results/atari/seeds/breakout_noframeskip_seed{1,2}_fresh.log
 # the shipped model on fresh games, float32 against bfloat16 (docs/results.md#breakout)
 # bash results/atari/gap/run.sh

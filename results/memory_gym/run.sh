@@ -18,6 +18,11 @@ SDL_VIDEODRIVER=dummy $PY tools/random_policy.py --config configs/mortar_mayhem_
 # then the five seeds:
 # python stats.py --runs results/memory_gym/runs/mmb_grid_seed{0,1,2,3,4} --out results/memory_gym/mmb_grid_5seeds \
 #     --final-updates 10 --published "8192000:0.42:GRU, Memory Gym authors"
+# and each seed's -best.pt on 150 fresh episodes (enjoy.py's default seed; seed 0's is the shipped model's), over seeds:
+# SDL_VIDEODRIVER=dummy python enjoy.py --model models/mmb_grid_seed$s-best.pt --episodes 150 \
+#     > results/memory_gym/seeds/mmb_grid_seed${s}_fresh.log   (for s in 1 2 3 4)
+# python tools/episode_interval.py --seeds results/shipped/mortar_mayhem_b_grid.log \
+#     results/memory_gym/seeds/mmb_grid_seed{1,2,3,4}_fresh.log
 # issue 41: Mortar Mayhem Grid with the reference's config, seed 0, its first 500 updates, at dda0431
 # SDL_VIDEODRIVER=dummy nice $PY train.py --config configs/mortar_mayhem_grid.yaml --set updates=500 \
 #     --set checkpoint_interval=5 --run-id mm_grid_seed0

@@ -35,7 +35,7 @@ def returns(path: str) -> np.ndarray:
 
 def interval(samples: list[np.ndarray], statistic) -> tuple[float, float, float]:
     result = scipy_stats.bootstrap(samples, statistic, n_resamples=10_000, method="percentile",
-                             random_state=np.random.default_rng(0))
+                                   random_state=np.random.default_rng(0))
     return float(statistic(*samples)), float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
@@ -48,10 +48,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.seeds:
         means = np.array([returns(f).mean() for f in args.files])
-        cells = [f"{name} {i.point:.3f} [{i.low:.3f}, {i.high:.3f}]"
-                 for name, i in ((name, stats.interval(means, statistic))
-                                 for name, statistic in stats.STATISTICS.items())]
-        print(f"{len(means)} seeds' means ({', '.join(f'{m:.3f}' for m in means)}): {', '.join(cells)}")
+        intervals = {name: stats.interval(means, statistic) for name, statistic in stats.STATISTICS.items()}
+        cells = ", ".join(f"{name} {i.point:.3f} [{i.low:.3f}, {i.high:.3f}]" for name, i in intervals.items())
+        print(f"{len(means)} seeds' means ({', '.join(f'{m:.3f}' for m in means)}): {cells}")
         return
     if args.pool:
         r = np.concatenate([returns(f) for f in args.files])

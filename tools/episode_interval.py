@@ -48,8 +48,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.seeds:
         means = np.array([returns(f).mean() for f in args.files])
-        intervals = {name: stats.interval(means, statistic) for name, statistic in stats.STATISTICS.items()}
-        cells = ", ".join(f"{name} {i.point:.3f} [{i.low:.3f}, {i.high:.3f}]" for name, i in intervals.items())
+        cells = ", ".join(f"{name} {a['value']:.3f} [{a['low']:.3f}, {a['high']:.3f}]"
+                          for name, a in stats.aggregates(means).items())
         print(f"{len(means)} seeds' means ({', '.join(f'{m:.3f}' for m in means)}): {cells}")
         return
     if args.pool:

@@ -32,7 +32,7 @@ else:
 PY
 }
 run() {  # config updates processes precision round
-    local log=$OUT/$1_$4_$5.log start=$(date +%s.%N)
+    local log=$OUT/$1_$4_$5.log
     (cd "$SCRATCH" && echo start && timeout 150 python3 "$ROOT/train.py" --config "$ROOT/configs/$1.yaml" \
         --run-id "p_$1_$4_$5" --overwrite --set device=cuda --set precision="$4" --set updates="$2" \
         --set worker_processes="$3" --set checkpoint_interval=0 --set evaluation.interval=0) 2>&1 | stamp > "$log"

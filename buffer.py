@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Iterator, NamedTuple
 
 import numpy as np
+import psutil
 import torch
 
 from config import ConfigError, RecurrenceConfig
@@ -223,7 +224,6 @@ def _zeros(shape: tuple, dtype: np.dtype, pinned: bool) -> np.ndarray:
 
 
 def require_memory(needed: int) -> None:
-    import psutil
     available = psutil.virtual_memory().available
     if needed > available:
         raise ConfigError(f"n_workers x worker_steps need at least {needed / 2 ** 30:.1f} GiB for the rollout "

@@ -2,7 +2,8 @@
 then `with Stop() as stop:` in main(): a signal while it starts leaves at once; from stop.working(on_first)
 the first calls on_first (without one, raises KeyboardInterrupt), the next raises KeyboardInterrupt, and
 one after that leaves at once. Leaving at once ends the processes the script started, says one line and
-exits 128 + the signal's number. Only the standard library is imported here, before the scripts' imports.
+exits 128 + the signal's number. Only the standard library and psutil are imported here, before the
+scripts' imports: a handler must not import, since the signal may land while that module is half imported.
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import signal
 import sys
 import threading
 from typing import Callable
+
+import psutil
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -26,7 +29,6 @@ def leave(number: int, when: str = "during start-up") -> None:
 def end_children() -> None:
     """Kills every process this one started, and theirs (the forkserver, its resource tracker and the
     workers block the stop signals), and returns once each has ended."""
-    import psutil
     ending = []
     for child in psutil.Process().children(recursive=True):
         with contextlib.suppress(OSError):  # ended meanwhile

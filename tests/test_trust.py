@@ -426,6 +426,30 @@ def await_own_handlers(process: subprocess.Popen) -> None:
             return
 
 
+HANDLER_IMPORTS_NOTHING = """
+import builtins, os, signal, sys
+import stopping
+def no_import(*args, **kwargs):
+    raise ImportError("a stop signal's handler imported a module")
+{setup}
+builtins.__import__ = no_import
+os.kill(os.getpid(), signal.{name})
+"""
+
+
+@pytest.mark.parametrize("setup", ["stopping.leave_at_once_on_stop_signals()",
+                                   "stopping.Stop().__enter__()"])
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_leaving_on_a_stop_signal_imports_nothing(setup, name):
+    """The signal may land while any module is half imported (psutil's, once, in CI): a handler that
+    imported then would get the half-built module and fail with a traceback instead of leaving."""
+    process = subprocess.run([sys.executable, "-c", HANDLER_IMPORTS_NOTHING.format(setup=setup, name=name)],
+                             cwd=ROOT, capture_output=True, text=True, timeout=HANG_S)
+    number = signal.Signals[name]
+    assert process.returncode == 128 + number, process.stderr
+    assert process.stderr == f"stopped by {name} during start-up\n"
+
+
 START_UP_MOMENTS = [round(i * 4.0 / 19, 2) for i in range(20)]  # 0 to 4 s after the script's first lines
 
 

@@ -441,8 +441,8 @@ os.kill(os.getpid(), signal.{name})
                                    "stopping.Stop().__enter__()"])
 @pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
 def test_leaving_on_a_stop_signal_imports_nothing(setup, name):
-    """The signal may land while any module is half imported (psutil's, once, in CI): a handler that
-    imported then would get the half-built module and fail with a traceback instead of leaving."""
+    """The signal may land while any module is half imported: a handler that imported then would get
+    the half-built module and fail with a traceback instead of leaving."""
     process = subprocess.run([sys.executable, "-c", HANDLER_IMPORTS_NOTHING.format(setup=setup, name=name)],
                              cwd=ROOT, capture_output=True, text=True, timeout=HANG_S)
     number = signal.Signals[name]

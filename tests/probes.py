@@ -2413,8 +2413,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     # Every script starts with SIGINT and SIGTERM at their defaults, as a terminal's foreground job does,
     # however this harness was started: a background job of a shell without job control has SIGINT
-    # ignored, its children inherit that, and ctrl-c-enjoy then failed (2026-11-26). The probe that
-    # starts a script with SIGINT ignored does so itself (ctrl-c-enjoy-sigint-ignored).
+    # ignored, and its children would inherit that. The probe that starts a script with SIGINT ignored
+    # does so itself (ctrl-c-enjoy-sigint-ignored).
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     probes = select(args)

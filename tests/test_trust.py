@@ -413,9 +413,9 @@ def test_the_forkserver_and_every_worker_begin_with_the_stop_signals_blocked(tmp
 
 def await_own_handlers(process: subprocess.Popen) -> None:
     """Returns once the script runs its own first lines: it has taken over SIGTERM (the interpreter
-    catches only SIGINT until then). Before that moment the interpreter is still starting (37 ms
-    here, 50 ms beside a busy core), and a signal then is answered by Python itself, as for any
-    script: no program can handle a signal before its first line runs."""
+    catches only SIGINT until then). Before that moment the interpreter is still starting, and a
+    signal then is answered by Python itself, as for any script: no program can handle a signal
+    before its first line runs."""
     status = Path(f"/proc/{process.pid}/status")
     while process.poll() is None:
         try:

@@ -427,7 +427,7 @@ def await_own_handlers(process: subprocess.Popen) -> None:
 
 
 HANDLER_IMPORTS_NOTHING = """
-import builtins, os, signal, sys
+import builtins, os, signal
 import stopping
 def no_import(*args, **kwargs):
     raise ImportError("a stop signal's handler imported a module")

@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from cores import CORES
+
 
 class ConfigError(ValueError):
     """A user-fixable problem with the config; its message is one line."""
@@ -53,7 +55,7 @@ class EnvironmentConfig:
 class RecurrenceConfig:
     sequence_length: int = 8  # steps per training sequence (truncated BPTT); <= 0: whole episodes
     hidden_state_size: int = 32  # units of the recurrent layer
-    layer_type: str = "gru"  # gru or lstm
+    layer_type: str = "gru"  # the core, a key of cores.CORES: gru, lstm, mingru (minGRU) or lru (LRU)
     reset_hidden_state: bool = True  # zero the recurrent state when an episode starts
     num_layers: int = 1  # stacked recurrent layers
     separate_critic_core: bool = False  # the value function gets its own recurrent core (sb3-contrib's option)
@@ -130,6 +132,9 @@ class Config:
         default_factory=lambda: ScheduleConfig(initial=0.001, final=0.001))
     clip_range_schedule: ScheduleConfig = field(  # PPO ratio clip range
         default_factory=lambda: ScheduleConfig(initial=0.2, final=0.2))
+    # weight of the mean square of the recurrent cores' outputs over the real steps, a penalty on large activations
+    # (Merity et al. 2017's activation regularisation); 0: none
+    activation_penalty: float = 0.0
     value_clip: bool = True  # clip the value loss around the rollout's values (as the reference)
     value_clip_range: float | None = None  # its clip range; None: the policy's clip range of the update
     target_kl: float | None = None  # stop the update's epochs once a minibatch's approx-KL exceeds it; None: never
@@ -312,9 +317,9 @@ POSITIVE = ("updates", "epochs", "n_workers", "worker_steps", "n_mini_batch", "h
             "value_clip_range", "target_kl", "normalization.observation_clip", "normalization.reward_clip",
             "optimizer.eps", "environment.reward_scale", "environment.reward_clip", "learning_rate_schedule.initial",
             "clip_range_schedule.final", *(f"{s}.{key}" for s in SCHEDULES for key in ("power", "max_decay_steps")))
-AT_LEAST_0 = ("vector_encoder_size", "value_loss_coefficient", "worker_processes", "torch_threads",
-              "checkpoint_interval", "recurrence.burn_in", "optimizer.weight_decay", "evaluation.interval",
-              *(f"{s}.{key}" for s in SCHEDULES for key in ("initial", "final")))
+AT_LEAST_0 = ("vector_encoder_size", "value_loss_coefficient", "activation_penalty", "worker_processes",
+              "torch_threads", "checkpoint_interval", "recurrence.burn_in", "optimizer.weight_decay",
+              "evaluation.interval", *(f"{s}.{key}" for s in SCHEDULES for key in ("initial", "final")))
 
 
 def validate(config: Config) -> None:
@@ -344,7 +349,6 @@ def validate(config: Config) -> None:
     rec = config.recurrence
     need(0 < rec.num_layers <= MAX_LAYERS, "recurrence.num_layers", rec.num_layers,
          f"from 1 to {MAX_LAYERS} (torch builds and steps stacked layers one by one)")
-    from model import CORES  # here: model imports config
     need(rec.layer_type in CORES, "recurrence.layer_type", rec.layer_type, f"one of {', '.join(CORES)}")
     need(rec.sequence_length <= config.worker_steps, "recurrence.sequence_length", rec.sequence_length,
          f"at most worker_steps ({config.worker_steps}); <= 0 means whole episodes")

@@ -1,7 +1,7 @@
-"""torch's LSTM a faster way on a CPU, for model.py behind one switch (applies). There torch's LSTM runs oneDNN's
-kernel, whose backward is slow for an image encoder's wide input (docs/results.md): a step goes through torch's
-lstm_cell, a packed sequence through one input projection and then one time step at a time. The GRU and any other
-core are called as they are."""
+"""torch's LSTM a faster way on a CPU, for model.py behind one switch (applies), for the cores whose entry in
+cores.CORES says lstm_fastpath. There torch's LSTM runs oneDNN's kernel, whose backward is slow for an image
+encoder's wide input (docs/results.md): a step goes through torch's lstm_cell, a packed sequence through one input
+projection and then one time step at a time."""
 from __future__ import annotations
 
 import torch
@@ -18,11 +18,10 @@ def _round_up(n: int) -> int:
     return -(-n // ROWS) * ROWS
 
 
-def applies(cores: list[nn.Module], x: torch.Tensor | PackedSequence) -> bool:
-    """Whether run() takes x through these cores: torch's own nn.LSTM, on a CPU, a step or a packed sequence."""
+def applies(x: torch.Tensor | PackedSequence) -> bool:
+    """Whether run() takes x: on a CPU, a step or a packed sequence."""
     step = isinstance(x, torch.Tensor) and x.shape[1] == 1
-    return (x.data.device.type == "cpu" and (step or isinstance(x, PackedSequence))
-            and all(type(core) is nn.LSTM and core.bias and not core.proj_size for core in cores))
+    return x.data.device.type == "cpu" and (step or isinstance(x, PackedSequence))
 
 
 def run(core: nn.LSTM, x: torch.Tensor | PackedSequence, state: tuple[torch.Tensor, torch.Tensor]):

@@ -6,6 +6,7 @@ from typing import NamedTuple
 import torch
 
 from buffer import Minibatch
+from config import Config
 from model import EvaluateOutput
 
 
@@ -26,34 +27,38 @@ class Losses(NamedTuple):
     pg_loss: torch.Tensor
     v_loss: torch.Tensor
     entropy: torch.Tensor
+    activation: torch.Tensor  # the mean square of the cores' outputs
     approx_kl: torch.Tensor
     clip_frac: torch.Tensor
 
 
-def ppo_loss(out: EvaluateOutput, mb: Minibatch, clip_range: float, beta: float, value_coefficient: float,
-             normalize_advantages: bool = True, value_clip_range: float | None = None) -> Losses:
-    """Clipped surrogate, value loss (clipped unless value_clip_range is None) and entropy, each a mean
-    over the real steps only."""
+def ppo_loss(out: EvaluateOutput, mb: Minibatch, *, config: Config, clip_range: float, beta: float) -> Losses:
+    """Clipped surrogate, value loss, entropy and the cores' activation, each a mean over the real steps only, and
+    their weighted sum. clip_range and beta: this update's values of their schedules; the other weights: config's."""
     w = mean_weights(mb.mask)  # (n, L), 0 on padding
-    advantages = masked_normalize(mb.advantages, w) if normalize_advantages else mb.advantages
+    advantages = masked_normalize(mb.advantages, w) if config.normalization.advantages else mb.advantages
     log_ratio = out.log_probs - mb.log_probs
     ratio = log_ratio.exp()
     surrogate = torch.min(ratio * advantages, ratio.clamp(1 - clip_range, 1 + clip_range) * advantages)
     pg_loss = -(surrogate * w).sum()
 
     v_error = (out.values - mb.returns).square()
-    if value_clip_range is not None:
+    if config.value_clip:
         # the new value may not move further than the clip range from the rollout's without paying for it
-        values_clipped = mb.values + (out.values - mb.values).clamp(-value_clip_range, value_clip_range)
+        value_clip = config.value_clip_range or clip_range
+        values_clipped = mb.values + (out.values - mb.values).clamp(-value_clip, value_clip)
         v_error = torch.max(v_error, (values_clipped - mb.returns).square())
     v_loss = (v_error * w).sum()
 
     entropy = (out.entropy * w).sum()
-    total = pg_loss + value_coefficient * v_loss - beta * entropy
+    # activation regularisation (Merity et al. 2017, "Revisiting Activation Regularization for Language RNNs")
+    activation = (out.core_outputs.float().square().mean(-1) * w).sum()
+    total = pg_loss + config.value_loss_coefficient * v_loss - beta * entropy + config.activation_penalty * activation
     with torch.no_grad():
         approx_kl = ((ratio - 1 - log_ratio) * w).sum()  # the k3 estimator of KL(old || new)
         clip_frac = (((ratio - 1).abs() > clip_range) * w).sum()
-    return Losses(total, pg_loss, v_loss, entropy, approx_kl, clip_frac)
+    return Losses(total=total, pg_loss=pg_loss, v_loss=v_loss, entropy=entropy, activation=activation,
+                  approx_kl=approx_kl, clip_frac=clip_frac)
 
 
 class NonFiniteError(RuntimeError):

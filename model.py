@@ -1,4 +1,4 @@
-"""Actor-critic: encoder -> recurrent core -> heads. The only module that knows a GRU from an LSTM: the others pass
+"""Actor-critic: encoder -> recurrent core -> heads. The only module that holds a core (cores.py): the others pass
 the recurrent state along as one tensor (B, S), S = cores x layers x parts x H (h, or h and c)."""
 from __future__ import annotations
 
@@ -12,20 +12,13 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
 
+import cores
 import fastpath
 from config import ConfigError, InitializationConfig, RecurrenceConfig
+from cores import CORES, Core  # noqa: F401 (model.CORES, model.Core: the registry as this module offers it)
 from distributions import make_distribution
 from spaces import EnvSpaces, Layout, Part, layout
 
-
-class Core(NamedTuple):
-    layer: type
-    state_parts: int
-
-
-# recurrence.layer_type -> its core: any module built as layer(F, H, num_layers=, batch_first=True) and called as
-# layer(x (N, L, F), state) -> (outputs (N, L, H), state), a state being (layers, N, H) or a tuple of state_parts.
-CORES = {"gru": Core(nn.GRU, state_parts=1), "lstm": Core(nn.LSTM, state_parts=2)}
 
 # On a CPU the training pass feeds the cores the real steps alone (a PackedSequence; torch's LSTM runs it in
 # fastpath.py) when the input is an image encoder's or at least half the slots are padding.
@@ -48,9 +41,10 @@ class BurnIn(NamedTuple):
 
 
 class EvaluateOutput(NamedTuple):
-    log_probs: torch.Tensor
-    entropy: torch.Tensor
-    values: torch.Tensor
+    log_probs: torch.Tensor  # (N, L), 0 on padding as every field
+    entropy: torch.Tensor  # (N, L)
+    values: torch.Tensor  # (N, L)
+    core_outputs: torch.Tensor  # (N, L, cores x H): what the cores gave the heads
 
 
 def _scatter(real: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -71,6 +65,13 @@ class _Init:
                 else:
                     nn.init.zeros_(param)
         return layer
+
+    def core(self, core: nn.Module, gain: float) -> nn.Module:
+        """torch's own recurrent layers in a core initialised as the reference's; any other module keeps its own."""
+        for module in core.modules():
+            if isinstance(module, nn.RNNBase):
+                self(module, gain)
+        return core
 
 
 class _ImageEncoder(nn.Module):
@@ -188,12 +189,12 @@ class ActorCritic(nn.Module):
                               + int(recurrence.previous_reward))
         self._recurrence = recurrence
         self.hidden_size, self.layers = recurrence.hidden_state_size, recurrence.num_layers
-        layer, self._parts = CORES[recurrence.layer_type]
+        entry = CORES[recurrence.layer_type]
+        self._parts, self._lstm_fastpath = entry.state_parts, entry.lstm_fastpath
         self._input_size = self.encoder.out_features + self.previous_size
 
         def new_core() -> nn.Module:
-            core = layer(self._input_size, self.hidden_size, num_layers=self.layers, batch_first=True)
-            return init(core, gains.recurrent_gain)
+            return init.core(cores.build(entry, self._input_size, self.hidden_size, self.layers), gains.recurrent_gain)
         self.core = new_core()
         self.hidden = init(nn.Linear(self.hidden_size, width), gains.hidden_gain)
         self.critic_core = self.critic_hidden = None
@@ -257,7 +258,7 @@ class ActorCritic(nn.Module):
             # (N, S) -> (N, cores, layers, parts, H) -> this core's (parts, layers, N, H)
             h = state.view(N, -1, self.layers, self._parts, self.hidden_size)[:, index].permute(2, 1, 0, 3)
             h = tuple(part.contiguous() for part in h) if self._parts > 1 else h[0].contiguous()
-            y, h = fastpath.run(core, x, h) if fastpath.applies(self._cores, x) else core(x, h)
+            y, h = fastpath.run(core, x, h) if self._lstm_fastpath and fastpath.applies(x) else core(x, h)
             outputs.append(y.data if isinstance(y, PackedSequence) else y)
             h = torch.stack(h if isinstance(h, tuple) else (h,), dim=2)  # -> (layers, N, parts, H)
             states.append(h.transpose(0, 1).reshape(N, -1))  # -> (N, layers, parts, H) -> (N, layers x parts x H)
@@ -318,7 +319,8 @@ class ActorCritic(nn.Module):
         params, values = self._heads(y)
         log_prob, entropy = self.distribution.evaluate(params, actions[mask],
                                                        None if action_mask is None else action_mask[mask])
-        return EvaluateOutput(_scatter(log_prob, mask), _scatter(entropy, mask), _scatter(values, mask))
+        return EvaluateOutput(_scatter(log_prob, mask), _scatter(entropy, mask), _scatter(values, mask),
+                              _scatter(y, mask))
 
     @torch.no_grad()
     def burn_in_state(self, state: torch.Tensor, burn: BurnIn) -> torch.Tensor:

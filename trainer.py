@@ -154,15 +154,13 @@ class Trainer:
         c = self.config
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        value_clip = (c.value_clip_range or clip) if c.value_clip else None
         steps = []
         for _ in range(c.epochs):
             for mb in self.buffer.minibatches(c.n_mini_batch, self.model):
                 with self.autocast():
                     out = self.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask, mb.previous,
                                               mb.burn_in)
-                losses = ppo_loss(out, mb, clip, beta, c.value_loss_coefficient, c.normalization.advantages,
-                                  value_clip)
+                losses = ppo_loss(out, mb, config=c, clip_range=clip, beta=beta)
                 if c.target_kl is not None and losses.approx_kl.item() > c.target_kl:
                     return mean_metrics(steps, rejected=losses)  # too far from the rollout's policy: stop here
                 self.optimizer.zero_grad()

@@ -9,7 +9,6 @@ from typing import Callable, NamedTuple
 import gymnasium as gym
 import numpy as np
 
-from cli import reason
 from environments.atari import make_atari
 from environments.cartpole import CartPole
 from environments.memory_gym import make_memory_gym
@@ -21,6 +20,10 @@ from spaces import MASK_KEY, EnvSpaces, action_format, layout
 
 class SetupError(ValueError):
     """An environment that cannot be made as asked; the message is one line."""
+
+
+def _one_line(error: BaseException, limit: int = 200) -> str:
+    return " ".join(str(error).split())[:limit]
 
 
 # Training's environments draw episode seeds below HELD_OUT, evaluation's above: no held-out episode is a training one
@@ -185,13 +188,13 @@ def make_env(family: str, name: str = "", kwargs: dict | None = None, reset_para
         env = spec.build(**args)  # a name or reset_params not given: the family's defaults
     except ModuleNotFoundError as error:
         if error.name is None:  # gym.make of "package:Id" re-raises with a message of its own
-            raise SetupError(f"environment.name {name!r} cannot be made: {reason(error)}") from None
+            raise SetupError(f"environment.name {name!r} cannot be made: {_one_line(error)}") from None
         raise SetupError(f"environment.type '{family}' needs the {error.name} module: {spec.install}") from None
     except Exception as error:  # the environment's own code: any type, for a bad value
         what = f"environment.name {name!r}" if name else f"environment.type {family!r}"
         for key, value in (("environment.kwargs", kwargs), ("environment.reset_params", reset_params)):
             what += f" with {key} {reprlib.repr(value)}" if value else ""
-        message = f"{type(error).__name__}: {reason(error, 300)}".removesuffix(": ")
+        message = f"{type(error).__name__}: {_one_line(error, 300)}".removesuffix(": ")
         raise SetupError(f"{what} cannot be made: {message}") from None
     if observation_mask is not None:
         env = hide_entries(env, observation_mask)

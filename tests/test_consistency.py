@@ -39,7 +39,7 @@ def small_config(env: str, layer: str, L: int, reset: bool, seed: int = 0):
 @pytest.mark.parametrize("env", ["PocMemoryEnv", "CartPoleMasked"])
 @pytest.mark.parametrize("reset", [True, False])
 @pytest.mark.parametrize("L", [8, 0])
-@pytest.mark.parametrize("layer", ["gru", "lstm"])
+@pytest.mark.parametrize("layer", list(model.CORES))
 @pytest.mark.parametrize("device", DEVICES)
 def test_recomputed_log_probs_and_values_match_rollout(tmp_path, device, layer, L, reset, env):
     trainer = Trainer(small_config(env, layer, L, reset), device=device, summaries_dir=tmp_path,
@@ -145,7 +145,7 @@ def test_auto_precision_is_bfloat16_only_on_a_cpu_that_runs_it_natively(monkeypa
 
 
 @pytest.mark.parametrize("packed", [False, True])
-@pytest.mark.parametrize("layer", ["gru", "lstm"])
+@pytest.mark.parametrize("layer", list(model.CORES))
 @pytest.mark.parametrize("env", ["tests.memory_tasks:CueImage-v0", "tests.memory_tasks:CueDict-v0"])
 @pytest.mark.parametrize("device", BFLOAT16_DEVICES)
 def test_recomputed_log_probs_match_the_rollout_under_bfloat16(tmp_path, monkeypatch, device, env, layer, packed):
@@ -177,11 +177,12 @@ def test_recomputed_log_probs_match_the_rollout_under_bfloat16(tmp_path, monkeyp
         trainer.close()
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
-def test_recomputed_log_probs_match_rollout_for_every_space_and_switch(tmp_path, variant):
+def check_the_training_pass_reproduces_the_rollout(tmp_path, sections: dict) -> None:
+    """Two rollouts, the second after a real update: before each update's first gradient step, the training pass
+    recomputes the rollout's log-probs and values from the stored (or refreshed, or burnt-in) states."""
     raw = {"n_workers": 4, "worker_steps": 40, "n_mini_batch": 2, "updates": 1, "hidden_layer_size": 32,
            "recurrence": {"sequence_length": 8, "hidden_state_size": 16}}
-    for key, value in VARIANTS[variant].items():
+    for key, value in sections.items():
         raw[key] = {**raw.get(key, {}), **value}
     trainer = Trainer(config_from_dict(raw), summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
     with torch.no_grad():
@@ -204,7 +205,28 @@ def test_recomputed_log_probs_match_rollout_for_every_space_and_switch(tmp_path,
         trainer.close()
 
 
-@pytest.mark.parametrize("layer", ["gru", "lstm"])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_recomputed_log_probs_match_rollout_for_every_space_and_switch(tmp_path, variant):
+    check_the_training_pass_reproduces_the_rollout(tmp_path, VARIANTS[variant])
+
+
+# every recurrence switch, on every core (the fixed and whole-episode sequences: test_recomputed_log_probs_...)
+SWITCHES = {
+    "2-layers-critic-core": {"num_layers": 2, "separate_critic_core": True},
+    "burn-in-refresh-previous": {"burn_in": 6, "refresh_states": True, "previous_action": True,
+                                 "previous_reward": True},
+    "whole-episodes-no-reset": {"sequence_length": 0, "reset_hidden_state": False, "refresh_states": True},
+}
+
+
+@pytest.mark.parametrize("switches", SWITCHES)
+@pytest.mark.parametrize("layer", list(model.CORES))
+def test_every_core_reproduces_its_rollout_under_every_switch(tmp_path, layer, switches):
+    check_the_training_pass_reproduces_the_rollout(
+        tmp_path, {"environment": {"type": "PocMemoryEnv"}, "recurrence": {"layer_type": layer, **SWITCHES[switches]}})
+
+
+@pytest.mark.parametrize("layer", list(model.CORES))
 def test_encoding_only_real_steps_leaves_outputs_and_gradients_unchanged(layer):
     """evaluate(mask=...) takes the real steps' observations alone and skips the encoder on padding: the same
     outputs on real steps and the same gradients as every slot encoded."""

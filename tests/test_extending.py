@@ -1,16 +1,19 @@
 """The three changes docs/extending.md shows, each done here as a researcher would: a new recurrent core,
 a new environment family, a new loss term. Each test changes one place (with monkeypatch, so the registry
-is back as it was afterwards) and trains through the normal Trainer."""
+is back as it was afterwards) and trains through the normal Trainer; and the examples the page points to
+touch no program file beyond those it names."""
+import ast
+from pathlib import Path
+
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
+import cores
 import environments
-import losses
 import model
-import trainer as trainer_module
 from config import load_config
 from trainer import PhaseTimes, Trainer
 
@@ -19,11 +22,10 @@ SMALL = ["n_workers=4", "worker_steps=32", "n_mini_batch=2", "updates=2"]
 
 
 class MyGRU(nn.Module):
-    """A user's own core with torch's RNN interface: a GRU cell stepped in Python, one layer."""
+    """A user's own core, as docs/extending.md writes it: a GRU cell stepped in Python, one layer."""
 
-    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, batch_first: bool = True):
+    def __init__(self, input_size: int, hidden_size: int):
         super().__init__()
-        assert num_layers == 1 and batch_first
         self.cell = nn.GRUCell(input_size, hidden_size)
 
     def forward(self, x: torch.Tensor, h: torch.Tensor):  # x (N, L, F), h (1, N, H)
@@ -42,17 +44,21 @@ def trainer_for(tmp_path, overrides=(), config=POC) -> Trainer:
                    verbose=False)
 
 
+@pytest.mark.parametrize("layers", [1, 2])
 @pytest.mark.parametrize("packed", [False, True])
 @pytest.mark.parametrize("name", CORES)
-def test_a_third_core_is_one_entry_and_the_training_pass_reproduces_its_rollout(tmp_path, monkeypatch, name, packed):
+def test_a_third_core_is_one_entry_and_the_training_pass_reproduces_its_rollout(tmp_path, monkeypatch, name, packed,
+                                                                                layers):
     """One CORES entry makes recurrence.layer_type accept the core; the PoC config then trains with it, and the
     training pass recomputes the rollout's log-probs and values from the stored states. packed: torch's nn.RNN
-    runs the real steps alone as a PackedSequence; the user's module, which takes none, is never packed."""
-    monkeypatch.setitem(model.CORES, name, CORES[name])
+    runs the real steps alone as a PackedSequence; the user's module, which takes none, is never packed. Two
+    layers: nn.RNN stacks its own, the model stacks two of the user's one-layer module."""
+    monkeypatch.setitem(cores.CORES, name, CORES[name])
     monkeypatch.setattr(model, "PACK_MIN_PADDING", 0.0 if packed else 1.0)
-    trainer = trainer_for(tmp_path, [f"recurrence.layer_type={name}"])
+    trainer = trainer_for(tmp_path, [f"recurrence.layer_type={name}", f"recurrence.num_layers={layers}"])
     try:
-        assert isinstance(trainer.model.core, CORES[name].layer)
+        built = trainer.model.core
+        assert isinstance(built, CORES[name].layer) or [type(layer) for layer in built.layers] == [MyGRU] * layers
         with torch.no_grad():
             trainer.model.policy_out.weight.mul_(300.0)  # a sharp policy shows a wrong state in its log-probs
         trainer.collect(PhaseTimes())
@@ -72,9 +78,10 @@ def test_a_third_core_is_one_entry_and_the_training_pass_reproduces_its_rollout(
 
 def test_an_unknown_layer_type_is_refused_with_the_cores_there_are(monkeypatch):
     from config import ConfigError
-    with pytest.raises(ConfigError, match="'recurrence.layer_type' = 'rnn' is not allowed: one of gru, lstm$"):
+    names = ", ".join(cores.CORES)
+    with pytest.raises(ConfigError, match=f"'recurrence.layer_type' = 'rnn' is not allowed: one of {names}$"):
         load_config(POC, ["recurrence.layer_type=rnn"])
-    monkeypatch.setitem(model.CORES, "rnn", CORES["rnn"])
+    monkeypatch.setitem(cores.CORES, "rnn", CORES["rnn"])
     assert load_config(POC, ["recurrence.layer_type=rnn"]).recurrence.layer_type == "rnn"
 
 
@@ -82,7 +89,7 @@ def test_an_unknown_layer_type_is_refused_with_the_cores_there_are(monkeypatch):
 @pytest.mark.parametrize("name", CORES)
 def test_the_poc_config_learns_with_a_third_core(tmp_path, monkeypatch, name):
     """As test_learning's GRU run (seed 0), with torch's vanilla RNN or the user's GRU module."""
-    monkeypatch.setitem(model.CORES, name, CORES[name])
+    monkeypatch.setitem(cores.CORES, name, CORES[name])
     config = load_config(POC, [f"recurrence.layer_type={name}"])
     trainer = Trainer(config, summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
     history = trainer.run()
@@ -125,29 +132,45 @@ def test_a_new_environment_family_is_one_entry(tmp_path, monkeypatch):
         trainer.close()
 
 
-def with_kl_penalty(coefficient: float):
-    """ppo_loss with one more term: a KL penalty toward the rollout policy (the k1 estimator, masked)."""
-    def loss(out, mb, *args, **kwargs):
-        terms = losses.ppo_loss(out, mb, *args, **kwargs)
-        kl = ((mb.log_probs - out.log_probs) * losses.mean_weights(mb.mask)).sum()
-        return terms._replace(total=terms.total + coefficient * kl)
-    return loss
+def test_the_activation_penalty_changes_the_gradient_and_is_logged(tmp_path):
+    """The trainer minimises what ppo_loss returns as total: the same seed's update moves the parameters the same
+    way without the term, another way with it, and the term is reported with the other losses."""
+    def one_update(penalty: float):
+        trainer = trainer_for(tmp_path, [f"activation_penalty={penalty}"])
+        try:
+            log = trainer.one_update()
+            return [p.detach().clone() for p in trainer.model.parameters()], log.metrics["activation"]
+        finally:
+            trainer.close()
 
-
-def test_a_new_loss_term_changes_the_gradient(tmp_path, monkeypatch):
-    """The trainer minimises what ppo_loss returns as total: a term added there (here by wrapping the function
-    the trainer calls) moves the parameters differently from the same seed's update without it."""
-    def one_update(penalty: float | None):
-        with monkeypatch.context() as patch:
-            if penalty is not None:
-                patch.setattr(trainer_module, "ppo_loss", with_kl_penalty(penalty))
-            trainer = trainer_for(tmp_path)
-            try:
-                trainer.one_update()
-                return [p.detach().clone() for p in trainer.model.parameters()]
-            finally:
-                trainer.close()
-
-    plain, again, penalised = one_update(None), one_update(None), one_update(10.0)
+    (plain, activation), (again, _), (penalised, _) = one_update(0.0), one_update(0.0), one_update(10.0)
     assert all(torch.equal(a, b) for a, b in zip(plain, again))  # the same seed trains the same weights
     assert not all(torch.equal(a, b) for a, b in zip(plain, penalised))
+    assert activation > 0
+
+
+PROGRAM = sorted([*Path(__file__).resolve().parent.parent.glob("*.py"),
+                  *Path(__file__).resolve().parent.parent.glob("environments/*.py")])
+
+
+def naming(name: str) -> set[str]:
+    """The program files whose code names `name`: as a variable, attribute, argument, import or string."""
+    files = set()
+    for path in PROGRAM:
+        for node in ast.walk(ast.parse(path.read_text())):
+            named = {ast.Name: "id", ast.Attribute: "attr", ast.keyword: "arg", ast.alias: "name",
+                     ast.ClassDef: "name", ast.Constant: "value"}.get(type(node))
+            if named and getattr(node, named) == name:
+                files.add(path.parent.name + "/" + path.name if path.parent.name == "environments" else path.name)
+    return files
+
+
+def test_each_example_touches_only_the_files_this_page_names():
+    """docs/extending.md says where each change goes; the examples it points to are there and nowhere else."""
+    page = (Path(__file__).resolve().parent.parent / "docs/extending.md").read_text()
+    assert "one entry in `cores.py`" in page and "`losses.py`, and its coefficient in `config.py`" in page
+    for core in ("MinGRU", "LRU"):
+        assert naming(core) == {"cores.py"}, core
+    assert naming("activation_penalty") == {"losses.py", "config.py"}
+    assert {f for f in naming("PocMemoryEnv") if not f.startswith("environments/")} <= {"config.py", "stats.py"}
+    assert {f for f in naming("make_minigrid") if not f.startswith("environments/")} == set()

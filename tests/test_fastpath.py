@@ -1,4 +1,5 @@
 """fastpath.run must be the same function as calling torch's LSTM: outputs, final states and gradients."""
+import gymnasium as gym
 import pytest
 import torch
 from torch import nn
@@ -31,8 +32,8 @@ def test_run_is_torch_lstm_in_float32(layers, steps):
     torch.manual_seed(0)
     core = nn.LSTM(6, 4, num_layers=layers, batch_first=True)
     x, h = torch.randn(5, steps, 6), (torch.randn(layers, 5, 4), torch.randn(layers, 5, 4))
-    assert fastpath.applies([core], x if steps == 1 else pack_padded_sequence(x, LENGTHS, batch_first=True,
-                                                                             enforce_sorted=False))
+    assert fastpath.applies(x if steps == 1 else pack_padded_sequence(x, LENGTHS, batch_first=True,
+                                                                     enforce_sorted=False))
     for fast, torch_ in zip(call(core, x, h, True), call(core, x, h, False)):
         torch.testing.assert_close(fast, torch_, atol=1e-5, rtol=1e-5)
 
@@ -49,21 +50,26 @@ def test_run_under_bfloat16_autocast_is_close_to_float32():
         torch.testing.assert_close(a, b, atol=0.05 * float(b.abs().max()), rtol=0)
 
 
-def test_other_cores_are_called_as_they_are():
+def test_only_the_cores_whose_entry_says_so_take_the_fast_path(monkeypatch):
+    """The registry decides: lstm's entry takes fastpath.run, every other core (a subclass of nn.LSTM registered
+    without the flag included) is called as it is; and only a step or a packed sequence on a CPU takes it."""
     class MyLSTM(nn.LSTM):
         pass
-    x = torch.randn(3, 1, 4)
-    assert not fastpath.applies([nn.RNN(4, 8, batch_first=True)], x)
-    assert not fastpath.applies([nn.GRU(4, 8, batch_first=True)], x)
-    assert not fastpath.applies([MyLSTM(4, 8, batch_first=True)], x)
-    assert not fastpath.applies([nn.LSTM(4, 8, batch_first=True), nn.RNN(4, 8, batch_first=True)], x)
-    assert not fastpath.applies([nn.LSTM(4, 8, batch_first=True)], torch.randn(3, 5, 4))  # padded: torch's layer
+    monkeypatch.setitem(model.CORES, "mylstm", model.Core(MyLSTM, state_parts=2))
+    calls, run = [], fastpath.run
+    monkeypatch.setattr(fastpath, "run", lambda *args: calls.append(type(args[0])) or run(*args))
+    for name in model.CORES:
+        net = ActorCritic(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(4), 16,
+                          RecurrenceConfig(layer_type=name, hidden_state_size=8))
+        calls.clear()
+        net.act(torch.randn(2, 3), net.initial_state(2))
+        assert bool(calls) == model.CORES[name].lstm_fastpath == (name == "lstm"), name
+    assert not fastpath.applies(torch.randn(3, 5, 4))  # a padded sequence: torch's own layer
 
 
 @pytest.mark.parametrize("layers", [1, 2])
 def test_model_with_and_without_fastpath(monkeypatch, layers):
     """evaluate() packed and act() give the same log-probs, values, states and gradients either way."""
-    import gymnasium as gym
     torch.manual_seed(0)
     net = ActorCritic(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(4), 16,
                       RecurrenceConfig(layer_type="lstm", hidden_state_size=8, num_layers=layers,
@@ -83,6 +89,6 @@ def test_model_with_and_without_fastpath(monkeypatch, layers):
     monkeypatch.setattr(fastpath, "run", lambda *args: calls.append(args[1]) or run(*args))
     fast = both()
     assert {type(x) for x in calls} == {torch.Tensor, nn.utils.rnn.PackedSequence}  # a step and a packed pass
-    monkeypatch.setattr(fastpath, "applies", lambda cores, x: False)
+    monkeypatch.setattr(fastpath, "applies", lambda x: False)
     for a, b in zip(fast, both()):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)

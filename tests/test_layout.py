@@ -103,3 +103,28 @@ def test_no_measurement_logs_in_the_programs_comments():
     found = [f"{p.relative_to(ROOT)}:{i}: {line.strip()}" for p in PROGRAM
              for i, line in _comment_lines(p)[2].items() if MEASUREMENT.search(line)]
     assert len(found) <= 5 and all("docs/" in line for line in found), "\n".join(found)
+
+
+def test_the_program_has_no_import_circle():
+    """No module of the program imports, at its top or inside a function, one that imports it back by some way
+    (environments/ counted as one module): each can be read, and loaded, after what it builds on."""
+    ours = {p.stem for p in ROOT.glob("*.py")} | {"environments"}
+    imports = {}
+    for path in PROGRAM:
+        module = "environments" if path.parent.name == "environments" else path.stem
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            imports.setdefault(module, set()).update(n.split(".")[0] for n in names if n.split(".")[0] in ours)
+        imports[module].discard(module)
+
+    def circle(module: str, path: list[str]) -> list[str] | None:
+        if module in path:
+            return path[path.index(module):] + [module]
+        for imported in sorted(imports.get(module, ())):
+            found = circle(imported, path + [module])
+            if found:
+                return found
+        return None
+    circles = [" -> ".join(found) for module in sorted(imports) if (found := circle(module, []))]
+    assert not circles, circles[0]

@@ -3,14 +3,24 @@ the masked mean and normalisation at their edges (one real step, a spread below 
 with the defaults, the value clip both ways, the clip fraction at its boundary; the non-finite check
 and its message; the update's averaged metrics."""
 import math
+from dataclasses import replace
 
 import pytest
 import torch
 
 from buffer import Minibatch
+from config import Config, NormalizationConfig
 from losses import (Losses, NonFiniteError, StepStats, masked_normalize, mean_metrics, mean_weights, ppo_loss,
                     require_finite)
 from model import EvaluateOutput
+
+
+def loss_config(value_coefficient: float = 0.5, value_clip_range: float | None = None,
+                normalize_advantages: bool = True, activation_penalty: float = 0.0) -> Config:
+    """The config keys ppo_loss reads; value_clip_range None: the value loss unclipped."""
+    return replace(Config(), value_loss_coefficient=value_coefficient, value_clip=value_clip_range is not None,
+                   value_clip_range=value_clip_range, activation_penalty=activation_penalty,
+                   normalization=NormalizationConfig(advantages=normalize_advantages))
 
 
 def test_masked_mean_and_normalize_ignore_padding():
@@ -50,7 +60,7 @@ def _batch(seed: int, poison: float | None):
     def r(*shape):
         return torch.randn(*shape, generator=g)
     fields = dict(log_probs=r(n, L) - 1, values=r(n, L), advantages=r(n, L), returns=r(n, L))
-    out = dict(log_probs=r(n, L) - 1, entropy=r(n, L).abs(), values=r(n, L))
+    out = dict(log_probs=r(n, L) - 1, entropy=r(n, L).abs(), values=r(n, L), core_outputs=r(n, L, 3))
     if poison is not None:  # anything at all in the padded slots
         for t in (*fields.values(), *out.values()):
             t[~mask] = poison
@@ -60,10 +70,9 @@ def _batch(seed: int, poison: float | None):
 
 
 def test_ppo_loss_terms_and_statistics_do_not_see_padding():
-    clean = ppo_loss(*_batch(0, None), clip_range=0.2, beta=0.01, value_coefficient=0.5, value_clip_range=0.2)
+    clean = ppo_loss(*_batch(0, None), clip_range=0.2, beta=0.01, config=loss_config(value_clip_range=0.2))
     for poison in (1e3, -1e3, 7.0):
-        dirty = ppo_loss(*_batch(0, poison), clip_range=0.2, beta=0.01, value_coefficient=0.5,
-                         value_clip_range=0.2)
+        dirty = ppo_loss(*_batch(0, poison), clip_range=0.2, beta=0.01, config=loss_config(value_clip_range=0.2))
         for name in clean._fields:
             torch.testing.assert_close(getattr(dirty, name), getattr(clean, name), msg=name)
 
@@ -72,7 +81,8 @@ def test_ppo_loss_gradient_is_zero_on_padding():
     out, mb = _batch(1, None)
     log_probs = out.log_probs.clone().requires_grad_(True)
     values = out.values.clone().requires_grad_(True)
-    losses = ppo_loss(EvaluateOutput(log_probs, out.entropy, values), mb, 0.2, 0.01, 0.5, value_clip_range=0.2)
+    losses = ppo_loss(out._replace(log_probs=log_probs, values=values), mb, clip_range=0.2, beta=0.01,
+                      config=loss_config(value_clip_range=0.2))
     losses.total.backward()
     assert (log_probs.grad[~mb.mask] == 0).all() and (values.grad[~mb.mask] == 0).all()
     assert log_probs.grad[mb.mask].abs().sum() > 0
@@ -81,7 +91,7 @@ def test_ppo_loss_gradient_is_zero_on_padding():
 def test_ppo_loss_terms_and_statistics_equal_a_plain_loop_over_the_real_steps():
     """Defaults: advantages normalised over the real steps, the value error unclipped."""
     out, mb = _batch(3, None)
-    losses = ppo_loss(out, mb, clip_range=0.2, beta=0.05, value_coefficient=0.5)
+    losses = ppo_loss(out, mb, clip_range=0.2, beta=0.05, config=loss_config())
     real = [(i, j) for i in range(mb.mask.shape[0]) for j in range(mb.mask.shape[1]) if mb.mask[i, j]]
     advantages = [mb.advantages[i, j].item() for i, j in real]
     mean = sum(advantages) / len(advantages)
@@ -116,7 +126,8 @@ def test_clipped_value_loss_clips_the_value_move_both_ways():
     mb = Minibatch(obs=torch.zeros(int(mask.sum()), 1), states=torch.zeros(1, 1),
                    actions=torch.zeros(1, 5, 1, dtype=torch.long),
                    log_probs=zeros, values=old, advantages=zeros, returns=returns, mask=mask)
-    losses = ppo_loss(EvaluateOutput(zeros, zeros, new), mb, 0.2, 0.0, 0.5, value_clip_range=0.2)
+    out = EvaluateOutput(log_probs=zeros, entropy=zeros, values=new, core_outputs=zeros[..., None])
+    losses = ppo_loss(out, mb, clip_range=0.2, beta=0.0, config=loss_config(value_clip_range=0.2))
     # by hand: max((new - ret)^2, (old + clip(new - old) - ret)^2)
     # +1 move, return above:  max(1, (0.7 - 2.5)^2 = 3.24); -1 move, return below: max(1, (0.3 + 1.5)^2 = 3.24)
     # +0.1 move (unclipped): 0.16; +1 move, return at the old value: max(1, (0.7 - 0.5)^2 = 0.04)
@@ -130,14 +141,15 @@ def test_clip_fraction_counts_ratios_strictly_outside_the_clip_range():
     mb = Minibatch(obs=torch.zeros(4, 1), states=torch.zeros(1, 1), actions=torch.zeros(1, 4, 1, dtype=torch.long),
                    log_probs=torch.zeros(1, 4), values=torch.zeros(1, 4), advantages=torch.ones(1, 4),
                    returns=torch.zeros(1, 4), mask=torch.ones(1, 4, dtype=torch.bool))
-    out = EvaluateOutput(ratios.log(), torch.zeros(1, 4), torch.zeros(1, 4))
+    out = EvaluateOutput(log_probs=ratios.log(), entropy=torch.zeros(1, 4), values=torch.zeros(1, 4),
+                         core_outputs=torch.zeros(1, 4, 1))
     assert torch.equal((out.log_probs - mb.log_probs).exp(), ratios)  # the loss sees these ratios exactly
-    assert ppo_loss(out, mb, 0.25, 0.0, 0.5).clip_frac.item() == 0.25
+    assert ppo_loss(out, mb, clip_range=0.25, beta=0.0, config=loss_config()).clip_frac.item() == 0.25
 
 
-def _losses(total: float, pg: float = 1.5, v: float = 0.25, entropy: float = 2.0, kl: float = 0.001,
-            clip: float = 0.125) -> Losses:
-    return Losses(*(torch.tensor(x) for x in (total, pg, v, entropy, kl, clip)))
+def _losses(total: float, **terms: float) -> Losses:
+    """Losses with the given total, each other term 1.5 unless given."""
+    return Losses(**{name: torch.tensor(terms.get(name, 1.5)) for name in Losses._fields[1:]}, total=torch.tensor(total))
 
 
 @pytest.mark.parametrize("total,grad_norm,stops", [
@@ -158,17 +170,19 @@ def test_require_finite_stops_exactly_on_a_non_finite_loss_or_gradient_norm(tota
 
 def test_non_finite_error_names_the_update_every_loss_term_and_the_gradient_norm():
     with pytest.raises(NonFiniteError) as raised:
-        require_finite(_losses(math.nan), torch.tensor(3.0), 7)
-    assert str(raised.value) == ("non-finite loss or gradient in update 7 (total nan, pg_loss 1.5, v_loss 0.25, "
-                                 "entropy 2, approx_kl 0.001, clip_frac 0.125, grad_norm 3); the model was not saved")
+        require_finite(_losses(math.nan, pg_loss=0.25, entropy=2.0), torch.tensor(3.0), 7)
+    message = str(raised.value)
+    assert message.startswith("non-finite loss or gradient in update 7 (total nan, pg_loss 0.25, ")
+    assert message.endswith(", grad_norm 3); the model was not saved") and "entropy 2, " in message
+    assert all(f"{name} " in message for name in Losses._fields)
 
 
 def test_mean_metrics_average_each_term_and_the_gradient_norm_over_the_steps():
-    steps = [StepStats(_losses(1.0, 2.0, 3.0, 4.0, 5.0, 6.0), torch.tensor(7.0)),
-             StepStats(_losses(3.0, 4.0, 5.0, 6.0, 7.0, 8.0), torch.tensor(9.0))]
-    assert mean_metrics(steps) == {
-        "total": 2.0, "pg_loss": 3.0, "v_loss": 4.0, "entropy": 5.0, "approx_kl": 6.0, "clip_frac": 7.0,
-        "grad_norm": 8.0, "early_stop": 0.0, "minibatch_steps": 2.0}
+    names = Losses._fields
+    steps = [StepStats(Losses(*(torch.tensor(float(i)) for i in range(len(names)))), torch.tensor(7.0)),
+             StepStats(Losses(*(torch.tensor(float(i + 2)) for i in range(len(names)))), torch.tensor(9.0))]
+    assert mean_metrics(steps) == {**{name: i + 1.0 for i, name in enumerate(names)},
+                                   "grad_norm": 8.0, "early_stop": 0.0, "minibatch_steps": 2.0}
 
 
 def test_mean_metrics_report_the_steps_taken_when_target_kl_stops_the_update():

@@ -7,7 +7,7 @@ import torch
 
 from buffer import episode_starts
 from config import RecurrenceConfig, config_from_dict
-from model import ActorCritic, BurnIn
+from model import CORES, ActorCritic, BurnIn
 from trainer import PhaseTimes, Trainer
 
 SPACES = {
@@ -109,7 +109,7 @@ def loop_burn_in(model, state, burn: BurnIn, padded: torch.Tensor):
 
 
 @pytest.mark.parametrize("previous", [False, True])
-@pytest.mark.parametrize("layer", ["gru", "lstm"])
+@pytest.mark.parametrize("layer", list(CORES))
 def test_burn_in_unroll_equals_a_loop_of_single_steps(layer, previous):
     model = model_for(SPACES["discrete"], layer, num_layers=2, separate_critic_core=True,
                       previous_action=previous, previous_reward=previous)
@@ -148,7 +148,7 @@ def loop_unroll(model, obs, previous, state, starts, reset):
 
 
 @pytest.mark.parametrize("reset", [True, False])
-@pytest.mark.parametrize("layer", ["gru", "lstm"])
+@pytest.mark.parametrize("layer", list(CORES))
 def test_unroll_equals_a_loop_of_single_steps_with_episode_starts_inside(layer, reset):
     model = model_for(SPACES["multidiscrete"], layer, separate_critic_core=layer == "lstm",
                       previous_action=True, previous_reward=True, reset_hidden_state=reset)

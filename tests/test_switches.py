@@ -1,5 +1,6 @@
 """Each PPO switch of the config does what it says (issue: the implementation details as switches)."""
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from losses import ppo_loss
 from model import EvaluateOutput
 from buffer import Minibatch
 from normalization import ObservationNormalizer, RewardScaler, RunningMeanStd
+from tests.test_losses import loss_config
 from trainer import PhaseTimes, Trainer
 
 
@@ -127,42 +129,39 @@ def _minibatch(seed=0):
     mb = Minibatch(obs=torch.zeros(n * L, 1), states=torch.zeros(n, 1), actions=torch.zeros(n, L, 1),
                    log_probs=r() - 1, values=r(), advantages=3 * r() + 2, returns=r(),
                    mask=torch.ones(n, L, dtype=torch.bool))
-    out = EvaluateOutput(log_probs=mb.log_probs + 0.3 * r(), entropy=r().abs(), values=mb.values + 2 * r())
+    out = EvaluateOutput(log_probs=mb.log_probs + 0.3 * r(), entropy=r().abs(), values=mb.values + 2 * r(),
+                         core_outputs=r()[..., None])
     return out, mb
 
 
 def test_advantage_normalisation_switch():
     out, mb = _minibatch()
-    raw = ppo_loss(out, mb, 0.2, 0.0, 0.5, normalize_advantages=False)
+    raw = ppo_loss(out, mb, clip_range=0.2, beta=0.0, config=loss_config(normalize_advantages=False))
     ratio = (out.log_probs - mb.log_probs).exp()
     by_hand = -torch.min(ratio * mb.advantages, ratio.clamp(0.8, 1.2) * mb.advantages).mean()
     torch.testing.assert_close(raw.pg_loss, by_hand)
-    normalised = ppo_loss(out, mb, 0.2, 0.0, 0.5, normalize_advantages=True)
+    normalised = ppo_loss(out, mb, clip_range=0.2, beta=0.0, config=loss_config(normalize_advantages=True))
     assert not torch.isclose(raw.pg_loss, normalised.pg_loss)
 
 
 def test_value_clipping_switch_and_its_own_range():
     out, mb = _minibatch()
-    plain = ppo_loss(out, mb, 0.2, 0.0, 0.5, value_clip_range=None)
+    plain = ppo_loss(out, mb, clip_range=0.2, beta=0.0, config=loss_config(value_clip_range=None))
     torch.testing.assert_close(plain.v_loss, (out.values - mb.returns).square().mean())
-    clipped = ppo_loss(out, mb, 0.2, 0.0, 0.5, value_clip_range=0.2)
+    clipped = ppo_loss(out, mb, clip_range=0.2, beta=0.0, config=loss_config(value_clip_range=0.2))
     assert clipped.v_loss > plain.v_loss  # max(unclipped, clipped) error
-    wide = ppo_loss(out, mb, 0.2, 0.0, 0.5, value_clip_range=100.0)
+    wide = ppo_loss(out, mb, clip_range=0.2, beta=0.0, config=loss_config(value_clip_range=100.0))
     torch.testing.assert_close(wide.v_loss, plain.v_loss)  # a range wider than any move clips nothing
 
 
-def test_value_clip_range_defaults_to_the_policy_clip_range(tmp_path, monkeypatch):
-    import trainer as trainer_module
-    seen = []
-    real = trainer_module.ppo_loss
-    monkeypatch.setattr(trainer_module, "ppo_loss",
-                        lambda *a, **k: seen.append(a[-1]) or real(*a, **k))
-    for sections, expected in (({}, 0.2), ({"value_clip_range": 0.5}, 0.5), ({"value_clip": False}, None)):
-        t = trainer_for(tmp_path, updates=1, **sections)
-        seen.clear()
-        t.run()
-        assert set(seen) == {expected}, sections
-        t.close()
+def test_value_clip_range_defaults_to_the_policy_clip_range():
+    out, mb = _minibatch()
+    by_default = ppo_loss(out, mb, clip_range=0.2, beta=0.0, config=replace(loss_config(), value_clip=True))
+    for clip, same in ((0.2, True), (0.5, False)):
+        own = ppo_loss(out, mb, clip_range=0.2, beta=0.0, config=loss_config(value_clip_range=clip))
+        assert (by_default.v_loss == own.v_loss) == same
+    unclipped = ppo_loss(out, mb, clip_range=0.2, beta=0.0, config=replace(loss_config(), value_clip=False))
+    torch.testing.assert_close(unclipped.v_loss, (out.values - mb.returns).square().mean())
 
 
 def test_target_kl_stops_the_epochs(tmp_path):

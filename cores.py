@@ -1,0 +1,148 @@
+"""Memory models ("cores"): the registry CORES, and the cores beyond torch's own, in plain torch next to their papers.
+
+A core is called as core(x (N, L, F), state) -> (outputs (N, L, H), state), its state (layers, N, H) or a tuple of
+state_parts such tensors. Calling it on L steps must equal calling it L times on one step: the rollout steps it,
+the training pass runs whole sequences."""
+from __future__ import annotations
+
+import math
+from typing import Callable, NamedTuple
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+class Core(NamedTuple):
+    layer: type  # an nn.Module class: see build()
+    state_parts: int  # tensors in its state: 1, or 2 (an LSTM's h and c, the LRU's real and imaginary parts)
+    lstm_fastpath: bool = False  # torch's nn.LSTM, which fastpath.py runs a faster way on a CPU
+
+# Sequences at least this long run as a parallel scan, shorter ones one step at a time: the faster path on each
+# device, as tools/core_speed.py measures them (docs/results.md, "Speed per core").
+SCAN_MIN_LENGTH = {"cpu": 64, "cuda": 16}
+
+
+def linear_recurrence(a: torch.Tensor, b: torch.Tensor, h: torch.Tensor, mul: Callable = torch.mul) -> torch.Tensor:
+    """h_t = a_t h_{t-1} + b_t for the L steps of a and b (N, L, ...) from h (N, ...): every h_t (N, L, ...).
+    mul multiplies two elements (torch.mul, or complex_mul for complex numbers as real pairs)."""
+    b = torch.cat((mul(a[:, :1], h[:, None]) + b[:, :1], b[:, 1:]), dim=1)  # h folded into the first step
+    if b.shape[1] >= SCAN_MIN_LENGTH.get(b.device.type, SCAN_MIN_LENGTH["cuda"]):
+        return scan(a, b, mul)
+    return loop(a, b, mul)
+
+
+def loop(a: torch.Tensor, b: torch.Tensor, mul: Callable = torch.mul) -> torch.Tensor:
+    """h_t = a_t h_{t-1} + b_t from h_{-1} = 0, one step at a time."""
+    h, hs = torch.zeros_like(b[:, 0]), []
+    for t in range(b.shape[1]):
+        h = mul(a[:, t], h) + b[:, t]
+        hs.append(h)
+    return torch.stack(hs, dim=1)  # L x (N, ...) -> (N, L, ...)
+
+
+def scan(a: torch.Tensor, b: torch.Tensor, mul: Callable = torch.mul) -> torch.Tensor:
+    """The same as loop(), in ceil(log2 L) rounds over all steps at once (Hillis and Steele's scan): step t is the
+    affine map h -> a_t h + b_t, and after the round with offset d it holds the maps of steps t-2d+1..t composed."""
+    d = 1
+    while d < b.shape[1]:
+        b = torch.cat((b[:, :d], mul(a[:, d:], b[:, :-d]) + b[:, d:]), dim=1)
+        a = torch.cat((a[:, :d], mul(a[:, d:], a[:, :-d])), dim=1)
+        d *= 2
+    return b
+
+
+def complex_mul(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """x * y for complex numbers held as (..., 2) real pairs (real, imaginary): ONNX has no complex tensors."""
+    (xr, xi), (yr, yi) = x.unbind(-1), y.unbind(-1)
+    return torch.stack((xr * yr - xi * yi, xr * yi + xi * yr), dim=-1)
+
+
+class MinGRU(nn.Module):
+    """minGRU (Feng et al. 2024, "Were RNNs All We Needed?", sec. 3.1.2): the GRU's gates from the input alone,
+        z_t = sigmoid(Linear_z(x_t)),  h~_t = Linear_h(x_t),  h_t = (1 - z_t) * h_{t-1} + z_t * h~_t,
+    a recurrence linear in h, which a sequence runs as a parallel scan."""
+
+    def __init__(self, input_size: int, hidden_size: int):
+        super().__init__()
+        self.linear = nn.Linear(input_size, 2 * hidden_size)  # Linear_z and Linear_h side by side
+
+    def forward(self, x: torch.Tensor, h: torch.Tensor):  # x (N, L, F), h (1, N, H)
+        z, h_tilde = self.linear(x).float().chunk(2, dim=-1)  # (N, L, 2H) -> 2 x (N, L, H), the state in float32
+        z = torch.sigmoid(z)
+        hs = linear_recurrence(1 - z, z * h_tilde, h[0])  # (N, L, H)
+        return hs, hs[:, -1:].transpose(0, 1)  # the last step's state (N, 1, H) -> (1, N, H)
+
+
+class LRU(nn.Module):
+    """Linear Recurrent Unit (Orvieto et al. 2023, "Resurrecting Recurrent Neural Networks for Long Sequences",
+    eq. 1 with sec. 3.3's exponential parametrisation and normalisation): a diagonal complex recurrence
+        h_t = lambda * h_{t-1} + gamma * (B x_t),  y_t = GELU(Re(C h_t) + D x_t),
+        lambda = exp(-exp(nu) + i exp(theta)),  gamma = sqrt(1 - |lambda|^2) at the start, then learned.
+    The GELU is the paper's blocks' nonlinearity after each LRU, so that stacked layers are not one linear system.
+    D is a full matrix, the input and output widths differing here. Complex numbers are (..., 2) real pairs."""
+
+    def __init__(self, input_size: int, hidden_size: int, r_min: float = 0.0, r_max: float = 1.0,
+                 max_phase: float = 2 * math.pi):
+        super().__init__()
+        self.hidden_size = hidden_size
+        # lambda uniform on the ring r_min <= |lambda| <= r_max, its phase uniform in [0, max_phase] (Lemma 3.2)
+        radius2 = torch.empty(hidden_size).uniform_(r_min ** 2, r_max ** 2).clamp(min=1e-8)
+        self.nu_log = nn.Parameter(torch.log(-0.5 * torch.log(radius2)))
+        self.theta_log = nn.Parameter(torch.log(max_phase * torch.rand(hidden_size).clamp(min=1e-8)))
+        self.gamma_log = nn.Parameter(0.5 * torch.log(1 - radius2))
+        self.B = nn.Linear(input_size, 2 * hidden_size, bias=False)  # B's real rows, then its imaginary rows
+        self.C = nn.Linear(2 * hidden_size, hidden_size, bias=False)  # Re(C h) = C_re h_re - C_im h_im, one matrix
+        self.D = nn.Linear(input_size, hidden_size, bias=False)
+        nn.init.normal_(self.B.weight, std=1 / math.sqrt(2 * input_size))
+        nn.init.normal_(self.C.weight, std=1 / math.sqrt(hidden_size))
+        nn.init.normal_(self.D.weight, std=1 / math.sqrt(input_size))
+
+    def forward(self, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]):  # x (N, L, F), 2 x (1, N, H)
+        H = self.hidden_size
+        phase = torch.exp(self.theta_log)
+        lam = torch.exp(-torch.exp(self.nu_log))[:, None] * torch.stack((phase.cos(), phase.sin()), dim=-1)  # (H, 2)
+        bx = self.B(x).float().unflatten(-1, (2, H)).transpose(-1, -2)  # (N, L, 2H) -> (N, L, 2, H) -> (N, L, H, 2)
+        bx = bx * torch.exp(self.gamma_log)[:, None]
+        h = torch.stack(state, dim=-1)[0]  # 2 x (1, N, H) -> (1, N, H, 2) -> (N, H, 2)
+        hs = linear_recurrence(lam.expand_as(bx), bx, h, complex_mul)  # (N, L, H, 2)
+        y = F.gelu(self.C(hs.transpose(-1, -2).flatten(-2)) + self.D(x))  # (N, L, H, 2) -> (N, L, 2H) -> (N, L, H)
+        last = hs[:, -1:].transpose(0, 1)  # (N, 1, H, 2) -> (1, N, H, 2)
+        return y, (last[..., 0], last[..., 1])
+
+
+class Stack(nn.Module):
+    """One-layer cores stacked: each layer's outputs are the next one's inputs; the state (layers, N, H) per part."""
+
+    def __init__(self, layers: list[nn.Module]):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+
+    def forward(self, x: torch.Tensor, state):
+        parts = state if isinstance(state, tuple) else (state,)
+        finals = []
+        for k, layer in enumerate(self.layers):
+            h = tuple(part[k:k + 1] for part in parts)  # (layers, N, H) -> this layer's (1, N, H)
+            x, h = layer(x, h if len(h) > 1 else h[0])
+            finals.append(h if isinstance(h, tuple) else (h,))
+        final = tuple(torch.cat(part) for part in zip(*finals))  # layers x (1, N, H) -> (layers, N, H) per part
+        return x, final if len(final) > 1 else final[0]
+
+
+def build(core: Core, input_size: int, hidden_size: int, num_layers: int) -> nn.Module:
+    """torch's own RNNs stack their layers: layer(F, H, num_layers=, batch_first=True). Any other core is built one
+    layer at a time as layer(F, H), and its layers stacked here."""
+    if issubclass(core.layer, nn.RNNBase):
+        return core.layer(input_size, hidden_size, num_layers=num_layers, batch_first=True)
+    if num_layers == 1:
+        return core.layer(input_size, hidden_size)
+    return Stack([core.layer(input_size if k == 0 else hidden_size, hidden_size) for k in range(num_layers)])
+
+
+# recurrence.layer_type -> its core
+CORES = {
+    "gru": Core(nn.GRU, state_parts=1),
+    "lstm": Core(nn.LSTM, state_parts=2, lstm_fastpath=True),
+    "mingru": Core(MinGRU, state_parts=1),
+    "lru": Core(LRU, state_parts=2),
+}

@@ -1,0 +1,143 @@
+"""The memory models of cores.py: a whole sequence, by either path (the loop or the parallel scan), equals the same
+core stepped one step at a time, as the rollout steps it; the model stacks one-layer cores and leaves the parameters
+of a core that is not torch's own as the core made them."""
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import cores
+import model
+from config import RecurrenceConfig
+from model import ActorCritic
+from tests.devices import BFLOAT16_DEVICES, DEVICES
+
+SCANNED = [name for name, core in cores.CORES.items() if not issubclass(core.layer, nn.RNNBase)]
+PATHS = {"loop": 2 ** 62, "scan": 1}  # SCAN_MIN_LENGTH that makes every sequence take the path
+
+
+def state(core: cores.Core, layers: int, N: int, H: int, device: str):
+    parts = tuple(torch.randn(layers, N, H, device=device) * 0.5 for _ in range(core.state_parts))
+    return parts if len(parts) > 1 else parts[0]
+
+
+def flat(y, h) -> list[torch.Tensor]:
+    return [y.float(), *(p.float() for p in (h if isinstance(h, tuple) else (h,)))]
+
+
+def stepped(layer: nn.Module, x: torch.Tensor, h):
+    """layer called on one step at a time, as the rollout calls it: (outputs (N, L, H), final state)."""
+    outputs = []
+    for t in range(x.shape[1]):
+        y, h = layer(x[:, t:t + 1], h)
+        outputs.append(y)
+    return torch.cat(outputs, dim=1), h
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("L", [2, 7, 64, 512])
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("name", SCANNED)
+def test_a_sequence_equals_its_steps_in_float32(monkeypatch, name, path, L, device):
+    torch.manual_seed(0)
+    monkeypatch.setitem(cores.SCAN_MIN_LENGTH, torch.device(device).type, PATHS[path])
+    layer = cores.build(cores.CORES[name], 12, 16, 2).to(device)
+    x, h = torch.randn(5, L, 12, device=device), state(cores.CORES[name], 2, 5, 16, device)
+    for a, b in zip(flat(*layer(x, h)), flat(*stepped(layer, x, h))):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("name", SCANNED)
+def test_both_paths_give_the_same_gradients(monkeypatch, name):
+    torch.manual_seed(0)
+    layer = cores.build(cores.CORES[name], 12, 16, 1)
+    x, h = torch.randn(4, 100, 12), state(cores.CORES[name], 1, 4, 16, "cpu")
+    grads = []
+    for path in PATHS:
+        monkeypatch.setitem(cores.SCAN_MIN_LENGTH, "cpu", PATHS[path])
+        layer.zero_grad()
+        y, final = layer(x, h)
+        (y * torch.linspace(-1, 1, 16)).sum().backward()
+        grads.append([p.grad.clone() for p in layer.parameters()])
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("device", BFLOAT16_DEVICES)
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("name", SCANNED)
+def test_a_sequence_equals_its_steps_under_bfloat16(monkeypatch, name, path, device):
+    """Under autocast the input projections round to bfloat16 alike in both; the recurrence runs in float32."""
+    torch.manual_seed(0)
+    monkeypatch.setitem(cores.SCAN_MIN_LENGTH, torch.device(device).type, PATHS[path])
+    layer = cores.build(cores.CORES[name], 12, 16, 1).to(device)
+    x, h = torch.randn(3, 512, 12, device=device), state(cores.CORES[name], 1, 3, 16, device)
+    with torch.autocast(torch.device(device).type, dtype=torch.bfloat16):
+        whole, steps = flat(*layer(x, h)), flat(*stepped(layer, x, h))
+    for a, b in zip(whole, steps):
+        torch.testing.assert_close(a, b, atol=1e-2, rtol=0)
+
+
+def test_the_scan_is_the_loop_for_real_and_complex_numbers():
+    torch.manual_seed(0)
+    a, b = torch.rand(3, 300, 4), torch.randn(3, 300, 4)
+    torch.testing.assert_close(cores.scan(a, b), cores.loop(a, b), atol=1e-5, rtol=0)
+    a, b = torch.randn(3, 300, 4, 2), torch.randn(3, 300, 4, 2)
+    a = a / a.norm(dim=-1, keepdim=True) * torch.rand(3, 300, 4, 1)  # |a| < 1, as the LRU's lambda
+    torch.testing.assert_close(cores.scan(a, b, cores.complex_mul), cores.loop(a, b, cores.complex_mul),
+                               atol=1e-5, rtol=0)
+    x, y = torch.randn(5, 2), torch.randn(5, 2)
+    torch.testing.assert_close(torch.view_as_real(torch.view_as_complex(x) * torch.view_as_complex(y)),
+                               cores.complex_mul(x, y))
+
+
+class Marked(nn.Module):
+    """A user's core whose parameters are named neither weight nor bias, initialised its own way."""
+
+    def __init__(self, input_size: int, hidden_size: int):
+        super().__init__()
+        self.W_z = nn.Parameter(torch.full((input_size, hidden_size), 0.5))
+        self.gain = nn.Parameter(torch.full((hidden_size,), 2.0))
+        self.cell = nn.GRUCell(hidden_size, hidden_size)  # torch's own cell, not a torch recurrent layer
+
+    def forward(self, x, h):  # x (N, L, F), h (1, N, H)
+        outputs, h = [], h[0]
+        for x_t in x.unbind(1):
+            h = self.cell(torch.tanh(x_t @ self.W_z) * self.gain, h)
+            outputs.append(h)
+        return torch.stack(outputs, dim=1), h[None]
+
+
+def test_the_model_keeps_a_cores_own_parameters_and_initialises_torchs(monkeypatch):
+    """orthogonal initialisation touches torch's own recurrent layers only: a user's core keeps what it made
+    (the old rule zeroed every parameter not named weight, and orthogonalised the rest)."""
+    monkeypatch.setitem(model.CORES, "marked", model.Core(Marked, state_parts=1))
+    torch.manual_seed(0)
+    made = Marked(7, 8).state_dict()
+    torch.manual_seed(0)
+    net = ActorCritic(gym.spaces.Box(-1, 1, (7,), np.float32), gym.spaces.Discrete(3), 16,
+                      RecurrenceConfig(layer_type="marked", hidden_state_size=8))
+    for key, value in made.items():
+        torch.testing.assert_close(net.core.state_dict()[key], value, atol=0, rtol=0)
+    gru = ActorCritic(gym.spaces.Box(-1, 1, (7,), np.float32), gym.spaces.Discrete(3), 16,
+                      RecurrenceConfig(layer_type="gru", hidden_state_size=8)).core
+    assert not gru.bias_ih_l0.any()  # the reference's way: zero biases, orthogonal weights
+    torch.testing.assert_close(gru.weight_hh_l0.T @ gru.weight_hh_l0, torch.eye(8), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("name", SCANNED)
+def test_one_layer_cores_are_stacked(name):
+    """num_layers 3 of a one-layer core: three layers, each fed the last one's outputs, the state of each its own."""
+    torch.manual_seed(0)
+    stack = cores.build(cores.CORES[name], 12, 16, 3)
+    assert isinstance(stack, cores.Stack) and len(stack.layers) == 3
+    x, h = torch.randn(2, 5, 12), state(cores.CORES[name], 3, 2, 16, "cpu")
+    y, final = stack(x, h)
+    parts = h if isinstance(h, tuple) else (h,)
+    for k, layer in enumerate(stack.layers):
+        h_k = tuple(p[k:k + 1] for p in parts)
+        x, h_k = layer(x, h_k if len(h_k) > 1 else h_k[0])
+        for a, b in zip(h_k if isinstance(h_k, tuple) else (h_k,), final if isinstance(final, tuple) else (final,)):
+            torch.testing.assert_close(a, b[k:k + 1])
+    torch.testing.assert_close(x, y)

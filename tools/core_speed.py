@@ -1,0 +1,131 @@
+"""The training pass alone, forward and backward, of every core and each of its paths (cores.py's step-by-step loop
+and parallel scan), at several sequence lengths L over the same number of steps per minibatch.
+
+    python tools/core_speed.py --out results/speed/core_speed               # the defaults: L = 8, 64, 256, 512
+    python tools/core_speed.py --device cuda --hidden 512 --steps 2048 --out results/gpu/core_speed
+
+Each timing is model.evaluate() on N = steps / L sequences of L real steps of a vector observation, then backward
+on its log-probs and values. The paths and cores take turns (one call each, round after round), so that a drift
+of the machine's speed hits them alike; the report gives each one's median seconds per call.
+Writes PREFIX.json and PREFIX.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import cores  # noqa: E402
+from config import RecurrenceConfig  # noqa: E402
+from model import ActorCritic, autocast  # noqa: E402
+
+FEATURES = 64  # the observation's width
+
+
+def paths(name: str) -> list[str]:
+    """The paths of a core: loop and scan for those that run cores.linear_recurrence, torch's own call otherwise."""
+    return ["torch"] if issubclass(cores.CORES[name].layer, torch.nn.RNNBase) else ["loop", "scan"]
+
+
+def timed(model: ActorCritic, N: int, L: int, precision: str, device: torch.device) -> float:
+    obs = torch.randn(N * L, FEATURES, device=device)
+    actions = torch.randint(0, 4, (N, L, 1), device=device)
+    mask = torch.ones(N, L, dtype=torch.bool, device=device)
+    state = model.initial_state(N, device)
+    model.zero_grad()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    with autocast(precision, device):
+        out = model.evaluate(obs, state, actions, mask=mask)
+    (out.log_probs.sum() + out.values.square().sum()).backward()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+def measure(names: list[str], lengths: list[int], hidden: int, steps: int, repeats: int, precision: str,
+            device: torch.device) -> list[dict]:
+    rows = []
+    for L in lengths:
+        N = max(1, steps // L)
+        models = {name: ActorCritic(gym.spaces.Box(-1, 1, (FEATURES,), np.float32), gym.spaces.Discrete(4), 512,
+                                    RecurrenceConfig(layer_type=name, hidden_state_size=hidden)).to(device)
+                  for name in names}
+        runs = [(name, path) for name in names for path in paths(name)]
+        seconds = {run: [] for run in runs}
+        for round_ in range(repeats + 1):  # round 0 warms up (allocations, oneDNN's kernels), then is dropped
+            for name, path in runs:
+                cores.SCAN_MIN_LENGTH[device.type] = 1 if path == "scan" else 2 ** 62
+                took = timed(models[name], N, L, precision, device)
+                if round_:
+                    seconds[(name, path)].append(took)
+        for (name, path), times in seconds.items():
+            rows.append({"core": name, "path": path, "L": L, "N": N, "median_s": statistics.median(times),
+                         "min_s": min(times), "max_s": max(times), "repeats": len(times)})
+            print(f"L {L:4d} N {N:5d} {name:7s} {path:5s} {statistics.median(times) * 1000:9.2f} ms", flush=True)
+    return rows
+
+
+def markdown(rows: list[dict], meta: dict) -> str:
+    lengths = sorted({r["L"] for r in rows})
+    columns = sorted({(r["core"], r["path"]) for r in rows}, key=lambda c: (list(cores.CORES).index(c[0]), c[1]))
+    table = {(r["core"], r["path"], r["L"]): r["median_s"] for r in rows}
+    lines = [f"# Training pass per core and path: {meta['device']}, {meta['precision']}", "",
+             f"model.evaluate() forward and backward over {meta['steps']} real steps per call (N = steps / L "
+             f"sequences of L), a {FEATURES}-wide vector observation, hidden_state_size {meta['hidden']}, "
+             f"hidden_layer_size 512; median of {meta['repeats']} alternated calls, in milliseconds.", "",
+             f"Machine: {meta['machine']}; torch {meta['torch']}; {meta['threads']} threads. Command: "
+             f"`{meta['command']}`", "",
+             "| L | N | " + " | ".join(f"{c} {p}" for c, p in columns) + " |",
+             "|---|---|" + "---|" * len(columns)]
+    for L in lengths:
+        N = next(r["N"] for r in rows if r["L"] == L)
+        lines.append(f"| {L} | {N} | " + " | ".join(f"{table[(c, p, L)] * 1000:.1f}" for c, p in columns) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cores", nargs="+", default=list(cores.CORES), choices=list(cores.CORES))
+    parser.add_argument("--lengths", nargs="+", type=int, default=[8, 64, 256, 512])
+    parser.add_argument("--hidden", type=int, default=256, help="recurrence.hidden_state_size")
+    parser.add_argument("--steps", type=int, default=2048, help="real steps per call (a minibatch)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--precision", default="float32", choices=["float32", "bfloat16"])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads; 0: torch's default")
+    parser.add_argument("--out", required=True, help="writes OUT.json and OUT.md")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    torch.manual_seed(0)
+    rows = measure(args.cores, args.lengths, args.hidden, args.steps, args.repeats, args.precision, device)
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), "unknown CPU")
+    meta = {"device": args.device, "precision": args.precision, "steps": args.steps, "hidden": args.hidden,
+            "repeats": args.repeats, "threads": torch.get_num_threads(), "torch": torch.__version__,
+            "machine": torch.cuda.get_device_name(device) if device.type == "cuda" else cpu,
+            "command": "python " + " ".join(["tools/core_speed.py", *sys.argv[1:]])}
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+    out.with_suffix(".md").write_text(markdown(rows, meta))
+    print(f"wrote {out}.json and {out}.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -37,6 +37,16 @@ def test_poc_memory_env_gru_learns(seed, tmp_path):
 
 
 @pytest.mark.learning
+@pytest.mark.parametrize("core", ["mingru", "lru"])
+def test_poc_memory_env_learns_with_the_scanned_cores(core, tmp_path):
+    """The PoC config as shipped (the GRU's hyperparameters), seed 0, with minGRU or the LRU as its core."""
+    config = load_config("configs/poc_memory_env.yaml", [f"recurrence.layer_type={core}"])
+    history = Trainer(config, run_id=core, summaries_dir=tmp_path, models_dir=tmp_path, verbose=False).run()
+    reward, success = last5(history, "reward_mean"), last5(history, "success_mean")
+    assert reward >= 1.15 and success >= 0.95, f"{core}: reward {reward:.3f}, success {success:.3f} (last 5 updates)"
+
+
+@pytest.mark.learning
 @pytest.mark.parametrize("seed", SEEDS)
 def test_cartpole_masked_lstm_learns(seed, tmp_path):
     config, history = train("configs/cartpole_masked.yaml", seed, tmp_path)

@@ -1,11 +1,12 @@
 """The training pass alone, forward and backward, of every core and each of its paths (cores.py's step-by-step loop
-and parallel scan), at several sequence lengths L over the same number of steps per minibatch.
+and parallel scan), at several sequence lengths L over the same number of steps per minibatch; and a rollout step
+(act() on W environments' observations) of every core.
 
     python tools/core_speed.py --out results/speed/core_speed               # the defaults: L = 8, 64, 256, 512
     python tools/core_speed.py --device cuda --hidden 512 --steps 2048 --out results/gpu/core_speed
 
-Each timing is model.evaluate() on N = steps / L sequences of L real steps of a vector observation, then backward
-on its log-probs and values. The paths and cores take turns (one call each, round after round), so that a drift
+Each training-pass timing is model.evaluate() on N = steps / L sequences of L real steps of a vector observation,
+then backward on its log-probs and values; a rollout step is one act() call, without gradient. The paths and cores take turns (one call each, round after round), so that a drift
 of the machine's speed hits them alike; the report gives each one's median seconds per call.
 Writes PREFIX.json and PREFIX.md.
 """
@@ -54,14 +55,44 @@ def timed(model: ActorCritic, N: int, L: int, precision: str, device: torch.devi
     return time.perf_counter() - start
 
 
+def step_timed(model: ActorCritic, W: int, precision: str, device: torch.device) -> float:
+    obs, state = torch.randn(W, FEATURES, device=device), model.initial_state(W, device)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    with autocast(precision, device):
+        model.act(obs, state)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+def build(names: list[str], hidden: int, device: torch.device) -> dict[str, ActorCritic]:
+    return {name: ActorCritic(gym.spaces.Box(-1, 1, (FEATURES,), np.float32), gym.spaces.Discrete(4), 512,
+                              RecurrenceConfig(layer_type=name, hidden_state_size=hidden)).to(device)
+            for name in names}
+
+
+def measure_steps(names: list[str], W: int, hidden: int, repeats: int, precision: str,
+                  device: torch.device) -> list[dict]:
+    models, seconds = build(names, hidden, device), {name: [] for name in names}
+    for round_ in range(repeats * 20 + 1):  # a step is short: many rounds; round 0 warms up
+        for name in names:
+            took = step_timed(models[name], W, precision, device)
+            if round_:
+                seconds[name].append(took)
+    rows = [{"core": name, "W": W, "median_s": statistics.median(t), "repeats": len(t)} for name, t in seconds.items()]
+    for row in rows:
+        print(f"step W {W} {row['core']:7s} {row['median_s'] * 1e6:9.1f} us", flush=True)
+    return rows
+
+
 def measure(names: list[str], lengths: list[int], hidden: int, steps: int, repeats: int, precision: str,
             device: torch.device) -> list[dict]:
     rows = []
     for L in lengths:
         N = max(1, steps // L)
-        models = {name: ActorCritic(gym.spaces.Box(-1, 1, (FEATURES,), np.float32), gym.spaces.Discrete(4), 512,
-                                    RecurrenceConfig(layer_type=name, hidden_state_size=hidden)).to(device)
-                  for name in names}
+        models = build(names, hidden, device)
         runs = [(name, path) for name in names for path in paths(name)]
         seconds = {run: [] for run in runs}
         for round_ in range(repeats + 1):  # round 0 warms up (allocations, oneDNN's kernels), then is dropped
@@ -77,7 +108,7 @@ def measure(names: list[str], lengths: list[int], hidden: int, steps: int, repea
     return rows
 
 
-def markdown(rows: list[dict], meta: dict) -> str:
+def markdown(rows: list[dict], steps: list[dict], meta: dict) -> str:
     lengths = sorted({r["L"] for r in rows})
     columns = sorted({(r["core"], r["path"]) for r in rows}, key=lambda c: (list(cores.CORES).index(c[0]), c[1]))
     table = {(r["core"], r["path"], r["L"]): r["median_s"] for r in rows}
@@ -92,6 +123,10 @@ def markdown(rows: list[dict], meta: dict) -> str:
     for L in lengths:
         N = next(r["N"] for r in rows if r["L"] == L)
         lines.append(f"| {L} | {N} | " + " | ".join(f"{table[(c, p, L)] * 1000:.1f}" for c, p in columns) + " |")
+    lines += ["", f"A rollout step: act() on {meta['workers']} observations, without gradient; median of "
+              f"{steps[0]['repeats']} alternated calls, in microseconds.", "",
+              "| core | " + " | ".join(s["core"] for s in steps) + " |", "|---|" + "---|" * len(steps),
+              f"| W = {meta['workers']} | " + " | ".join(f"{s['median_s'] * 1e6:.0f}" for s in steps) + " |"]
     return "\n".join(lines) + "\n"
 
 
@@ -102,6 +137,7 @@ def main() -> int:
     parser.add_argument("--lengths", nargs="+", type=int, default=[8, 64, 256, 512])
     parser.add_argument("--hidden", type=int, default=256, help="recurrence.hidden_state_size")
     parser.add_argument("--steps", type=int, default=2048, help="real steps per call (a minibatch)")
+    parser.add_argument("--workers", type=int, default=32, help="W of a rollout step")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--precision", default="float32", choices=["float32", "bfloat16"])
     parser.add_argument("--device", default="cpu")
@@ -113,16 +149,18 @@ def main() -> int:
     device = torch.device(args.device)
     torch.manual_seed(0)
     rows = measure(args.cores, args.lengths, args.hidden, args.steps, args.repeats, args.precision, device)
+    steps = measure_steps(args.cores, args.workers, args.hidden, args.repeats, args.precision, device)
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), "unknown CPU")
     meta = {"device": args.device, "precision": args.precision, "steps": args.steps, "hidden": args.hidden,
+            "workers": args.workers,
             "repeats": args.repeats, "threads": torch.get_num_threads(), "torch": torch.__version__,
             "machine": torch.cuda.get_device_name(device) if device.type == "cuda" else cpu,
             "command": "python " + " ".join(["tools/core_speed.py", *sys.argv[1:]])}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
-    out.with_suffix(".md").write_text(markdown(rows, meta))
+    Path(f"{out}.json").write_text(json.dumps({"meta": meta, "rows": rows, "steps": steps}, indent=1) + "\n")
+    Path(f"{out}.md").write_text(markdown(rows, steps, meta))
     print(f"wrote {out}.json and {out}.md")
     return 0
 

@@ -222,6 +222,26 @@ def test_without_against_the_working_tree_runs_alone_and_the_report_names_its_co
     assert git(repo, "rev-parse", "--short=7", "HEAD") in text and "per pair" not in text
 
 
+def test_vary_takes_turns_over_the_values_of_one_key(repo, tmp_path, monkeypatch):
+    calls, seen = [], []
+    run = fake_run(calls)
+    monkeypatch.setattr(benchmark, "run_train", lambda tree, config, overrides, label="": seen.append(overrides)
+                        or run(tree, config, overrides, label))
+    argv = ["--vary", "recurrence.layer_type=gru,lru", "--config", "configs/tiny.yaml", "--repeats", "2", "--set",
+            "updates=2", "--out", str(tmp_path / "out")]
+    assert benchmark.main(argv, root=repo) == 0
+    assert seen == [["updates=2", "recurrence.layer_type=gru"], ["updates=2", "recurrence.layer_type=lru"]] * 2
+    report = json.loads((tmp_path / "out.json").read_text())
+    assert list(report["sides"]) == ["recurrence.layer_type=gru", "recurrence.layer_type=lru"]
+    # steps/s of call k is 100k: gru ran calls 1 and 3, lru 2 and 4
+    runs = report["configs"]["configs/tiny.yaml"]
+    assert runs["recurrence.layer_type=gru"]["steps_per_second_median"] == 200
+    assert runs["recurrence.layer_type=lru"]["steps_per_second_median"] == 300
+    assert "sides: recurrence.layer_type=gru, recurrence.layer_type=lru" in (tmp_path / "out.md").read_text()
+    for bad in (["--vary", "layer_type"], ["--vary", "a=1,"], ["--vary", "a=1,2", "--against", "HEAD"]):
+        assert benchmark.main([*bad, "--config", "configs/tiny.yaml"], root=repo) == 2
+
+
 def test_pairs_won_and_the_median_pair_ratio_with_its_order_statistic_interval():
     # 11 pairs, new / old = 0.95, 0.96, ..., 1.05: the sign test's interval is [2nd, 10th] (98.8%)
     old = [{"steps_per_second": 1000.0} for _ in range(11)]

@@ -2,11 +2,13 @@
 
     python tools/benchmark.py --config configs/cartpole_masked.yaml --config configs/poc_memory_env.yaml
     python tools/benchmark.py --against main --config configs/minigrid.yaml --set updates=3 --require-idle
+    python tools/benchmark.py --vary recurrence.layer_type=gru,lstm,mingru,lru --config configs/minigrid.yaml
 
 Each run is `<tree>/train.py --config C --cpu --set ...` in a new empty folder, with its tree first on
 PYTHONPATH so that each side imports its own modules; both sides train the working tree's config unless
 --own-configs. With --against REF, REF is checked out in a temporary worktree and the runs go old, new,
-old, new, ...: the machine's speed drifts, and alternating makes the drift hit both sides alike.
+old, new, ...: the machine's speed drifts, and alternating makes the drift hit both sides alike. With
+--vary KEY=A,B,... the sides are the working tree with each value of KEY, taking turns the same way.
 The report gives each side's medians (wall seconds with start-up, steps/s and the seconds of each phase of
 the training loop, from train.py's `timings:` line), the ratios new/old, and the median ratio of the
 alternated pairs with its distribution-free interval. Every run records the CPU that other processes
@@ -300,6 +302,12 @@ def load_line(report: dict) -> str:
             "these figures are not taken alone")
 
 
+def describe(sides: dict) -> str:
+    """The working tree's label without the varied value, and the values the sides take turns over."""
+    label = next(iter(sides.values()))["label"].rsplit(", ", 1)[0]
+    return f"{label}; sides: {', '.join(sides)}"
+
+
 def markdown(report: dict) -> list[str]:
     m, sides = report["machine"], report["sides"]
     title = f"Speed against {sides['old']['ref']}" if "old" in sides else "Speed of the working tree"
@@ -308,8 +316,11 @@ def markdown(report: dict) -> list[str]:
              f"Load: {load_line(report)}  "]
     if "old" in sides:
         lines.append(f"Old: {sides['old']['label']}  ")
-    lines.append(f"New: {sides['new']['label']}")
-    order = ", alternated old, new, old, ..." if "old" in sides else ""
+    if "new" in sides:
+        lines.append(f"New: {sides['new']['label']}")
+    else:
+        lines.append(f"Tree: {describe(sides)}")
+    order = ", alternated old, new, old, ..." if "old" in sides else ", alternated" if len(sides) > 1 else ""
     lines += ["", f"{report['repeats']} run(s) per config and side{order}. Medians; the wall time counts start-up, "
               "steps/s and the phases are train.py's training loop (its `timings:` line).", "",
               "| config | side | wall s (min-max) | steps/s (min-max) | env s | inference s | buffer s | update s "
@@ -353,15 +364,26 @@ def ref_copy_differs(config: Path, root: Path, ref_tree: Path) -> bool:
     return not theirs.is_file() or theirs.read_bytes() != config.read_bytes()
 
 
+def varied(vary: str | None) -> dict[str, list[str]]:
+    """--vary KEY=A,B: {"KEY=A": ["KEY=A"], ...}, a side for each value; none: the working tree as it is."""
+    if vary is None:
+        return {"new": []}
+    key, _, values = vary.partition("=")
+    return {f"{key}={value}": [f"{key}={value}"] for value in values.split(",")}
+
+
 def benchmark(args, root: Path, configs: dict[str, Path], command: str) -> dict:
-    sides = {"new": describe_tree(root)}  # before this script writes anything into the tree
+    tree = describe_tree(root)  # before this script writes anything into the tree
+    overrides = varied(args.vary)
+    sides = {side: {**tree, "label": f"{tree['label']}, {side}" if args.vary else tree["label"]} for side in overrides}
     report = {"command": command, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
               "machine": machine(), "repeats": args.repeats, "own_configs": args.own_configs, "configs": {}}
     with contextlib.ExitStack() as stack:
-        trees = {"new": root}
+        trees = {side: root for side in overrides}
         if args.against is not None:
             commit = resolve_ref(root, args.against)
             sides = {"old": {"ref": args.against, "commit": commit, "label": f"{args.against} = {commit}"}, **sides}
+            overrides["old"] = []
             trees = {"old": stack.enter_context(ref_worktree(root, commit)), **trees}
         report |= {"sides": sides, "order": " ".join(alternate(list(trees), args.repeats))}
         for tree in trees.values():
@@ -370,7 +392,7 @@ def benchmark(args, root: Path, configs: dict[str, Path], command: str) -> dict:
             runs = {side: [] for side in trees}
             for side in alternate(list(trees), args.repeats):
                 own = trees[side] / config.relative_to(root.resolve()) if args.own_configs else config
-                run = measure(trees[side], own, args.set, sides[side]["label"], args.require_idle)
+                run = measure(trees[side], own, args.set + overrides[side], sides[side]["label"], args.require_idle)
                 runs[side].append(run)
                 print(f"{name} {side} {len(runs[side])}/{args.repeats}: wall {run['wall_seconds']:.2f} s, "
                       f"{run['steps_per_second']:.0f} steps/s", flush=True)
@@ -389,6 +411,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--set", action="append", default=[], help="config override for every run, key=value")
     parser.add_argument("--against", metavar="REF", help="alternate runs of REF's train.py (any git ref) and the "
                         "working tree's")
+    parser.add_argument("--vary", metavar="KEY=A,B,...", help="take turns over these values of one config key "
+                        "(the working tree only)")
     parser.add_argument("--own-configs", action="store_true",
                         help="with --against, each side trains its own tree's copy of each config")
     parser.add_argument("--allow-few-repeats", action="store_true",
@@ -411,6 +435,9 @@ def check(args, root: Path) -> dict[str, Path]:
         configs[name] = path.resolve()
     if args.repeats < 1:
         raise UsageError(f"--repeats must be at least 1, got {args.repeats}")
+    if args.vary is not None and (args.against is not None or "=" not in args.vary
+                                  or not all(args.vary.partition("=")[2].split(","))):
+        raise UsageError("--vary takes KEY=A,B,... (values of one config key), without --against")
     if args.own_configs and args.against is None:
         raise UsageError("--own-configs goes with --against")
     if args.own_configs and any(not p.is_relative_to(root.resolve()) for p in configs.values()):

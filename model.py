@@ -15,7 +15,6 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
 import cores
 import fastpath
 from config import ConfigError, InitializationConfig, RecurrenceConfig
-from cores import CORES, Core  # noqa: F401 (model.CORES, model.Core: the registry as this module offers it)
 from distributions import make_distribution
 from spaces import EnvSpaces, Layout, Part, layout
 
@@ -189,7 +188,7 @@ class ActorCritic(nn.Module):
                               + int(recurrence.previous_reward))
         self._recurrence = recurrence
         self.hidden_size, self.layers = recurrence.hidden_state_size, recurrence.num_layers
-        entry = CORES[recurrence.layer_type]
+        entry = cores.CORES[recurrence.layer_type]
         self._parts, self._lstm_fastpath = entry.state_parts, entry.lstm_fastpath
         self._input_size = self.encoder.out_features + self.previous_size
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 from torch.nn.utils.rnn import pack_padded_sequence
 
+import cores
 import model
 from config import ConfigError, RecurrenceConfig, config_from_dict
 from model import ActorCritic
@@ -39,7 +40,7 @@ def small_config(env: str, layer: str, L: int, reset: bool, seed: int = 0):
 @pytest.mark.parametrize("env", ["PocMemoryEnv", "CartPoleMasked"])
 @pytest.mark.parametrize("reset", [True, False])
 @pytest.mark.parametrize("L", [8, 0])
-@pytest.mark.parametrize("layer", list(model.CORES))
+@pytest.mark.parametrize("layer", list(cores.CORES))
 @pytest.mark.parametrize("device", DEVICES)
 def test_recomputed_log_probs_and_values_match_rollout(tmp_path, device, layer, L, reset, env):
     trainer = Trainer(small_config(env, layer, L, reset), device=device, summaries_dir=tmp_path,
@@ -145,7 +146,7 @@ def test_auto_precision_is_bfloat16_only_on_a_cpu_that_runs_it_natively(monkeypa
 
 
 @pytest.mark.parametrize("packed", [False, True])
-@pytest.mark.parametrize("layer", list(model.CORES))
+@pytest.mark.parametrize("layer", list(cores.CORES))
 @pytest.mark.parametrize("env", ["tests.memory_tasks:CueImage-v0", "tests.memory_tasks:CueDict-v0"])
 @pytest.mark.parametrize("device", BFLOAT16_DEVICES)
 def test_recomputed_log_probs_match_the_rollout_under_bfloat16(tmp_path, monkeypatch, device, env, layer, packed):
@@ -220,13 +221,13 @@ SWITCHES = {
 
 
 @pytest.mark.parametrize("switches", SWITCHES)
-@pytest.mark.parametrize("layer", list(model.CORES))
+@pytest.mark.parametrize("layer", list(cores.CORES))
 def test_every_core_reproduces_its_rollout_under_every_switch(tmp_path, layer, switches):
     check_the_training_pass_reproduces_the_rollout(
         tmp_path, {"environment": {"type": "PocMemoryEnv"}, "recurrence": {"layer_type": layer, **SWITCHES[switches]}})
 
 
-@pytest.mark.parametrize("layer", list(model.CORES))
+@pytest.mark.parametrize("layer", list(cores.CORES))
 def test_encoding_only_real_steps_leaves_outputs_and_gradients_unchanged(layer):
     """evaluate(mask=...) takes the real steps' observations alone and skips the encoder on padding: the same
     outputs on real steps and the same gradients as every slot encoded."""

@@ -112,7 +112,7 @@ class Marked(nn.Module):
 def test_the_model_keeps_a_cores_own_parameters_and_initialises_torchs(monkeypatch):
     """orthogonal initialisation touches torch's own recurrent layers only: a user's core keeps what it made
     (the old rule zeroed every parameter not named weight, and orthogonalised the rest)."""
-    monkeypatch.setitem(model.CORES, "marked", model.Core(Marked, state_parts=1))
+    monkeypatch.setitem(cores.CORES, "marked", cores.Core(Marked, state_parts=1))
     torch.manual_seed(0)
     made = Marked(7, 8).state_dict()
     torch.manual_seed(0)

@@ -36,7 +36,7 @@ class MyGRU(nn.Module):
         return torch.stack(outputs, dim=1), h[None]  # (N, L, H), (1, N, H)
 
 
-CORES = {"rnn": model.Core(nn.RNN, state_parts=1), "mygru": model.Core(MyGRU, state_parts=1)}
+CORES = {"rnn": cores.Core(nn.RNN, state_parts=1), "mygru": cores.Core(MyGRU, state_parts=1)}
 
 
 def trainer_for(tmp_path, overrides=(), config=POC) -> Trainer:

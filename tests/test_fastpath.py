@@ -5,6 +5,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
+import cores
 import fastpath
 import model
 from config import RecurrenceConfig
@@ -55,15 +56,15 @@ def test_only_the_cores_whose_entry_says_so_take_the_fast_path(monkeypatch):
     without the flag included) is called as it is; and only a step or a packed sequence on a CPU takes it."""
     class MyLSTM(nn.LSTM):
         pass
-    monkeypatch.setitem(model.CORES, "mylstm", model.Core(MyLSTM, state_parts=2))
+    monkeypatch.setitem(cores.CORES, "mylstm", cores.Core(MyLSTM, state_parts=2))
     calls, run = [], fastpath.run
     monkeypatch.setattr(fastpath, "run", lambda *args: calls.append(type(args[0])) or run(*args))
-    for name in model.CORES:
+    for name in cores.CORES:
         net = ActorCritic(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(4), 16,
                           RecurrenceConfig(layer_type=name, hidden_state_size=8))
         calls.clear()
         net.act(torch.randn(2, 3), net.initial_state(2))
-        assert bool(calls) == model.CORES[name].lstm_fastpath == (name == "lstm"), name
+        assert bool(calls) == cores.CORES[name].lstm_fastpath == (name == "lstm"), name
     assert not fastpath.applies(torch.randn(3, 5, 4))  # a padded sequence: torch's own layer
 
 

@@ -7,7 +7,8 @@ import torch
 
 from buffer import episode_starts
 from config import RecurrenceConfig, config_from_dict
-from model import CORES, ActorCritic, BurnIn
+from cores import CORES
+from model import ActorCritic, BurnIn
 from trainer import PhaseTimes, Trainer
 
 SPACES = {

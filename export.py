@@ -29,7 +29,7 @@ from spaces import SpaceError, action_format
 
 # ONNX Runtime has run opset 18 since 1.14, and so do its C, C++, C#, Java and JavaScript packages
 OPSET = 18
-# the graph's outputs beside those of every model: a Gaussian's log-std (a parameter, not a head output)
+# every graph's outputs; a Box action space's adds log_std (the Gaussian's parameter, not a head output)
 OUTPUTS = ("params", "action", "value", "next_state")
 TOLERANCE = 1e-4  # values, states and Box actions, absolute and relative; other actions must be equal
 

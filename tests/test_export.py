@@ -25,7 +25,7 @@ from tests.hang import HANG_S
 from tests.test_readme import shipped_models
 
 ROOT = Path(__file__).resolve().parent.parent
-TOLERANCE = 1e-4  # values, states and Box actions; other actions are equal
+TOLERANCE = 1e-4  # absolute: values, states and Box actions; other actions are equal
 
 
 def runtime(graph) -> onnxruntime.InferenceSession:
@@ -61,7 +61,7 @@ def same_actions(got: np.ndarray, want: np.ndarray, where: str) -> None:
     """Equal indices (Discrete, MultiDiscrete, MultiBinary); a Box action is a mean, equal within TOLERANCE."""
     assert got.dtype == want.dtype, where
     if got.dtype.kind == "f":
-        np.testing.assert_allclose(got, want, TOLERANCE, TOLERANCE, err_msg=where)
+        np.testing.assert_allclose(got, want, rtol=0, atol=TOLERANCE, err_msg=where)
     else:
         assert np.array_equal(got, want), where
 
@@ -91,8 +91,8 @@ def step_both(agent: Agent, graph: onnxruntime.InferenceSession, steps: int, W: 
             feed = {name: feed[name] for name in names}
             _, action, value, graph_state = graph.run(None, feed)[:4]
             same_actions(action, step.actions.reshape(W, -1), f"step {t}")
-            np.testing.assert_allclose(value, step.values, TOLERANCE, TOLERANCE, err_msg=f"step {t}")
-            np.testing.assert_allclose(graph_state, step.state.numpy(), TOLERANCE, TOLERANCE, err_msg=f"step {t}")
+            np.testing.assert_allclose(value, step.values, rtol=0, atol=TOLERANCE, err_msg=f"step {t}")
+            np.testing.assert_allclose(graph_state, step.state.numpy(), rtol=0, atol=TOLERANCE, err_msg=f"step {t}")
             fed.append(feed)
             state, actions = step.state, step.actions
             out = envs.step(step.actions.reshape(W, -1))
@@ -115,7 +115,7 @@ def check_batches(agent: Agent, graph: onnxruntime.InferenceSession, fed: list[d
             if name == "action":
                 same_actions(got, want.numpy(), f"batch {B}")
             else:
-                np.testing.assert_allclose(got, want.numpy(), TOLERANCE, TOLERANCE, err_msg=f"{name}, batch {B}")
+                np.testing.assert_allclose(got, want.numpy(), rtol=0, atol=TOLERANCE, err_msg=f"{name}, batch {B}")
 
 
 @pytest.mark.slow

@@ -38,8 +38,9 @@ class AgentStep(NamedTuple):
 
 class Agent:
     def __init__(self, model: ActorCritic, config: Config, action_space: gym.Space, device: str = "cpu",
-                 normalizers: Normalizers | None = None):
+                 normalizers: Normalizers | None = None, masked: bool = False):
         self.model, self.config, self.action_space = model.eval(), config, action_space
+        self.masked = masked  # the environment gives an action mask (export.py makes it an input of the graph)
         self.device = torch.device(device)
         self.normalizers = normalizers  # frozen: statistics from training, never updated here
         self._obs_shape = tuple(model.observation_layout.shape)
@@ -62,7 +63,7 @@ class Agent:
                 normalizers.load_state_dict(arrays(checkpoint["normalization"]))
         finally:
             env.close()
-        return cls(model.to(device), config, action_space, device, normalizers)
+        return cls(model.to(device), config, action_space, device, normalizers, spaces.masked)
 
     def initial_state(self, n: int) -> torch.Tensor:
         return self.model.initial_state(n, self.device)

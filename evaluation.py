@@ -101,6 +101,7 @@ class Evaluator:
     def __init__(self, config: Config, spaces, device: torch.device):
         """Makes the environments now, so that a setting only evaluation uses is refused at start."""
         self.config, self.action_space, self.device = config, spaces.action_space, torch.device(device)
+        self.masked = spaces.masked
         e = config.evaluation
         self.envs = evaluation_envs(config, e.episodes, e.seed)
         made = self.envs.spaces
@@ -119,7 +120,7 @@ class Evaluator:
         """The episodes' stats for the model as it is now; it is left in training mode."""
         from agent import Agent
         e = self.config.evaluation
-        agent = Agent(model, self.config, self.action_space, self.device, normalizers)
+        agent = Agent(model, self.config, self.action_space, self.device, normalizers, self.masked)
         devices = [self.device.index or 0] if self.device.type == "cuda" else []
         try:
             with torch.random.fork_rng(devices=devices):  # the training's generator is left as it was

@@ -30,6 +30,7 @@ class ActOutput(NamedTuple):
     log_probs: torch.Tensor
     values: torch.Tensor
     state: torch.Tensor
+    params: torch.Tensor  # (B, n_params): the policy head's output, which parameterises the action distribution
 
 
 class BurnIn(NamedTuple):
@@ -236,9 +237,9 @@ class ActorCritic(nn.Module):
             parts.append(reward.unsqueeze(1))
         return torch.cat(parts, dim=1) if parts else actions.new_zeros(actions.shape[0], 0, dtype=torch.float32)
 
-    def reset_previous(self, previous: torch.Tensor, starts: np.ndarray) -> torch.Tensor:
+    def reset_previous(self, previous: torch.Tensor, starts: np.ndarray | torch.Tensor) -> torch.Tensor:
         """previous (B, P), zeros where an episode starts (B,): its first step has no step before it."""
-        if not self.previous_size or not starts.any():
+        if not self.previous_size or (isinstance(starts, np.ndarray) and not starts.any()):
             return previous
         starts = torch.as_tensor(starts, dtype=torch.bool, device=previous.device)
         return previous.masked_fill(starts.unsqueeze(1), 0.0)
@@ -285,7 +286,7 @@ class ActorCritic(nn.Module):
             y, state = self._step(obs, state, previous)
             params, values = self._heads(y)
             actions, log_probs = self.distribution.sample(params, action_mask, deterministic)
-        return ActOutput(actions, log_probs, values, state)
+        return ActOutput(actions, log_probs, values, state, params)
 
     def value(self, obs: torch.Tensor, state: torch.Tensor, previous: torch.Tensor | None = None) -> torch.Tensor:
         with no_gradient(obs.device):

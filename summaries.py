@@ -1,5 +1,5 @@
-"""What a run reports after each update: TensorBoard scalars and one line on stdout. The TensorBoard
-folder also gets the run's config.json, for stats.py."""
+"""What a run reports after each update: TensorBoard scalars and one line on stdout, and with tracking the same
+scalars to W&B (tracking.py). The TensorBoard folder also gets the run's config.json, for stats.py."""
 from __future__ import annotations
 
 import json
@@ -66,8 +66,9 @@ class UpdateLog:
 class Summaries:
     """The run's reports; keeps the history of updates and the last 100 episodes' returns."""
 
-    def __init__(self, path: str | Path, config: Config, verbose: bool = True):
+    def __init__(self, path: str | Path, config: Config, verbose: bool = True, tracking=None):
         self.path, self.config, self.verbose = Path(path), config, verbose
+        self.tracking, self.tracker = tracking, None  # tracking.Tracking, or None: TensorBoard alone
         self.steps_per_update = config.n_workers * config.worker_steps
         self.history: list[UpdateLog] = []
         self.recent_rewards: deque = deque(maxlen=100)  # the reference baseline's reward_mean window
@@ -79,6 +80,9 @@ class Summaries:
         self._writer = SummaryWriter(str(self.path))
         text = json.dumps(self.config.to_dict(), indent=1)
         write_atomically(self.path / "config.json", lambda tmp: tmp.write_text(text))
+        if self.tracking is not None and self.tracker is None:
+            from tracking import start  # imports wandb: a run without tracking never does
+            self.tracker = start(self.tracking, self.config.to_dict(), self.path)
 
     def scalars(self, log: UpdateLog) -> dict[str, float]:
         """Every number reported for one update, by its TensorBoard tag."""
@@ -103,6 +107,8 @@ class Summaries:
         scalars = self.scalars(log)
         for tag, value in scalars.items():
             self._writer.add_scalar(tag, value, log.update)
+        if self.tracker is not None:
+            self.tracker.log(scalars, log.update)
         self.say(self.line(log, scalars))
         return scalars
 
@@ -146,6 +152,9 @@ class Summaries:
 
     def close(self) -> None:
         """Closes the writer; raises (OSError) a write the writer's thread could not make."""
+        if self.tracker is not None:
+            self.tracker.finish()
+            self.tracker = None
         if self._writer is not None:
             writer, self._writer = self._writer, None
             try:

@@ -27,6 +27,7 @@ if __name__ == "__main__":
 from atomic import write_atomically  # noqa: E402
 from cli import ArgumentParser, failed, number, reason, start_up_warnings, writable  # noqa: E402
 from config import SEEDS, ConfigError, config_from_dict, load_config, read_yaml  # noqa: E402
+import tracking  # noqa: E402
 from spaces import SpaceError  # noqa: E402
 from train import check_run_id  # noqa: E402
 from worker import WorkerError, make_probe  # noqa: E402
@@ -62,6 +63,7 @@ class Sweep:
     local: str = ""  # the sweep's folder on this machine (models/, stats.*): ./sweeps/<sweep-id> for a URI
     threshold: float | None = None
     updates: int = 0  # the most updates of any trial: ASHA's max_t
+    track: dict | None = None  # --track: tracking.Tracking's project and entity; each trial a W&B run in one group
 
     @property
     def trials(self) -> int:
@@ -108,6 +110,7 @@ def parser() -> ArgumentParser:
     add("--threshold", type=number(float), metavar="X", help="the statistics add the fraction of seeds >= X")
     add("--resume", metavar="FOLDER", help="continue the sweep in <storage>/<sweep-id>; only --address and "
         "--threshold apply with it")
+    tracking.add_flags(parser, "each trial")
     return parser
 
 
@@ -168,6 +171,7 @@ def read_sweep(args: argparse.Namespace) -> Sweep:
                           "then run the best sample's config with --seeds N")
     sweep_id = args.sweep_id or f"{Path(args.config).stem}-{datetime.now():%Y%m%d-%H%M%S}"
     check_run_id(sweep_id, "--sweep-id")
+    track = tracking.from_flags(args)
     storage = args.storage.removeprefix("file://")
     storage = storage if "://" in storage else str(Path(storage).expanduser().resolve())
     sweep = Sweep(sweep_id, args.config, args.set, config.to_dict(), seeds, grid, search,
@@ -175,7 +179,8 @@ def read_sweep(args: argparse.Namespace) -> Sweep:
                   cpus=args.cpus_per_trial, gpus=args.gpus_per_trial, max_concurrent=args.max_concurrent,
                   max_failures=args.max_failures, storage=storage, threshold=args.threshold,
                   summaries=str(Path("summaries").resolve() / sweep_id),
-                  local=str(Path(storage if "://" not in storage else "sweeps").resolve() / sweep_id))
+                  local=str(Path(storage if "://" not in storage else "sweeps").resolve() / sweep_id),
+                  track=track and {"project": track.project, "entity": track.entity})
     if sweep.trials > MAX_TRIALS:
         raise ConfigError(f"the sweep would run {sweep.trials:,} trials (seeds x grid points), more than "
                           f"{MAX_TRIALS:,}: split it into several sweeps")
@@ -302,8 +307,10 @@ def run_trial(values: dict, sweep: dict) -> None:
                 saved = load_checkpoint(Path(folder) / f"{name}.pt")
         else:  # an attempt that died before its first checkpoint would count as a second run of this seed
             shutil.rmtree(Path(sweep.summaries) / name, ignore_errors=True)
+        track = sweep.track and tracking.Tracking(**sweep.track, name=name, group=sweep.sweep_id)
         trainer = Trainer(config, run_id=name, device=config.device, summaries_dir=sweep.summaries,
-                          models_dir=models, verbose=False, summaries_path=saved and saved["summaries_path"])
+                          models_dir=models, verbose=False, summaries_path=saved and saved["summaries_path"],
+                          tracking=track)
         if saved:
             restore(trainer, saved)
         # updates without an episode's end or an evaluation report the latest value, as stats.py reads curves

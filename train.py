@@ -18,6 +18,7 @@ from checkpoint import CheckpointError, RunLock, fitted, load_checkpoint, restor
 from cli import ArgumentParser, Stdout, failed, number, reason, start_up_warnings, writable
 from config import SEEDS, ConfigError, check_resume_overrides, config_from_dict, load_config
 from spaces import SpaceError
+import tracking
 from worker import WorkerError
 
 MODELS, SUMMARIES = Path("models"), Path("summaries")
@@ -43,6 +44,8 @@ def parser() -> ArgumentParser:
                         "stands, with its own files, leaving the checkpoint's run as it was")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing models/<run-id>.pt (never done without this flag)")
+    tracking.add_flags(parser, "the run")
+    parser.add_argument("--wandb-name", metavar="NAME", help="with --track: the W&B run's name (default: the run id)")
     return parser
 
 
@@ -152,13 +155,15 @@ def main(argv=None) -> int:
                 with start_up_warnings():
                     args = parser().parse_args(argv)
                     config, run_id, checkpoint = read_run(args)
+                    track = tracking.from_flags(args, args.wandb_name or run_id)
                     device = resolve_device(config.device, args.cpu)
                     resume = None if checkpoint and "branch_of" in checkpoint else args.resume  # a branch is new
                     lock = RunLock(MODELS / f"{run_id}.lock")
                     claim(lock, run_id, checkpoint, resume, args.overwrite)
                     from trainer import Trainer
                     trainer = Trainer(config, run_id=run_id, device=device, summaries_dir=SUMMARIES,
-                                      models_dir=MODELS, summaries_path=checkpoint and checkpoint["summaries_path"])
+                                      models_dir=MODELS, summaries_path=checkpoint and checkpoint["summaries_path"],
+                                      tracking=track)
                     if checkpoint:
                         with fitted(args.resume):
                             restore(trainer, checkpoint)

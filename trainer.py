@@ -25,7 +25,7 @@ from worker import VecEnv, environment_seeds, make_probe
 class Trainer:
     def __init__(self, config: Config, run_id: str = "run", device: str | torch.device = "cpu",
                  summaries_dir: str | Path = "summaries", models_dir: str | Path = "models",
-                 verbose: bool = True, summaries_path: str | Path | None = None):
+                 verbose: bool = True, summaries_path: str | Path | None = None, tracking=None):
         self.config, self.run_id, self.device = config, run_id, torch.device(device)
         check_precision(config.precision, self.device)
         torch.set_num_threads(1)  # the orthogonal init's QR rounds by thread count: a seed's weights at any count
@@ -57,7 +57,7 @@ class Trainer:
         self.best: dict | None = None  # the best evaluation so far, {"reward_mean", "update"}, saved to best_path
         self.best_path = Path(models_dir) / f"{run_id}-best.pt"
         self.summaries = Summaries(summaries_path or Path(summaries_dir, run_id, f"{datetime.now():%Y%m%d-%H%M%S}"),
-                                   config, verbose)
+                                   config, verbose, tracking)
         self.obs = self.envs.reset()  # (W, *obs_shape)
         self.state = self.model.initial_state(W, self.device)  # (W, S)
         self.previous = torch.zeros(W, self.model.previous_size, device=self.device)  # (W, P): no step before

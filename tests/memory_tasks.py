@@ -58,6 +58,27 @@ class CueMultiDiscrete(_CueTask):
         return self._obs(), reward, done, False, {"success": reward == 1.0} if done else {}
 
 
+class CueMultiBinary(_CueTask):
+    """MultiBinary(3) actions. Step 0 shows three cue bits; the last step's action scores 1/3 per bit it repeats."""
+
+    def __init__(self, length: int = 4):
+        super().__init__(length)
+        self.observation_space = spaces.Box(0.0, 1.0, (4,), np.float32)  # 3 cue bits, 1 "answer now" flag
+        self.action_space = spaces.MultiBinary(3)
+
+    def _draw(self):
+        self._cue = self.np_random.integers(2, size=3)
+
+    def _obs(self):
+        return np.array([*(self._cue if self._t == 0 else (0, 0, 0)), self._t == self.length - 1], np.float32)
+
+    def step(self, action):
+        self._t += 1
+        done = self._t == self.length
+        reward = float(np.mean(np.asarray(action) == self._cue)) if done else 0.0
+        return self._obs(), reward, done, False, {}
+
+
 class _OneOfThree(_CueTask):
     """A cue that is one of three things; the last step's Discrete(3) action must name it (reward 1, else 0)."""
 
@@ -195,6 +216,7 @@ class RevealedArm(gym.Env):
 
 
 gym.register("CueMultiDiscrete-v0", entry_point=CueMultiDiscrete)
+gym.register("CueMultiBinary-v0", entry_point=CueMultiBinary)
 gym.register("CueDict-v0", entry_point=CueDict)
 gym.register("MaskedChoice-v0", entry_point=MaskedChoice)
 gym.register("CueImage-v0", entry_point=CueImage)

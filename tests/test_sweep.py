@@ -21,6 +21,7 @@ import sweep
 from checkpoint import load_checkpoint
 from config import ConfigError, config_from_dict
 from tests.hang import HANG_S, wait_until
+from tests.test_tracking import offline_run
 
 pytestmark = pytest.mark.slow  # processes, Ray or whole configs: make test-fast leaves these out
 
@@ -162,8 +163,9 @@ def test_trials_run_at_the_sweeps_own_priority(tmp_path):
 
 
 def test_two_seeds_locally_give_two_normal_runs_and_the_statistics(tmp_path):
+    """With --track (W&B offline here), each trial is a W&B run of the trial's name in the sweep's group."""
     done = run_sweep(tmp_path, "--config", POC, "--seeds", "2", "--sweep-id", "two", "--grid", "gamma=0.95",
-                     *sets(*TINY))
+                     *sets(*TINY), "--track", env={"WANDB_MODE": "offline", "HOME": str(tmp_path)})
     assert done.returncode == 0, done.stderr
     assert "2 of 2 trials ended" in done.stdout
     folder, summaries = tmp_path / "sweeps/two", tmp_path / "summaries/two"
@@ -178,6 +180,9 @@ def test_two_seeds_locally_give_two_normal_runs_and_the_statistics(tmp_path):
         assert (config["seed"], config["gamma"], config["torch_threads"], config["worker_processes"],
                 config["device"]) == (seed, 0.95, 1, 0, "cpu")
         assert list(run.glob("events.out.tfevents.*"))
+        tracked, tracked_config, history = offline_run(run)
+        assert tracked == {"name": name, "project": "recurrent-ppo", "group": "two"} and sorted(history) == [1, 2, 3]
+        assert tracked_config["seed"] == seed
         saved = load_checkpoint(folder / f"models/{name}.pt")
         assert (saved["update"], saved["run_id"], saved["config"]["seed"]) == (3, name, seed)
         assert saved["summaries_path"] == str(run)

@@ -1,0 +1,215 @@
+"""Writes a trained agent as one ONNX graph, for programs without torch: `python export.py --help` says how;
+docs/export.md describes the graph and how to carry its recurrent state."""
+from __future__ import annotations
+
+import sys
+
+import stopping
+
+if __name__ == "__main__":
+    stopping.leave_at_once_on_stop_signals()  # until main() takes over: the imports below take seconds
+
+import contextlib
+import io
+import json
+import logging
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from atomic import write_atomically
+from checkpoint import CheckpointError
+from cli import ArgumentParser, failed, reason, start_up_warnings, writable
+from config import ConfigError
+from spaces import SpaceError, action_format
+
+# ONNX Runtime has run opset 18 since 1.14, and so do its C, C++, C#, Java and JavaScript packages
+OPSET = 18
+# every graph's outputs; a Box action space's adds log_std (the Gaussian's parameter, not a head output)
+OUTPUTS = ("params", "action", "value", "next_state")
+TOLERANCE = 1e-4  # values, states and Box actions, absolute and relative; other actions must be equal
+
+
+class ExportError(ValueError):
+    """A model that cannot be written as an ONNX graph; the message is one line that names what cannot."""
+
+
+def _dtype(dtype) -> torch.dtype:
+    return torch.from_numpy(np.zeros(0, dtype)).dtype
+
+
+class Step(nn.Module):
+    """Agent.act(deterministic=True) as one module: the frozen observation normaliser, the resets at an episode's
+    start, the model's own act() and the value in the environment's return units."""
+
+    def __init__(self, agent):
+        super().__init__()
+        self.model, normalizers = agent.model, agent.normalizers
+        self.obs_normalizer = normalizers and normalizers.observations
+        if self.obs_normalizer is not None:  # ObservationNormalizer's statistics, identity on the other entries
+            n = self.obs_normalizer
+            mean, std = np.zeros(n.features.shape), np.ones(n.features.shape)
+            mean[n.features], std[n.features] = n.mean, n.std
+            self.register_buffer("features", torch.from_numpy(n.features))
+            self.register_buffer("mean", torch.from_numpy(mean))  # float64, as ObservationNormalizer computes
+            self.register_buffer("std", torch.from_numpy(std))
+        self.values = normalizers and normalizers.values
+        self.log_std = getattr(self.model.distribution, "log_std", None)  # a Gaussian's
+
+    def observation(self, obs: torch.Tensor) -> torch.Tensor:
+        """ObservationNormalizer(obs, update=False) in torch."""
+        if self.obs_normalizer is None:
+            return obs
+        B, clip = obs.shape[0], self.obs_normalizer.clip
+        flat = obs.reshape(B, -1).double()  # (B, *obs_shape) -> (B, D)
+        scaled = ((flat - self.mean) / self.std).clamp(-clip, clip)
+        return torch.where(self.features, scaled, flat).float().reshape(obs.shape)
+
+    def forward(self, obs, state, episode_start, previous_action=None, previous_reward=None, action_mask=None):
+        model = self.model
+        state = model.reset_state(state, episode_start)
+        previous = None
+        if model.previous_size:
+            actions = state[:, :0] if previous_action is None else previous_action  # no action: its batch alone
+            previous = model.reset_previous(model.previous_input(actions, previous_reward), episode_start)
+        out = model.act(self.observation(obs), state, True, action_mask, previous)
+        values = out.values
+        if self.values is not None:
+            values = self.values.denormalize(values)
+        outputs = (out.params, out.actions, values, out.state)
+        return outputs if self.log_std is None else (*outputs, self.log_std.detach().expand_as(out.params))
+
+
+def example_inputs(agent, batch: int, generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:
+    """The graph's inputs by name: zero observations, actions and rewards; a random state with a generator."""
+    model, recurrence = agent.model, agent.config.recurrence
+    layout, actions = model.observation_layout, action_format(agent.action_space)
+    state = model.initial_state(batch)
+    inputs = {"obs": torch.zeros(batch, *layout.shape, dtype=_dtype(layout.dtype)),
+              "state": state if generator is None else torch.randn(state.shape, generator=generator),
+              "episode_start": torch.arange(batch) % 2 == 0}
+    if recurrence.previous_action:
+        inputs["previous_action"] = torch.zeros(batch, actions.size, dtype=_dtype(actions.dtype))
+    if recurrence.previous_reward:
+        inputs["previous_reward"] = torch.zeros(batch)
+    if agent.masked:
+        inputs["action_mask"] = torch.ones(batch, actions.mask_size, dtype=torch.bool)
+    return inputs
+
+
+def output_names(agent) -> list[str]:
+    return [*OUTPUTS, *(["log_std"] if hasattr(agent.model.distribution, "log_std") else [])]
+
+
+def to_onnx(agent, source: str = ""):
+    """The agent's Step as an ONNX model with a dynamic batch axis, its config in the metadata; ExportError
+    names the core and the action distribution of a model that torch.onnx cannot export."""
+    import onnx
+    step, inputs = Step(agent).eval(), example_inputs(agent, 3)  # a batch above 1: size 1 would be fixed
+    batch = torch.export.Dim("batch")
+    logger = logging.getLogger("torch.onnx")  # its notes on optional packages (torchvision) are not ours
+    level = logger.level
+    try:  # the exporter's own progress lines and warnings: the one line below says what happened
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            logger.setLevel(logging.ERROR)
+            program = torch.onnx.export(step, (), kwargs=inputs, dynamo=True, external_data=False,
+                                        opset_version=OPSET, input_names=list(inputs),
+                                        output_names=output_names(agent),
+                                        dynamic_shapes={name: {0: batch} for name in inputs})
+        proto = program.model_proto
+        onnx.checker.check_model(proto, full_check=True)
+    except Exception as error:  # the exporter raises many types, each as long as a traceback
+        raise ExportError(f"{_what(agent)} cannot be exported to ONNX: {reason(error, 300)}") from None
+    finally:
+        logger.setLevel(level)
+    onnx.helper.set_model_props(proto, {
+        "config": json.dumps(agent.config.to_dict()), "source": source, "state_size": str(agent.model.state_size),
+        "docs": "docs/export.md: the inputs, the outputs and the recurrent state"})
+    return proto
+
+
+def _what(agent) -> str:
+    core = type(agent.model.core)
+    return (f"recurrence.layer_type '{agent.config.recurrence.layer_type}' ({core.__module__}.{core.__name__}) "
+            f"with the {type(agent.model.distribution).__name__} action distribution")
+
+
+def check_against_torch(agent, proto) -> None:
+    """Runs the graph in ONNX Runtime on a batch of random states beside the torch model; ExportError if an action
+    index differs or another output is further than TOLERANCE."""
+    import onnxruntime
+    session = onnxruntime.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    inputs = example_inputs(agent, 4, torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        expected = Step(agent).eval()(**inputs)
+    got = session.run(None, {name: value.numpy() for name, value in inputs.items()})
+    for name, want, have in zip(output_names(agent), expected, got):
+        want = want.numpy()
+        exact = name == "action" and want.dtype.kind != "f"  # indices; a Box action is a mean
+        same = np.array_equal(want, have) if exact else np.allclose(have, want, TOLERANCE, TOLERANCE)
+        if not same:
+            difference = np.abs(have.astype(np.float64) - want).max()
+            raise ExportError(f"{_what(agent)}: the ONNX graph's {name} differs from the torch model's by up to "
+                              f"{difference:.3g}: not written")
+
+
+def export(agent, path: Path, overwrite: bool = False, source: str = "") -> None:
+    """Writes the checked graph to `path` atomically; without overwrite, never over a file (FileExistsError)."""
+    import onnx
+    proto = to_onnx(agent, source)
+    check_against_torch(agent, proto)
+    write_atomically(Path(path), lambda tmp: onnx.save(proto, str(tmp)), replace=overwrite)
+
+
+def parser() -> ArgumentParser:
+    parser = ArgumentParser(description="Write a trained agent as one ONNX graph (docs/export.md): observation, "
+                            "recurrent state and episode start in; action distribution, deterministic action, "
+                            "value and next state out; any batch size.", epilog="Exit codes: 0 written, 1 the file "
+                            "could not be written, 2 refused (bad flag, checkpoint or target, or a model ONNX "
+                            "cannot express), 130 / 143 stopped by Ctrl-C / SIGTERM.")
+    parser.add_argument("--model", metavar="PATH", required=True, help="a checkpoint written by train.py")
+    parser.add_argument("--out", metavar="PATH", type=Path, required=True, help="the .onnx file to write")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    return parser
+
+
+def check_target(out: Path, overwrite: bool) -> None:
+    if out.suffix.lower() != ".onnx":
+        raise ConfigError(f"--out {out}: give a .onnx file name")
+    if out.is_dir():
+        raise ConfigError(f"--out {out} is a folder: give the .onnx file's name")
+    if os.path.lexists(out) and not overwrite:
+        raise ConfigError(f"--out {out} exists: choose another name, or pass --overwrite to replace it")
+    if problem := writable(out.parent):
+        raise ConfigError(f"--out {out}: {out.parent}/ is not writable ({problem})")
+
+
+def main(argv=None) -> int:
+    from agent import Agent
+    with stopping.Stop() as stop:
+        try:
+            with start_up_warnings():
+                args = parser().parse_args(argv)
+                check_target(args.out, args.overwrite)
+                agent = Agent.load(args.model)
+            stop.working()
+            export(agent, args.out, args.overwrite, Path(args.model).name)
+        except (CheckpointError, ConfigError, SpaceError, ExportError) as error:
+            return failed(error)
+        except FileExistsError:
+            return failed(f"{args.out} appeared meanwhile: pass --overwrite to replace it")
+        except OSError as error:
+            return failed(f"could not write {args.out} ({reason(error)})", 1)
+        except KeyboardInterrupt:
+            return stop.report()
+    print(f"wrote {args.out} ({args.out.stat().st_size / 2 ** 20:.1f} MiB, state size {agent.model.state_size})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,290 @@
+"""export.py: an agent's ONNX graph steps as the torch agent does, in ONNX Runtime, at any batch size, for every
+shipped model, recurrent core and action space; bad input is one line and no file (docs/export.md)."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+import torch
+from torch import nn
+
+import export
+import fastpath
+import model
+from agent import Agent
+from config import config_from_dict
+from environments import spaces_of
+from evaluation import evaluation_envs
+from normalization import Normalizers
+from spaces import action_format
+from tests.hang import HANG_S
+from tests.test_readme import shipped_models
+
+ROOT = Path(__file__).resolve().parent.parent
+TOLERANCE = 1e-4  # absolute: values, states and Box actions; other actions are equal
+
+
+def runtime(graph) -> onnxruntime.InferenceSession:
+    """graph: an .onnx path or an ONNX model."""
+    source = str(graph) if isinstance(graph, Path) else graph.SerializeToString()
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1  # the tests share the cores, and torch beside it takes its own
+    return onnxruntime.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+
+
+def fresh_agent(raw: dict) -> Agent:
+    """An untrained agent of a config; normalisers that are on get statistics away from their prior."""
+    config = config_from_dict({"hidden_layer_size": 32, **raw, "recurrence": {"hidden_state_size": 16,
+                                                                             **raw.get("recurrence", {})}})
+    env = config.environment.make()
+    try:
+        spaces = spaces_of(env)
+    finally:
+        env.close()
+    torch.manual_seed(0)
+    net = model.build_model(config, spaces)
+    normalizers = Normalizers(config, spaces.observation)
+    rng = np.random.default_rng(0)
+    if normalizers.observations is not None:
+        n = normalizers.observations
+        n.mean, n.var = rng.normal(size=n.mean.shape), rng.uniform(0.1, 4.0, size=n.var.shape)
+    if normalizers.values is not None:
+        normalizers.values.mean, normalizers.values.var = np.float64(2.0), np.float64(9.0)
+    return Agent(net, config, spaces.action_space, normalizers=normalizers, masked=spaces.masked)
+
+
+def same_actions(got: np.ndarray, want: np.ndarray, where: str) -> None:
+    """Equal indices (Discrete, MultiDiscrete, MultiBinary); a Box action is a mean, equal within TOLERANCE."""
+    assert got.dtype == want.dtype, where
+    if got.dtype.kind == "f":
+        np.testing.assert_allclose(got, want, rtol=0, atol=TOLERANCE, err_msg=where)
+    else:
+        assert np.array_equal(got, want), where
+
+
+def step_both(agent: Agent, graph: onnxruntime.InferenceSession, steps: int, W: int = 4, every: int = 0):
+    """W held-out environments stepped `steps` times with the torch agent's deterministic actions, the graph
+    beside it carrying its own state: each step's actions must be the same, its values and states within
+    TOLERANCE. every: environment (t / every) % W is also marked as starting at every every-th step (long
+    episodes would not start again in a short test). Returns the graph's inputs of every step, and the starts."""
+    envs = evaluation_envs(agent.config, W, seed=1, workers=W)
+    names = [i.name for i in graph.get_inputs()]
+    actions_format = action_format(agent.action_space)
+    obs, start, state, actions, rewards = envs.reset(), np.ones(W, dtype=bool), None, None, None
+    graph_state, fed, starts = agent.model.initial_state(W).numpy(), [], 0
+    try:
+        for t in range(steps):
+            if every and t and t % every == 0:
+                start = start.copy()
+                start[(t // every) % W] = True
+            starts += int(start.sum()) if t else 0
+            step = agent.act(obs, state, start, True, envs.action_mask, actions, rewards)
+            feed = {"obs": obs.copy(), "state": graph_state, "episode_start": start,
+                    "previous_action": (np.zeros((W, actions_format.size), actions_format.dtype) if actions is None
+                                        else actions.reshape(W, -1)),
+                    "previous_reward": np.zeros(W, np.float32) if rewards is None else rewards,
+                    "action_mask": envs.action_mask}
+            feed = {name: feed[name] for name in names}
+            _, action, value, graph_state = graph.run(None, feed)[:4]
+            same_actions(action, step.actions.reshape(W, -1), f"step {t}")
+            np.testing.assert_allclose(value, step.values, rtol=0, atol=TOLERANCE, err_msg=f"step {t}")
+            np.testing.assert_allclose(graph_state, step.state.numpy(), rtol=0, atol=TOLERANCE, err_msg=f"step {t}")
+            fed.append(feed)
+            state, actions = step.state, step.actions
+            out = envs.step(step.actions.reshape(W, -1))
+            obs, start, rewards = out.obs, out.terminated | out.truncated, out.rewards.copy()
+    finally:
+        envs.close()
+    return fed, starts
+
+
+def check_batches(agent: Agent, graph: onnxruntime.InferenceSession, fed: list[dict]) -> None:
+    """Batches of 1 and 64 rows of the inputs stepped, through the same graph, against the torch module."""
+    rows = {name: np.concatenate([f[name] for f in fed]) for name in fed[0]}
+    for B in (1, 64):
+        picked = np.linspace(0, len(rows["obs"]) - 1, B).astype(int)
+        inputs = {name: value[picked] for name, value in rows.items()}
+        with torch.no_grad():
+            expected = export.Step(agent).eval()(**{name: torch.from_numpy(v) for name, v in inputs.items()})
+        for name, want, got in zip(export.output_names(agent), expected, graph.run(None, inputs)):
+            assert got.shape[0] == B, name
+            if name == "action":
+                same_actions(got, want.numpy(), f"batch {B}")
+            else:
+                np.testing.assert_allclose(got, want.numpy(), rtol=0, atol=TOLERANCE, err_msg=f"{name}, batch {B}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", shipped_models())
+def test_a_shipped_model_steps_in_onnxruntime_as_in_torch_at_any_batch(name, tmp_path):
+    """200 steps of 3 environments' real episodes (more starts every 50 steps), then batches of 1 and 64 from the
+    same file."""
+    agent = Agent.load(ROOT / name)
+    path = tmp_path / "agent.onnx"
+    export.export(agent, path)
+    onnx.checker.check_model(str(path), full_check=True)
+    graph = runtime(path)
+    fed, starts = step_both(agent, graph, 200, W=3, every=50)
+    assert starts >= 3
+    check_batches(agent, graph, fed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("core", list(model.CORES))
+def test_every_core_exports_or_is_refused_in_one_line_naming_it(core):
+    agent = fresh_agent({"environment": {"type": "PocMemoryEnv"}, "recurrence": {"layer_type": core}})
+    try:
+        proto = export.to_onnx(agent)
+    except export.ExportError as error:
+        assert f"'{core}'" in str(error) and "\n" not in str(error)
+        return
+    onnx.checker.check_model(proto, full_check=True)
+    graph = runtime(proto)
+    fed, _ = step_both(agent, graph, 40, W=3, every=10)
+    check_batches(agent, graph, fed)
+
+
+@pytest.mark.slow
+def test_the_lstm_graph_steps_alike_with_and_without_the_fast_path(monkeypatch):
+    """On a CPU a step of torch's LSTM goes through fastpath.py's lstm_cell (the graphs of the shipped LSTM models
+    and of test_every_core_exports... take it); the graph exported without it, through ONNX's LSTM operator, steps
+    as the agent does with it."""
+    agent = fresh_agent({"environment": {"type": "CartPoleMasked"}, "recurrence": {"layer_type": "lstm"}})
+    with monkeypatch.context() as patch:
+        patch.setattr(fastpath, "applies", lambda cores, x: False)
+        plain = export.to_onnx(agent)
+    assert "LSTM" in {node.op_type for node in plain.graph.node}
+    step_both(agent, runtime(plain), 30, W=3, every=10)
+
+
+SPACES = {
+    "masked-discrete": {"environment": {"type": "gym", "name": "tests.memory_tasks:MaskedChoice-v0"}},
+    "multidiscrete-previous": {"environment": {"type": "gym", "name": "tests.memory_tasks:CueMultiDiscrete-v0"},
+                               "recurrence": {"previous_action": True, "previous_reward": True,
+                                              "previous_reward_scale": 3.0, "previous_reward_clip": 1.0}},
+    "multibinary": {"environment": {"type": "gym", "name": "tests.memory_tasks:CueMultiBinary-v0"}},
+    "discrete-obs": {"environment": {"type": "gym", "name": "tests.memory_tasks:CueDiscrete-v0"}},
+    "box-previous-normalised": {"environment": {"type": "gym", "name": "Pendulum-v1", "observation_mask": [2]},
+                                "recurrence": {"previous_action": True, "previous_reward": True,
+                                               "previous_reward_scale": 0.1},
+                                "normalization": {"observations": True, "value_targets": True}},
+    "two-lstm-cores-two-layers-no-reset": {"environment": {"type": "CartPoleMasked"},
+                                           "recurrence": {"layer_type": "lstm", "num_layers": 2,
+                                                          "separate_critic_core": True,
+                                                          "reset_hidden_state": False}},
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", SPACES)
+def test_every_space_and_memory_input_exports(case):
+    """Masks, MultiDiscrete, MultiBinary and Box actions, category observations, the previous action and reward,
+    the observation and value normalisers, two cores of two layers, a state that episodes do not reset."""
+    agent = fresh_agent(SPACES[case])
+    graph = runtime(export.to_onnx(agent))
+    names = {i.name for i in graph.get_inputs()}
+    assert ("action_mask" in names) == agent.masked
+    assert ("previous_action" in names) == agent.config.recurrence.previous_action
+    fed, _ = step_both(agent, graph, 30, W=3, every=7)
+    check_batches(agent, graph, fed)
+
+
+class Branchy(nn.GRU):
+    """A GRU that branches on its input's values: torch.export cannot turn that into a graph."""
+
+    def forward(self, x, h):
+        return super().forward(-x if x.sum() > 0 else x, h)
+
+
+def test_a_core_torch_cannot_export_is_refused_in_one_line_naming_it(monkeypatch):
+    monkeypatch.setitem(model.CORES, "branchy", model.Core(Branchy, state_parts=1))
+    agent = fresh_agent({"environment": {"type": "PocMemoryEnv"}, "recurrence": {"layer_type": "branchy"}})
+    with pytest.raises(export.ExportError) as refused:
+        export.to_onnx(agent)
+    message = str(refused.value)
+    assert "recurrence.layer_type 'branchy'" in message and "Branchy" in message and "\n" not in message
+
+
+def refusal(capsys, tmp_path, *argv) -> str:
+    """export.py's main() with argv: exit 2 and one line on stderr, nothing written beside the target."""
+    before = sorted(tmp_path.iterdir())
+    assert export.main([str(a) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert sorted(tmp_path.iterdir()) == before
+    return err
+
+
+def test_bad_input_is_one_line_exit_2_and_no_file(tmp_path, capsys):
+    model_file = ROOT / "models/poc_memory_env.pt"
+    text = tmp_path / "notes.pt"
+    text.write_text("not a checkpoint\n")
+    assert "corrupt checkpoint" in refusal(capsys, tmp_path, "--model", text, "--out", tmp_path / "a.onnx")
+    damaged = tmp_path / "damaged.pt"
+    data = bytearray(model_file.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    assert "corrupt checkpoint" in refusal(capsys, tmp_path, "--model", damaged, "--out", tmp_path / "a.onnx")
+    assert "not found" in refusal(capsys, tmp_path, "--model", tmp_path / "none.pt", "--out", tmp_path / "a.onnx")
+    existing = tmp_path / "old.onnx"
+    existing.write_bytes(b"kept")
+    assert "--overwrite" in refusal(capsys, tmp_path, "--model", model_file, "--out", existing)
+    assert existing.read_bytes() == b"kept"
+    assert ".onnx" in refusal(capsys, tmp_path, "--model", model_file, "--out", tmp_path / "a.pt")
+    (tmp_path / "folder.onnx").mkdir()
+    assert "folder" in refusal(capsys, tmp_path, "--model", model_file, "--out", tmp_path / "folder.onnx")
+
+
+def test_a_failed_write_leaves_the_old_file_or_none(tmp_path, capsys, monkeypatch):
+    """The graph goes to a temporary file renamed over the target (atomic.py): a write that fails halfway
+    leaves no file, or the one that was there, and no temporary file."""
+    monkeypatch.setattr(export, "to_onnx", lambda agent, source="": onnx.helper.make_model(
+        onnx.helper.make_graph([], "empty", [], [])))
+    monkeypatch.setattr(export, "check_against_torch", lambda agent, proto: None)
+
+    def half_then_full(proto, path):
+        Path(path).write_bytes(b"half")
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(onnx, "save", half_then_full)
+    target, model_file = tmp_path / "agent.onnx", ROOT / "models/poc_memory_env.pt"
+    assert export.main(["--model", str(model_file), "--out", str(target)]) == 1
+    assert "No space left on device" in capsys.readouterr().err and list(tmp_path.iterdir()) == []
+    target.write_bytes(b"old")
+    assert export.main(["--model", str(model_file), "--out", str(target), "--overwrite"]) == 1
+    assert list(tmp_path.iterdir()) == [target] and target.read_bytes() == b"old"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["poc_memory_env", "minigrid"])
+def test_the_example_without_torch_plays_the_episodes_enjoy_plays(name, tmp_path):
+    """examples/onnx_agent.py, where importing torch fails, prints the per-episode returns and lengths that
+    `enjoy.py --deterministic` prints for the same checkpoint and seed (minigrid: a state no episode resets)."""
+    onnx_file = tmp_path / f"{name}.onnx"
+    model_file = ROOT / f"models/{name}.pt"
+    if name == "poc_memory_env":  # the command itself once; in this process otherwise (a second start of torch)
+        made = subprocess.run([sys.executable, str(ROOT / "export.py"), "--model", str(model_file), "--out",
+                               str(onnx_file)], capture_output=True, text=True, timeout=HANG_S)
+        assert made.returncode == 0 and made.stderr == "" and made.stdout.startswith("wrote "), made.stderr
+    else:
+        export.export(Agent.load(model_file), onnx_file)
+    blocked = tmp_path / "no_torch"
+    blocked.mkdir()
+    (blocked / "torch.py").write_text("raise ImportError('torch is not installed here')\n")
+    no_torch = {**os.environ, "PYTHONPATH": str(blocked)}
+    check = subprocess.run([sys.executable, "-c", "import torch"], env=no_torch, capture_output=True, text=True,
+                           timeout=HANG_S)
+    assert check.returncode != 0 and "torch is not installed here" in check.stderr
+    episodes = ["--episodes", "4", "--seed", "3"]
+    example = subprocess.run([sys.executable, str(ROOT / "examples/onnx_agent.py"), "--model", str(onnx_file),
+                              *episodes], env=no_torch, cwd=tmp_path, capture_output=True, text=True, timeout=HANG_S)
+    assert example.returncode == 0, example.stderr
+    enjoy = subprocess.run([sys.executable, str(ROOT / "enjoy.py"), "--model", str(model_file), "--deterministic",
+                            *episodes], capture_output=True, text=True, timeout=HANG_S)
+    assert enjoy.returncode == 0, enjoy.stderr
+    lines = [[line for line in out.splitlines() if line.startswith("episode ")] for out in (example.stdout,
+                                                                                          enjoy.stdout)]
+    assert len(lines[0]) == 4 and lines[0] == lines[1]

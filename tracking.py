@@ -1,0 +1,111 @@
+"""Experiment tracking for `train.py --track` and `sweep.py --track`: the run's resolved config, its git commit and
+every scalar summaries.py writes to TensorBoard, under the same names, sent to Weights & Biases (docs/tracking.md).
+wandb is imported here alone, when a run asks for it. Tracking never costs the run: a tracker that cannot start or
+send says so in one line, and the run trains on with TensorBoard."""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import stopping
+from cli import reason
+from config import ConfigError
+
+ROOT = Path(__file__).resolve().parent
+
+
+@dataclass
+class Tracking:
+    """Where a run is tracked; None: wandb's own default (its WANDB_* environment variables, then its settings)."""
+    project: str = "recurrent-ppo"
+    entity: str | None = None  # a W&B user or team
+    name: str | None = None  # the run's display name (train.py: the run id; sweep.py: the trial's name)
+    group: str | None = None  # sweep.py: the sweep id, which groups its trials
+
+
+def add_flags(parser, run: str) -> None:
+    """--track and its --wandb-* settings, on train.py's or sweep.py's parser; `run` says what a W&B run is there."""
+    parser.add_argument("--track", action="store_true", help=f"send {run} to Weights & Biases too: the config, the "
+                        "git commit and every TensorBoard scalar; WANDB_MODE=offline keeps it on this machine for "
+                        "`wandb sync`. If W&B fails, one line says so and training goes on (docs/tracking.md)")
+    parser.add_argument("--wandb-project", metavar="NAME", help=f"with --track: the project ({Tracking.project})")
+    parser.add_argument("--wandb-entity", metavar="NAME", help="with --track: the W&B user or team (default: yours)")
+
+
+def from_flags(args, name: str | None = None, group: str | None = None) -> Tracking | None:
+    """--track's settings, or None; a --wandb-* flag without --track is refused (it would do nothing)."""
+    given = [f"--{key.replace('_', '-')}" for key, value in vars(args).items()
+             if key.startswith("wandb_") and value is not None]
+    if given and not args.track:
+        raise ConfigError(f"{', '.join(given)} is for --track: add --track, or leave it out")
+    if not args.track:
+        return None
+    return Tracking(args.wandb_project or Tracking.project, args.wandb_entity, name, group)
+
+
+def git_commit() -> str | None:
+    """The checkout's commit, with "-dirty" when tracked files differ from it; None outside a git checkout."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "") if head.returncode == 0 else None
+
+
+def _warn(what: str) -> None:
+    print(f"warning: tracking is off: {what}; the run trains on with TensorBoard", file=sys.stderr, flush=True)
+
+
+class Tracker:
+    """One W&B run; log() and finish() turn tracking off, in one line, when W&B fails."""
+
+    def __init__(self, run):
+        self._run = run
+
+    def log(self, scalars: dict[str, float], step: int) -> None:
+        if self._run is not None:
+            try:
+                self._run.log(scalars, step=step)
+            except Exception as error:  # wandb's own failures come in many types
+                self._run = None
+                _warn(f"W&B stopped taking the scalars ({reason(error)})")
+
+    def finish(self) -> None:
+        if self._run is not None:
+            run, self._run = self._run, None
+            try:
+                run.finish()
+                import wandb
+                wandb.teardown()  # its service process would outlive the run here (a sweep's trial worker)
+            except Exception as error:
+                _warn(f"W&B could not finish the run ({reason(error)})")
+
+
+def start(tracking: Tracking, config: dict, folder: Path) -> Tracker | None:
+    """A W&B run for the run whose summaries are in `folder` (its files go to folder/wandb); None if it cannot
+    start. A resumed run continues its W&B run: the id is made from the summaries folder, which a resume keeps."""
+    os.environ.setdefault("WANDB_SILENT", "true")  # its banners and login notes: our one line says where it goes
+    try:
+        import wandb
+        with stopping.blocked():  # its service process: a Ctrl-C to the terminal is this process's to answer
+            run = wandb.init(
+                project=tracking.project, entity=tracking.entity, name=tracking.name, group=tracking.group,
+                id=hashlib.sha256(str(Path(folder).resolve()).encode()).hexdigest()[:16], resume="allow",
+                dir=str(folder), config={**config, "git_commit": git_commit()},
+                # wandb's console capture would wrap stdout under our own line per update
+                settings=wandb.Settings(console="off", silent=True))
+    except Exception as error:  # no login, no network, a bad entity: each raises its own type
+        _warn(f"W&B did not start ({reason(error)})")
+        if "wandb" in sys.modules:  # the service process it started
+            sys.modules["wandb"].teardown()
+        return None
+    folder = Path(run.dir).parent
+    where = f"offline in {folder} (upload it with: wandb sync {folder})" if run.offline else run.url
+    print(f"tracking with W&B: {where}", flush=True)
+    return Tracker(run)

@@ -12,6 +12,7 @@ import pytest
 import torch
 from torch import nn
 
+import cores
 import export
 import fastpath
 import model
@@ -134,7 +135,7 @@ def test_a_shipped_model_steps_in_onnxruntime_as_in_torch_at_any_batch(name, tmp
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("core", list(model.CORES))
+@pytest.mark.parametrize("core", list(cores.CORES))
 def test_every_core_exports_or_is_refused_in_one_line_naming_it(core):
     agent = fresh_agent({"environment": {"type": "PocMemoryEnv"}, "recurrence": {"layer_type": core}})
     try:
@@ -155,7 +156,7 @@ def test_the_lstm_graph_steps_alike_with_and_without_the_fast_path(monkeypatch):
     as the agent does with it."""
     agent = fresh_agent({"environment": {"type": "CartPoleMasked"}, "recurrence": {"layer_type": "lstm"}})
     with monkeypatch.context() as patch:
-        patch.setattr(fastpath, "applies", lambda cores, x: False)
+        patch.setattr(fastpath, "applies", lambda x: False)
         plain = export.to_onnx(agent)
     assert "LSTM" in {node.op_type for node in plain.graph.node}
     step_both(agent, runtime(plain), 30, W=3, every=10)
@@ -201,7 +202,7 @@ class Branchy(nn.GRU):
 
 
 def test_a_core_torch_cannot_export_is_refused_in_one_line_naming_it(monkeypatch):
-    monkeypatch.setitem(model.CORES, "branchy", model.Core(Branchy, state_parts=1))
+    monkeypatch.setitem(cores.CORES, "branchy", cores.Core(Branchy, state_parts=1))
     agent = fresh_agent({"environment": {"type": "PocMemoryEnv"}, "recurrence": {"layer_type": "branchy"}})
     with pytest.raises(export.ExportError) as refused:
         export.to_onnx(agent)

@@ -23,11 +23,16 @@ import numpy as np
 import torch
 
 from atomic import write_atomically
-from config import ConfigError, require_small
+from config import MAX_CONFIG_VALUES, MAX_WORKERS, ConfigError, require_small
+from environments import EpisodeStats
 from losses import NonFiniteError
 
 FORMAT = 2  # 1: pickled Python objects, no digest (before weights-only loading)
-MAX_CHECKPOINT_VALUES = 10 ** 6  # entries, shared parts counted as often as referenced; a real one holds thousands
+# The most values (require_small's count: shared parts as often as referenced) a checkpoint of a config within
+# config.py's bounds holds, so that every checkpoint written is read again: the config, every environment's
+# state, and the model's and optimizer's entries (about 11 per parameter tensor: room for 9,000 tensors; 100
+# stacked layers in two cores take 800) with the counts and generators. save_checkpoint refuses more too.
+MAX_CHECKPOINT_VALUES = MAX_CONFIG_VALUES + MAX_WORKERS * EpisodeStats.STATE_VALUES + 100_000
 INFERENCE = ("format", "model", "config", "update", "steps", "run_id", "normalization")  # what acting needs
 # and what only a resumed run needs besides; "previous" and "best" are optional (older checkpoints lack them)
 RESUME = ("summaries_path", "summaries", "optimizer", "rng", "environments", "obs", "state")
@@ -175,6 +180,11 @@ def save_checkpoint(path: str | Path, payload: dict) -> Path:
     as it was and raises CheckpointError."""
     from cli import reason
     path = Path(path)
+    try:
+        require_small(payload, "the checkpoint", limit=MAX_CHECKPOINT_VALUES)
+    except ConfigError:
+        raise CheckpointError(f"could not write {path}: it would hold more than {MAX_CHECKPOINT_VALUES:,} values, "
+                              "more than a checkpoint may (checkpoint.MAX_CHECKPOINT_VALUES)") from None
     data = io.BytesIO()  # serialised first: a failed write is then the file's own error (ENOSPC), not torch's
     torch.save({**payload, "digest": digest(payload)}, data)
     try:

@@ -403,7 +403,7 @@ def searcher(sweep: Sweep):
     return OptunaSearch(metric=sweep.metric, mode="max", seed=sweep.seeds[0]) if sweep.search else None
 
 
-def tuner(sweep: Sweep, resume: bool, stop: stopping.Stop):
+def tuner(sweep: Sweep, resume: bool):
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler
     trainable = tune.with_resources(tune.with_parameters(run_trial, sweep=asdict(sweep)),
@@ -422,12 +422,12 @@ def tuner(sweep: Sweep, resume: bool, stop: stopping.Stop):
         num_samples=sweep.samples if sweep.search else 1, max_concurrent_trials=sweep.max_concurrent,
         trial_name_creator=name, trial_dirname_creator=name),
         run_config=tune.RunConfig(
-            name=sweep.sweep_id, storage_path=sweep.storage, verbose=0, callbacks=[progress(sweep, stop)],
+            name=sweep.sweep_id, storage_path=sweep.storage, verbose=0, callbacks=[progress(sweep)],
             failure_config=tune.FailureConfig(max_failures=sweep.max_failures),
             checkpoint_config=tune.CheckpointConfig(num_to_keep=1)))
 
 
-def progress(sweep: Sweep, stop: stopping.Stop):
+def progress(sweep: Sweep):
     """One line per trial that ends, fails or restarts."""
     from ray import tune
 
@@ -435,8 +435,10 @@ def progress(sweep: Sweep, stop: stopping.Stop):
         stopping = False
 
         def on_step_begin(self, iteration, trials, **info):
-            # Tune's own stop signal, sent here where Tune's handler is in place
-            if stop.signal is not None and not self.stopping:
+            # Tune's own stop signal, sent here where Tune's handler is in place. The Stop is looked up, not
+            # held: a resumed sweep's callback is a copy unpickled from Tune's state, and so would be a held one
+            stop = stopping.Stop.in_place
+            if stop is not None and stop.signal is not None and not self.stopping:
                 self.stopping = True
                 print(f"{signal.Signals(stop.signal).name}: stopping the trials at their next update; their "
                       "checkpoints are kept (send it again to stop at once)", file=sys.stderr, flush=True)
@@ -494,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
                     write_sweep_file(sweep)
                 except OSError as error:
                     return failed(f"could not write {sweep.folder}/sweep.json ({error}); no trial was started", 1)
-            results = tuner(sweep, bool(args.resume), stop).fit()
+            results = tuner(sweep, bool(args.resume)).fit()
             return report(sweep, list(results), time.perf_counter() - start, stop.signal)
         except KeyboardInterrupt:  # a second signal
             return stop.report(f" at once; resume with: python sweep.py --resume {sweep.folder}")

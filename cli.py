@@ -33,13 +33,16 @@ def writable(folder: str | Path) -> str | None:
     if not existing.is_dir():
         return f"{existing} is a file, not a folder"
     probe = existing / f".write-test-{os.getpid()}-{secrets.token_hex(4)}"
+    made = False
     try:
         with open(probe, "xb") as file:
+            made = True
             file.write(b"\0")
     except OSError as error:
         return reason(error)
     finally:
-        probe.unlink(missing_ok=True)
+        if made:  # only then: a read-only file system refuses to unlink even a name that is not there
+            probe.unlink(missing_ok=True)
     return None
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import math
 import os
 import reprlib
 import secrets
+import stat
 import sys
 import warnings
 from pathlib import Path
@@ -26,12 +28,25 @@ def failed(message, code: int = 2) -> int:
     return code
 
 
+def kind(path: str | Path) -> str:
+    """What is at `path`, in the words of a refusal: "a file", "a folder", "missing", or what else it is."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        if os.path.islink(path):
+            return ("a loop of symbolic links" if error.errno == errno.ELOOP else
+                    f"a symbolic link to {os.readlink(path)}, which does not exist")
+        return "missing" if error.errno in (errno.ENOENT, errno.ENOTDIR) else f"unreadable ({reason(error)})"
+    return ("a file" if stat.S_ISREG(mode) else "a folder" if stat.S_ISDIR(mode) else
+            "a device, pipe or socket, not a regular file")
+
+
 def writable(folder: str | Path) -> str | None:
     """None if files can be written under `folder`, else why not: a byte is written in its nearest existing
     folder (an empty file passes on a full disk), and removed."""
     existing = next(p for p in [Path(folder), *Path(folder).parents] if os.path.lexists(p))
-    if not existing.is_dir():
-        return f"{existing} is a file, not a folder"
+    if (what := kind(existing)) != "a folder":
+        return f"{existing} is {what}, not a folder"
     probe = existing / f".write-test-{os.getpid()}-{secrets.token_hex(4)}"
     made = False
     try:

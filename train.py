@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from checkpoint import CheckpointError, RunLock, fitted, load_checkpoint, restore, same_checkpoint
-from cli import ArgumentParser, Stdout, failed, number, reason, start_up_warnings, writable
+from cli import ArgumentParser, Stdout, failed, kind, number, reason, start_up_warnings, writable
 from config import SEEDS, ConfigError, check_resume_overrides, config_from_dict, load_config
 from spaces import SpaceError
 from worker import WorkerError
@@ -109,24 +109,38 @@ def read_run(args):
     return config, checkpoint["run_id"], checkpoint
 
 
-def claim(lock: RunLock, run_id: str, checkpoint: dict | None, resume: str | None, overwrite: bool) -> None:
+def claim(lock: RunLock, run_id: str, checkpoint: dict | None, resume: str | None, overwrite: bool) -> Path | None:
     """Refuses a run that could not save or would replace a checkpoint it did not start from (its own, or its
-    best evaluation's); takes the run id's lock first (the caller releases it)."""
+    best evaluation's); takes the run id's lock first (the caller releases it). Returns the best evaluation
+    of the run that --overwrite replaces, for the caller to remove once the run starts, or None."""
     for folder in (MODELS, SUMMARIES):
         problem = writable(folder)
         if problem:
             raise ConfigError(f"{folder}/ is not writable ({problem}): the run could not save its work")
     lock.acquire()
     target, best = MODELS / f"{run_id}.pt", MODELS / f"{run_id}-best.pt"
+    for path in (target, best):  # a save would fail there only once the run had trained
+        if kind(path) == "a folder":
+            raise CheckpointError(f"{path} is a folder, where the run would save a checkpoint: move it away, "
+                                  "or choose another --run-id")
     if target.exists() and not overwrite and (resume is None or not same_checkpoint(resume, target)):
         if resume is None:
             raise CheckpointError(f"{target} exists: continue it with --resume {target}, or choose another "
                                   "--run-id (or pass --overwrite to replace it)")
         raise CheckpointError(f"{target} is not the checkpoint being resumed ({resume}) and would be replaced: "
                               f"resume from {target} (the run's newest), or pass --overwrite")
-    if best.exists() and not overwrite and not is_own_best(best, run_id, checkpoint):
+    if not best.exists():
+        return None
+    try:
+        own = is_own_best(best, run_id, checkpoint)
+    except CheckpointError:
+        if not overwrite:
+            raise
+        own = False  # unreadable: --overwrite replaces it all the same
+    if not own and not overwrite:
         raise CheckpointError(f"{best} exists and is not this run's best evaluation: choose another --run-id "
                               "(or pass --overwrite to replace it)")
+    return None if own else best
 
 
 def is_own_best(best: Path, run_id: str, checkpoint: dict | None) -> bool:
@@ -155,13 +169,17 @@ def main(argv=None) -> int:
                     device = resolve_device(config.device, args.cpu)
                     resume = None if checkpoint and "branch_of" in checkpoint else args.resume  # a branch is new
                     lock = RunLock(MODELS / f"{run_id}.lock")
-                    claim(lock, run_id, checkpoint, resume, args.overwrite)
+                    replaced_best = claim(lock, run_id, checkpoint, resume, args.overwrite)
                     from trainer import Trainer
                     trainer = Trainer(config, run_id=run_id, device=device, summaries_dir=SUMMARIES,
                                       models_dir=MODELS, summaries_path=checkpoint and checkpoint["summaries_path"])
                     if checkpoint:
                         with fitted(args.resume):
                             restore(trainer, checkpoint)
+                    if replaced_best is not None:  # else enjoy.py would score the replaced run's model under this id
+                        replaced_best.unlink(missing_ok=True)
+                        print(f"removed {replaced_best}, the best evaluation of the run --overwrite replaces",
+                              flush=True)
             except (ConfigError, CheckpointError, SpaceError) as error:
                 return failed(error)
             except WorkerError as error:  # an environment that failed as the run started

@@ -634,6 +634,41 @@ def test_the_best_evaluation_checkpoint_is_never_another_runs(tmp_path):
     assert result.returncode == 2 and "'-best'" in one_line(result)
 
 
+def test_overwrite_replaces_the_best_evaluation_of_the_run_it_replaces(tmp_path):
+    """--overwrite left the replaced run's models/<run-id>-best.pt beside the new run's checkpoint: enjoy.py
+    scored the old run's model under the new run's id, and a later resume was refused for it (issue 58
+    point 4). A refused run removes nothing."""
+    evaluated = write_config(tmp_path, "configs/poc_memory_env.yaml",
+                             **dict(TINY, evaluation={"interval": 2, "episodes": 2}))
+    plain = write_config(tmp_path, "configs/poc_memory_env.yaml", name="plain.yaml", **TINY)
+    assert script(tmp_path, "train.py", "--config", evaluated, "--run-id", "a").returncode == 0
+    best = tmp_path / "models/a-best.pt"
+    before = digest(best)
+    result = script(tmp_path, "train.py", "--config", plain, "--run-id", "a", "--overwrite", "--set", "gamma=2")
+    assert result.returncode == 2 and digest(best) == before
+    result = script(tmp_path, "train.py", "--config", plain, "--run-id", "a", "--overwrite")
+    assert result.returncode == 0, result.stderr
+    assert "removed models/a-best.pt, the best evaluation of the run --overwrite replaces" in result.stdout
+    assert not best.exists()
+    result = script(tmp_path, "train.py", "--resume", "models/a.pt", "--set", "updates=4",
+                    "--set", "evaluation.interval=2")
+    assert result.returncode == 0, result.stderr
+    assert load_checkpoint(best)["update"] == 4
+
+
+@pytest.mark.parametrize("name", ["a.pt", "a-best.pt"])
+@pytest.mark.parametrize("overwrite", [[], ["--overwrite"]])
+def test_a_folder_where_a_checkpoint_would_be_saved_is_refused_before_the_run(tmp_path, name, overwrite):
+    """--overwrite over a folder at models/a.pt trained the whole run, then failed to save it ("Is a
+    directory", exit 1, the work lost); without --overwrite it said "continue it with --resume" (issue 58
+    point 5)."""
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", **TINY)
+    (tmp_path / "models" / name).mkdir(parents=True)
+    result = script(tmp_path, "train.py", "--config", config, "--run-id", "a", *overwrite)
+    assert result.returncode == 2 and f"models/{name} is a folder" in one_line(result)
+    assert not (tmp_path / "summaries").exists()
+
+
 def test_a_stop_signal_during_a_deferred_block_reaches_the_handler_when_it_ends():
     """stopping.deferred (around the workers' start): a SIGINT or SIGTERM that comes inside the block is
     not acted on there (a handler that exits would cut a worker's start-up data in half), and reaches

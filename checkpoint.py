@@ -332,4 +332,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    from cli import console
+    console()
     sys.exit(main())

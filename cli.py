@@ -93,11 +93,32 @@ def number(kind, low: float = -math.inf, high: float = math.inf):
     return number
 
 
-class Stdout:
-    """sys.stdout whose reader may leave (`| head -1`): one line on stderr says so, the work goes on."""
+def console() -> None:
+    """A script's work never depends on its console. A standard stream closed at start (`>&-`) is opened on
+    /dev/null, else the next file opened would take its number (a lock, a worker's output); stdout and stderr
+    that fail later (a reader gone, /dev/full) go to /dev/null, stdout's failure said on stderr."""
+    closed = []
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            closed.append(fd)
+            null = os.open(os.devnull, os.O_RDWR)  # the lowest free number: this one
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    sys.stderr = Stdout(sys.stderr or open(2, "w", closefd=False), "stderr")  # Python's None for a closed one
+    sys.stdout = Stdout(sys.stdout or open(1, "w", closefd=False))
+    if 1 in closed:
+        print("warning: stdout is closed; going on without printing", file=sys.stderr, flush=True)
 
-    def __init__(self, stream):
-        self.stream = stream
+
+class Stdout:
+    """sys.stdout (or stderr) whose reader may leave (`| head -1`) or whose file fails (/dev/full): it goes to
+    /dev/null, stdout's failure is one line on stderr, and the work goes on."""
+
+    def __init__(self, stream, name: str = "stdout"):
+        self.stream, self.name = stream, name
 
     def __getattr__(self, name):
         return getattr(self.stream, name)
@@ -105,18 +126,21 @@ class Stdout:
     def write(self, text: str) -> int:
         try:
             return self.stream.write(text)
-        except BrokenPipeError:
-            self._closed()
+        except OSError as error:
+            self._failed(error)
             return len(text)
 
     def flush(self) -> None:
         try:
             self.stream.flush()
-        except BrokenPipeError:
-            self._closed()
+        except OSError as error:
+            self._failed(error)
 
-    def _closed(self) -> None:
+    def _failed(self, error: OSError) -> None:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, self.stream.fileno())  # what is still buffered goes there too
         os.close(null)
-        print("warning: stdout was closed (Broken pipe); going on without printing", file=sys.stderr, flush=True)
+        if self.name == "stdout":
+            what = "was closed" if isinstance(error, BrokenPipeError) else "cannot be written"
+            print(f"warning: stdout {what} ({reason(error)}); going on without printing", file=sys.stderr,
+                  flush=True)

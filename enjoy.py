@@ -17,7 +17,7 @@ import torch
 
 from atomic import write_atomically
 from checkpoint import CheckpointError
-from cli import ArgumentParser, Stdout, failed, number, reason, start_up_warnings
+from cli import ArgumentParser, console, failed, number, reason, start_up_warnings
 from config import MAX_EPISODES, SEEDS, ConfigError
 
 def parser() -> ArgumentParser:
@@ -208,5 +208,5 @@ def print_episode(i: int, stats: dict) -> None:
 
 
 if __name__ == "__main__":
-    sys.stdout = Stdout(sys.stdout)  # a closed stdout (`| head`) ends no episode
+    console()  # a closed or failing console (`| head`, `>&-`, /dev/full) ends no episode
     sys.exit(main())

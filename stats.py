@@ -17,7 +17,7 @@ from tensorboard.compat.tensorflow_stub import errors
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import PyRecordReader_New
 
 from atomic import write_atomically
-from cli import ArgumentParser, failed
+from cli import ArgumentParser, console, failed
 from config import EXECUTION_KEYS, ConfigError
 
 N_RESAMPLES = 2000
@@ -480,4 +480,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    console()
     sys.exit(main())

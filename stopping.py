@@ -22,7 +22,8 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 def leave(number: int, when: str = "during start-up") -> None:
     end_children()
-    os.write(2, f"stopped by {signal.Signals(number).name} {when}\n".encode())
+    with contextlib.suppress(OSError):  # a closed or full stderr: the exit code says it
+        os.write(2, f"stopped by {signal.Signals(number).name} {when}\n".encode())
     os._exit(128 + number)
 
 

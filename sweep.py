@@ -25,7 +25,7 @@ if __name__ == "__main__":
     stopping.leave_at_once_on_stop_signals()  # before the imports below and Ray's, which take seconds
 
 from atomic import write_atomically  # noqa: E402
-from cli import ArgumentParser, failed, number, reason, start_up_warnings, writable  # noqa: E402
+from cli import ArgumentParser, console, failed, number, reason, start_up_warnings, writable  # noqa: E402
 from config import SEEDS, ConfigError, config_from_dict, load_config, read_yaml  # noqa: E402
 from spaces import SpaceError  # noqa: E402
 from train import check_run_id  # noqa: E402
@@ -549,4 +549,5 @@ def _score(value) -> float:
 
 
 if __name__ == "__main__":
+    console()
     sys.exit(main())

@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from checkpoint import CheckpointError, RunLock, fitted, load_checkpoint, restore, same_checkpoint
-from cli import ArgumentParser, Stdout, failed, kind, number, reason, start_up_warnings, writable
+from cli import ArgumentParser, console, failed, kind, number, reason, start_up_warnings, writable
 from config import SEEDS, ConfigError, check_resume_overrides, config_from_dict, load_config
 from spaces import SpaceError
 from worker import WorkerError
@@ -232,7 +232,7 @@ def train(trainer, checkpoint: dict | None) -> int:
 
 
 if __name__ == "__main__":
-    sys.stdout = Stdout(sys.stdout)  # a closed stdout (`| head`) does not cost the run
+    console()  # a closed or failing console (`| head`, `>&-`, /dev/full) does not cost the run
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -732,6 +732,33 @@ def test_a_closed_stdout_does_not_cost_the_run(tmp_path):
     assert load_checkpoint(tmp_path / "models/h.pt")["update"] == 3
 
 
+def console(how: str) -> dict:
+    """Popen's arguments for a console that is closed or full from the start."""
+    def close(*fds):
+        return lambda: [os.close(fd) for fd in fds]
+    return {"closed stdout": dict(preexec_fn=close(1), stderr=subprocess.PIPE),
+            "closed stdout and stderr": dict(preexec_fn=close(1, 2)),
+            "stdout on a full disk": dict(stdout=open("/dev/full", "w"), stderr=subprocess.PIPE)}[how]
+
+
+@pytest.mark.parametrize("how", ["closed stdout", "closed stdout and stderr", "stdout on a full disk"])
+def test_a_run_and_a_recording_never_depend_on_their_console(tmp_path, how):
+    """`>&-` ended train.py in cli.Stdout's traceback (exit 120, nothing trained), `>&- 2>&-` in silence,
+    `>/dev/full` in an OSError; enjoy.py likewise, with no video written (issue 58 point 6)."""
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", **TINY)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for args, made in ((["train.py", "--config", config, "--run-id", "c"], "models/c.pt"),
+                       (["enjoy.py", "--model", "models/c.pt", "--episodes", "2", "--video", "c.gif"], "c.gif")):
+        process = subprocess.Popen([sys.executable, str(ROOT / args[0]), *args[1:]], cwd=tmp_path, env=env,
+                                   text=True, **console(how))
+        err = process.stderr.read() if process.stderr else ""
+        assert process.wait(timeout=HANG_S) == 0, err
+        assert "Traceback" not in err and (tmp_path / made).stat().st_size > 0
+        if process.stderr:
+            assert err == ("warning: stdout is closed; going on without printing\n" if how == "closed stdout" else
+                           "warning: stdout cannot be written (No space left on device); going on without printing\n")
+
+
 def children_of(pid: int) -> list[int]:
     try:
         return [int(c) for task in os.listdir(f"/proc/{pid}/task")

@@ -166,7 +166,13 @@ def load_runs(paths: list[str | Path]) -> list[Run]:
     for path in map(Path, paths):
         if not path.exists():
             raise ConfigError(f"{path} does not exist")
-        found = [run for run in (load_run(c.parent) for c in sorted(path.rglob("config.json"))) if run]
+        found = []
+        for folder in sorted(c.parent for c in path.rglob("config.json")):
+            if run := load_run(folder):
+                found.append(run)
+            else:
+                print(f"warning: {folder} left out: its events hold no update (empty, or the run ended before "
+                      "its first)", file=sys.stderr)
         if not found:
             raise ConfigError(f"no runs under {path} (a run's folder holds config.json and TensorBoard "
                              "events of at least one update)")
@@ -228,7 +234,8 @@ def group_runs(runs: list[Run], pooled: Iterable[str] = ()) -> list[GridPoint]:
     """Runs whose configs are equal but for the seed, EXECUTION_KEYS and the pooled keys form a grid point,
     labelled and sorted by the keys that differ between grid points. Runs of one config and seed are one run
     trained again (train.py --overwrite starts a folder named by its start time): the one whose name sorts
-    last counts."""
+    last counts. A grid point scores the runs that reached its config's updates; one without any is left
+    out, in a warning."""
     members: dict[str, dict[Any, Run]] = {}  # config -> seed -> run
     for run in sorted(runs, key=lambda r: r.folder.name):
         what = without(run.config, ["seed", *EXECUTION_KEYS, *pooled])
@@ -247,8 +254,13 @@ def group_runs(runs: list[Run], pooled: Iterable[str] = ()) -> list[GridPoint]:
                  or " ".join(filter(None, [environment.get("type"), environment.get("name")])) or "all runs")
         group = sorted(seeds.values(), key=lambda r: _order(r.seed))
         longest = max(run.updates for run in group)
-        point = GridPoint(label, config, [r for r in group if r.updates == longest],
-                          [r for r in group if r.updates < longest])
+        planned = config.get("updates", longest)  # the config's, else (a foreign config.json) the longest run's
+        if longest < planned:
+            print(f"warning: {label} left out: none of its {len(group)} run(s) reached its config's {planned} "
+                  f"updates (the furthest stopped at {longest})", file=sys.stderr)
+            continue
+        point = GridPoint(label, config, [r for r in group if r.updates >= planned],
+                          [r for r in group if r.updates < planned])
         points.append((tuple(_order(f.get(k)) for k in differing), point))
     return [point for _, point in sorted(points, key=lambda p: p[0])]
 
@@ -428,6 +440,8 @@ def report(folders: list[str | Path], out: str | Path, threshold: float | None =
     if threshold is not None and not np.isfinite(threshold):
         raise ConfigError(f"--threshold must be a finite number, not {threshold}")
     points = group_runs(load_runs(folders), pooled)
+    if not points:
+        raise ConfigError("no run reached its config's updates: nothing to score (see the warnings)")
     for point in points:
         if not 1 <= final_updates <= len(point.runs[0].update):
             raise ConfigError(f"--final-updates {final_updates}: must be from 1 to the {len(point.runs[0].update)} "

@@ -28,6 +28,8 @@ from model import ActorCritic, build_model
 from normalization import Normalizers
 from spaces import action_format
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
 
 class AgentStep(NamedTuple):
     actions: np.ndarray  # (n,) for a Discrete action space, else (n, k) (Box actions not yet clipped to bounds)
@@ -107,9 +109,12 @@ class Agent:
                              f"({reason(error, 100)})") from None
         if array.dtype.kind not in ("biu" if flags else "biuf") or not fits(array.shape):
             raise ValueError(f"{name}: expected {expected}, got shape {array.shape} ({array.dtype})")
-        if array.dtype.kind == "f" and not np.isfinite(array).all():  # would act silently and poison the state
-            row = int(np.argwhere(~np.isfinite(array))[0][0])
-            raise ValueError(f"{name}: expected finite numbers, got NaN or inf in row {row}")
+        # NaN or inf would act silently and poison the state; so would 1e39, finite in float64, inf in the model's
+        # float32 (NaN fails the comparison too)
+        beyond = ~(np.abs(array) <= FLOAT32_MAX) if array.dtype.kind == "f" else None
+        if beyond is not None and beyond.any():
+            raise ValueError(f"{name}: expected finite numbers within float32's range, got NaN, inf or a larger "
+                             f"number in row {int(np.argwhere(beyond)[0][0])}")
         return array != 0 if flags and array.dtype != bool else array
 
     def _checked_obs(self, obs) -> np.ndarray:

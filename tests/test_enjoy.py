@@ -289,8 +289,12 @@ def test_act_refuses_values_that_are_not_finite_and_a_deterministic_that_is_not_
     first = agent.act(obs, None, None)
     nan_obs, inf_obs, nan_state = obs.copy(), obs.copy(), first.state.clone()
     nan_obs[1, 0], inf_obs[0, -1], nan_state[1, 0] = np.nan, np.inf, np.nan
+    # finite in float64, inf in float32: action 0 with NaN values, log-probs and state (issue 58 point 8)
+    huge = np.full(obs.shape, 1e39)
     starts = np.zeros(2, dtype=bool)
-    for args, kwargs, words in (((nan_obs, None, None), {}, "obs: expected finite numbers, got NaN or inf in row 1"),
+    for args, kwargs, words in (((nan_obs, None, None), {}, "obs: expected finite numbers within float32's range, "
+                                                            "got NaN, inf or a larger number in row 1"),
+                                ((huge, None, np.ones(2, bool)), {}, "obs: expected finite numbers within float32"),
                                 ((inf_obs, first.state, starts), {}, "obs: expected finite numbers"),
                                 ((obs, nan_state, starts), {}, "state: expected finite numbers"),
                                 ((obs, None, None), {"deterministic": "no"}, "deterministic: expected True or False")):

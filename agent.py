@@ -52,6 +52,7 @@ class Agent:
     @classmethod
     def load(cls, path: str | Path, device: str = "cpu") -> "Agent":
         """The model from the checkpoint alone (an environment is made once, for its spaces)."""
+        device = cls._checked_device(device)  # else torch's error would call an intact file corrupt
         checkpoint = load_checkpoint(path, map_location=device)
         config = config_from_dict(checkpoint["config"])
         env = config.environment.make()
@@ -65,6 +66,21 @@ class Agent:
         finally:
             env.close()
         return cls(model.to(device), config, action_space, device, normalizers)
+
+    @staticmethod
+    def _checked_device(device) -> torch.device:
+        try:
+            device = torch.device(device)
+        except (RuntimeError, TypeError):
+            raise ValueError(f"device: expected a torch device such as 'cpu', 'cuda' or 'cuda:1', got {device!r}") \
+                from None
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if device.type == "cuda" and (device.index or 0) >= gpus:
+            raise ValueError(f"device: {str(device)!r} is not available here ({gpus} GPUs): "
+                             "load on 'cpu'")
+        if device.type not in ("cpu", "cuda"):
+            raise ValueError(f"device: {str(device)!r} is not one this project runs on: use 'cpu' or 'cuda'")
+        return device
 
     def initial_state(self, n: int) -> torch.Tensor:
         return self.model.initial_state(n, self.device)

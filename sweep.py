@@ -14,7 +14,6 @@ import socket
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 import yaml
@@ -28,7 +27,7 @@ from atomic import write_atomically  # noqa: E402
 from cli import ArgumentParser, console, failed, number, reason, start_up_warnings, writable  # noqa: E402
 from config import SEEDS, ConfigError, config_from_dict, load_config, read_yaml  # noqa: E402
 from spaces import SpaceError  # noqa: E402
-from train import check_run_id  # noqa: E402
+from train import check_run_id, default_run_id  # noqa: E402
 from worker import WorkerError, make_probe  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
@@ -166,7 +165,7 @@ def read_sweep(args: argparse.Namespace) -> Sweep:
     if search and len(seeds) > 1:
         raise ConfigError("a search runs each sample with one seed: give --seed-list S (or none: the config's seed); "
                           "then run the best sample's config with --seeds N")
-    sweep_id = args.sweep_id or f"{Path(args.config).stem}-{datetime.now():%Y%m%d-%H%M%S}"
+    sweep_id = args.sweep_id or default_run_id(args.config)
     check_run_id(sweep_id, "--sweep-id")
     storage = args.storage.removeprefix("file://")
     storage = storage if "://" in storage else str(Path(storage).expanduser().resolve())

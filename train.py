@@ -73,6 +73,12 @@ def check_run_id(run_id, what: str) -> None:
     raise ConfigError(f"{what} {run_id!r} is not allowed: {rule}")
 
 
+def default_run_id(config: str | Path) -> str:
+    """The config's name and the time, in a run id's characters (a file name may hold any)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", Path(config).stem).lstrip("._-") or "run"
+    return f"{name[:MAX_RUN_ID - 16]}-{datetime.now():%Y%m%d-%H%M%S}"
+
+
 def read_run(args):
     """(config, run id, checkpoint or None) from the command line; refuses bad input."""
     if not args.resume:
@@ -81,7 +87,7 @@ def read_run(args):
         config.seed = config.seed if args.seed is None else args.seed
         run_id = args.run_id
         if run_id is None:
-            run_id = f"{Path(path).stem}-{datetime.now():%Y%m%d-%H%M%S}"
+            run_id = default_run_id(path)
         check_run_id(run_id, "--run-id")
         return config, run_id, None
     given = [flag for flag, value in (("--config", args.config), ("--seed", args.seed)) if value is not None]
@@ -176,6 +182,8 @@ def main(argv=None) -> int:
                     if checkpoint:
                         with fitted(args.resume):
                             restore(trainer, checkpoint)
+                        if "branch_of" in checkpoint:  # its own checkpoint is not written yet
+                            trainer.saved_update = None
                     if replaced_best is not None:  # else enjoy.py would score the replaced run's model under this id
                         replaced_best.unlink(missing_ok=True)
                         print(f"removed {replaced_best}, the best evaluation of the run --overwrite replaces",
@@ -223,9 +231,13 @@ def train(trainer, checkpoint: dict | None) -> int:
             error = f"could not write {error.filename or trainer.summaries.path} ({reason(error)})"
         return failed(f"{error}; {last_checkpoint(trainer)}", 1)
     if trainer.stop_signal is not None:
-        name = signal.Signals(trainer.stop_signal).name
-        print(f"stopped by {name} after update {trainer.update}; saved {trainer.checkpoint_path}; "
-              f"resume with: python train.py --resume {trainer.checkpoint_path}", flush=True)
+        name, path = signal.Signals(trainer.stop_signal).name, trainer.checkpoint_path
+        if trainer.update < trainer.config.updates:
+            print(f"stopped by {name} after update {trainer.update}; saved {path}; resume with: "
+                  f"python train.py --resume {path}", flush=True)
+        else:  # a plain resume would be refused: nothing is left to do
+            print(f"stopped by {name} after the last update ({trainer.update}): the run is complete; saved {path} "
+                  f"(to train on: python train.py --resume {path} --set updates=N)", flush=True)
         return 128 + trainer.stop_signal
     print(f"saved {trainer.checkpoint_path}")
     return 0

@@ -136,3 +136,24 @@ class WrongShape(Flaky):
 
 
 gym.register("WrongShape-v0", entry_point=WrongShape)
+
+
+class Gate(Flaky):
+    """Flaky's task without its fault, whose first environment in a process to take its `at_step`-th step waits
+    there, if `gate` exists (a FIFO a test made), until the test opens it for writing: a signal can then land
+    inside a given update. It creates `<gate>.waiting` first, for the test to await."""
+    waited = False
+
+    def __init__(self, gate: str, at_step: int = 15):
+        super().__init__(at_step=2 ** 62)
+        self.gate, self.wait_at = gate, at_step
+
+    def step(self, action):
+        if self.steps + 1 == self.wait_at and not Gate.waited and os.path.exists(self.gate):
+            Gate.waited = True
+            open(f"{self.gate}.waiting", "w").close()
+            open(self.gate).close()  # blocks until a writer opens it
+        return super().step(action)
+
+
+gym.register("Gate-v0", entry_point=Gate)

@@ -1,9 +1,15 @@
-"""cli.py's parts, in this process: the writable-folder check, paths named by what they are, and a console
-that may close or fail under a run."""
+"""The scripts' command-line parts, in this process: the writable-folder check, paths named by what they are,
+the run id a config's file name gives."""
 import errno
 import pathlib
+import shutil
+
+import pytest
 
 import cli
+import train
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def test_a_read_only_file_system_is_a_reason_not_a_traceback(tmp_path, monkeypatch):
@@ -14,3 +20,12 @@ def test_a_read_only_file_system_is_a_reason_not_a_traceback(tmp_path, monkeypat
     monkeypatch.setattr(cli, "open", read_only, raising=False)
     monkeypatch.setattr(pathlib.Path, "unlink", read_only)
     assert cli.writable(tmp_path / "models") == "Read-only file system"
+
+
+@pytest.mark.parametrize("name", ["my run.yaml", "r\u00fcn.yaml", "-x.yaml", ".yaml.yaml", "x" * 240 + ".yaml"])
+def test_a_config_of_any_file_name_trains_without_a_run_id(tmp_path, name):
+    """A config file named with a space or a non-ASCII letter could not be trained without --run-id: the run id
+    made from its name was refused as if the user had typed it (issue 58 point 10)."""
+    shutil.copy(ROOT / "configs/poc_memory_env.yaml", tmp_path / name)
+    _, run_id, _ = train.read_run(train.parser().parse_args(["--config", str(tmp_path / name)]))
+    train.check_run_id(run_id, "the run id")

@@ -303,6 +303,15 @@ def test_act_refuses_values_that_are_not_finite_and_a_deterministic_that_is_not_
     agent.act(obs, first.state, starts, deterministic=np.bool_(True))  # numpy's bool is a bool
 
 
+@pytest.mark.parametrize("device, words", [("banana", "expected a torch device"),
+                                           ("cuda:99", "is not available here"), ("meta", "is not one")])
+def test_load_names_a_device_it_cannot_use_not_a_corrupt_checkpoint(device, words):
+    """Agent.load(path, device="cuda") without a GPU, or device="banana", called an intact model a 'corrupt
+    checkpoint' (issue 58 point 10)."""
+    with pytest.raises(ValueError, match=f"^device: .*{words}"):
+        Agent.load(ROOT / "models/poc_memory_env.pt", device=device)
+
+
 def test_load_reads_the_action_space_before_closing_the_environment(monkeypatch):
     # Memory Gym's environments have no action space once closed (its wrapper's inner env is None):
     # Agent.load of models/mortar_mayhem_b_grid.pt ended in an AttributeError

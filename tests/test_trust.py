@@ -19,7 +19,7 @@ import yaml
 
 from checkpoint import load_checkpoint, save_checkpoint
 from tests.test_faults import SMALL, Run, assert_no_process_left, write_config
-from tests.hang import HANG_S
+from tests.hang import HANG_S, wait_until
 
 pytestmark = pytest.mark.slow  # processes, Ray or whole configs: make test-fast leaves these out
 
@@ -359,6 +359,47 @@ def test_sigterm_saves_and_exits_143(tmp_path):
     code, out, err = run.finish()
     assert code == 143 and "stopped by SIGTERM" in out, err
     assert load_checkpoint(tmp_path / "models/term.pt")["update"] >= 2
+
+
+def gated(tmp_path: Path, **changes) -> tuple[str, Path]:
+    """A config on tests.faulty_envs:Gate-v0 and its gate, a FIFO made here: the run waits inside its first
+    update until the gate is opened for writing (or is stopped there)."""
+    gate = tmp_path / "gate"
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", **dict(TINY, **changes), environment={
+        "type": "gym", "name": "tests.faulty_envs:Gate-v0", "kwargs": {"gate": str(gate)}})
+    return config, gate
+
+
+def test_a_stop_signal_in_the_last_update_says_the_run_is_complete(tmp_path):
+    """SIGTERM during the last update said 'resume with ...' for a resume that was then refused, 'nothing to
+    resume' (issue 58 point 10)."""
+    config, gate = gated(tmp_path, updates=1)
+    os.mkfifo(gate)
+    run = Run(tmp_path, "--config", config, "--run-id", "last")
+    wait_until(lambda: Path(f"{gate}.waiting").exists(), "the run waiting at its gate", run.process)
+    run.process.send_signal(signal.SIGTERM)
+    run.wait_for_line("SIGTERM: finishing this update")
+    open(gate, "w").close()
+    code, out, err = run.finish()
+    assert code == 143, err
+    assert ("stopped by SIGTERM after the last update (1): the run is complete; saved models/last.pt (to train on: "
+            "python train.py --resume models/last.pt --set updates=N)") in out and "resume with" not in out
+
+
+def test_a_branch_stopped_at_once_names_no_checkpoint_of_its_own(tmp_path):
+    """A branch interrupted twice named 'the last good checkpoint is models/<branch>.pt', which it had not
+    written (issue 58 point 10)."""
+    config, gate = gated(tmp_path, updates=1)
+    assert script(tmp_path, "train.py", "--config", config, "--run-id", "source").returncode == 0
+    os.mkfifo(gate)
+    run = Run(tmp_path, "--resume", "models/source.pt", "--run-id", "branch", "--set", "updates=3")
+    wait_until(lambda: Path(f"{gate}.waiting").exists(), "the branch waiting at its gate", run.process)
+    run.process.send_signal(signal.SIGINT)
+    run.wait_for_line("SIGINT: finishing this update")
+    run.process.send_signal(signal.SIGINT)
+    code, out, err = run.finish()
+    assert code == 130 and err == "stopped by SIGINT at once, without saving; no checkpoint was saved in this run\n"
+    assert not (tmp_path / "models/branch.pt").exists()
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,8 @@ from gymnasium import spaces
 
 
 class Flaky(gym.Env):
-    """A tiny task that raises, or returns a NaN reward, once it has taken `at_step` steps."""
+    """A tiny task that raises, or returns a NaN reward ("nan"), an observation holding inf ("inf-observation")
+    or a reward as text ("text-reward"), once it has taken `at_step` steps."""
 
     def __init__(self, at_step: int = 30, fault: str = "raise"):
         self.observation_space = spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
@@ -30,11 +31,14 @@ class Flaky(gym.Env):
         self.steps += 1
         self.t += 1
         reward = float(action)
+        obs = self.np_random.uniform(-1, 1, size=2).astype(np.float32)
         if self.steps >= self.at_step:
             if self.fault == "raise":
                 raise RuntimeError(f"Flaky environment broke at step {self.steps}")
-            reward = float("nan")
-        obs = self.np_random.uniform(-1, 1, size=2).astype(np.float32)
+            if self.fault == "inf-observation":
+                obs[1] = np.inf
+            else:
+                reward = "1.5" if self.fault == "text-reward" else float("nan")
         return obs, reward, self.t >= 10, False, {}
 
 

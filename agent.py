@@ -20,7 +20,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from checkpoint import arrays, fitted, load_checkpoint
+from checkpoint import arrays, fitted, load_checkpoint, load_model
 from cli import reason
 from config import Config, config_from_dict
 from environments import spaces_of
@@ -61,7 +61,7 @@ class Agent:
             spaces = spaces_of(env)
             model, normalizers = build_model(config, spaces), Normalizers(config, spaces.observation)
             with fitted(path):
-                model.load_state_dict(checkpoint["model"])
+                load_model(model, checkpoint["model"])
                 normalizers.load_state_dict(arrays(checkpoint["normalization"]))
         finally:
             env.close()
@@ -83,7 +83,9 @@ class Agent:
         return device
 
     def initial_state(self, n: int) -> torch.Tensor:
-        return self.model.initial_state(n, self.device)
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"n: expected a number of environments >= 1, got {n!r}")
+        return self.model.initial_state(int(n), self.device)
 
     def act(self, obs: np.ndarray, state: torch.Tensor | None, episode_start: np.ndarray,
             deterministic: bool = False, action_mask: np.ndarray | None = None,

@@ -77,9 +77,22 @@ def save(trainer, path: Path | None = None) -> Path:
     return path or trainer.checkpoint_path
 
 
+def load_model(model: torch.nn.Module, saved: dict) -> None:
+    """The saved parameters into the model; non-finite ones are refused (ValueError), as the writer refuses them."""
+    model.load_state_dict(saved)
+    if not all(torch.isfinite(p).all() for p in model.parameters()):
+        raise ValueError("the model's parameters hold NaN or inf")
+
+
+def _same_shape(name: str, saved, expected) -> None:
+    """Refuses a saved array or tensor whose shape is not the run's (an edited file): it failed deep in torch."""
+    if tuple(saved.shape) != tuple(expected.shape):
+        raise ValueError(f"its {name} has the shape {tuple(saved.shape)}, the run's {tuple(expected.shape)}")
+
+
 def restore(trainer, checkpoint: dict) -> None:
     """Continues a saved run exactly: same parameters, optimizer, generators, environments."""
-    trainer.model.load_state_dict(checkpoint["model"])
+    load_model(trainer.model, checkpoint["model"])
     trainer.optimizer.load_state_dict(torch_optimizer_state(checkpoint["optimizer"], trainer.optimizer))
     for group in trainer.optimizer.param_groups:  # the config's settings, not the saved ones: a resume may change them
         group.update(eps=trainer.config.optimizer.eps, weight_decay=trainer.config.optimizer.weight_decay)
@@ -92,9 +105,12 @@ def restore(trainer, checkpoint: dict) -> None:
     if rng["cuda"] and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(rng["cuda"])
     trainer.envs.set_state(arrays(checkpoint["environments"]))
+    _same_shape("obs", checkpoint["obs"].numpy(), trainer.obs)
     trainer.obs = checkpoint["obs"].numpy().copy()
+    _same_shape("state", checkpoint["state"], trainer.state)
     trainer.state = checkpoint["state"].to(trainer.device)
     if "previous" in checkpoint:
+        _same_shape("previous", checkpoint["previous"], trainer.previous)
         trainer.previous = checkpoint["previous"].to(trainer.device)
     trainer.best = checkpoint.get("best")  # absent from checkpoints written before evaluation during training
     trainer.summaries.load_state_dict(checkpoint["summaries"])

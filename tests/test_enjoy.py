@@ -312,6 +312,13 @@ def test_load_names_a_device_it_cannot_use_not_a_corrupt_checkpoint(device, word
         Agent.load(ROOT / "models/poc_memory_env.pt", device=device)
 
 
+@pytest.mark.parametrize("n", [-1, 0, 1.5, True])
+def test_initial_state_names_a_count_it_cannot_take(n):
+    """Agent.initial_state(-1) raised torch's own error (issue 58, borderline)."""
+    with pytest.raises(ValueError, match=f"^n: expected a number of environments >= 1, got {n!r}"):
+        Agent.load(ROOT / "models/poc_memory_env.pt").initial_state(n)
+
+
 def test_load_reads_the_action_space_before_closing_the_environment(monkeypatch):
     # Memory Gym's environments have no action space once closed (its wrapper's inner env is None):
     # Agent.load of models/mortar_mayhem_b_grid.pt ended in an AttributeError

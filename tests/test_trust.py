@@ -857,14 +857,23 @@ def _drop_a_tensor(payload):
     payload["model"].pop(next(iter(payload["model"])))
 
 
+def _nan_weights(payload):
+    name = next(iter(payload["model"]))
+    payload["model"][name] = torch.full_like(payload["model"][name], float("nan"))
+
+
 @pytest.mark.parametrize("edit, words, enjoy_code", [
     (_drop_a_tensor, "does not fit the model and environments its config describes", 2),
     (lambda payload: payload.update(environments=[]), "0 environment states for 4 environments", 0),
     (lambda payload: payload.update(update=-5), "its update is -5, not a count", 2),
+    (lambda payload: payload.update(obs=torch.zeros(5, 7)), "its obs has the shape (5, 7), the run's (4, 3)", 0),
+    (lambda payload: payload.update(state=torch.zeros(3, 1)), "its state has the shape (3, 1), the run's (4, 4)", 0),
+    (_nan_weights, "the model's parameters hold NaN or inf", 2),
 ])
 def test_a_checkpoint_whose_contents_do_not_fit_is_one_line_everywhere(tmp_path, trained, edit, words, enjoy_code):
     """Edited, its digest made to match: --resume (a branch) ended in a raw traceback where enjoy.py
-    refused the same file in one line; a negative update was taken."""
+    refused the same file in one line; a negative update was taken. An observation or a state of another
+    shape, and NaN weights, ended in tracebacks too (issue 58, borderline)."""
     _, path = trained
     payload = load_checkpoint(path)
     edit(payload)

@@ -549,4 +549,10 @@ def _score(value) -> float:
 
 if __name__ == "__main__":
     console()
-    sys.exit(main())
+    code = main()
+    for number in stopping.STOP_SIGNALS:  # the work is done: a signal now would only cut Ray's exit short
+        signal.signal(number, signal.SIG_IGN)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    stopping.end_children()  # whatever Ray left
+    os._exit(code)  # Ray is shut down: skip unloading it, seconds in which Python puts back the default handlers

@@ -181,11 +181,21 @@ def main(argv=None) -> int:
 
 def play(agent, args, window) -> int:
     from evaluation import evaluate, summary
-    if args.video or window:
-        results, frames = record(agent, args.episodes, args.seed, args.deterministic, print_episode, args.max_steps)
-    else:
-        results = evaluate(agent, args.episodes, args.seed, args.deterministic, on_episode=print_episode,
-                           max_steps=args.max_steps)
+    played = []
+
+    def on_episode(i: int, stats: dict) -> None:
+        played.append(stats)
+        print_episode(i, stats)
+    try:
+        if args.video or window:
+            results, frames = record(agent, args.episodes, args.seed, args.deterministic, on_episode, args.max_steps)
+        else:
+            results = evaluate(agent, args.episodes, args.seed, args.deterministic, on_episode=on_episode,
+                               max_steps=args.max_steps)
+    except KeyboardInterrupt:  # a stop signal: the scores of the episodes played so far, nothing written
+        if played:
+            print(f"{summary(played)} (stopped after {len(played)} of {args.episodes})", flush=True)
+        raise
     code = 0
     if args.video:
         try:

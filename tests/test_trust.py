@@ -568,6 +568,23 @@ def test_a_stop_signal_at_any_moment_of_enjoy_ends_quietly(tmp_path, busy_core, 
     assert not list(tmp_path.iterdir())  # nothing written where it was not asked to
 
 
+@pytest.mark.parametrize("video", [[], ["--video", "played.gif"]])
+def test_ctrl_c_during_the_episodes_prints_the_scores_of_those_played(tmp_path, video):
+    """Ctrl-C during a long enjoy.py printed no summary of the episodes played (issue 58, borderline)."""
+    process = subprocess.Popen([sys.executable, *ENJOY_LONG, *video], cwd=tmp_path, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env={**os.environ, "SDL_VIDEODRIVER": "dummy"})
+    for line in process.stdout:
+        if line.startswith("episode    3 "):
+            break
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=HANG_S)
+    assert process.returncode == 130 and err == "stopped by SIGINT\n", err
+    played = out.count("episode ") + 3
+    assert out.splitlines()[-1].startswith(f"{played} episodes: return ")
+    assert out.splitlines()[-1].endswith(f" (stopped after {played} of 100000)")
+    assert not list(tmp_path.iterdir())  # no video of the episodes cut short
+
+
 def test_enjoy_answers_ctrl_c_when_it_inherited_sigint_ignored(tmp_path):
     """A shell without job control (a script's `command &`) starts its background jobs with SIGINT
     ignored, and Python then installs no handler of its own: enjoy.py ran every episode through a

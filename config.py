@@ -7,6 +7,7 @@ import dataclasses
 import difflib
 import itertools
 import math
+import re
 import reprlib
 import typing
 from dataclasses import dataclass, field, replace
@@ -231,6 +232,11 @@ class _ConfigLoader(yaml.SafeLoader):
         if len(node.value) > MAX_CONFIG_VALUES:
             raise ConfigError(f"the yaml's merge keys expand a mapping to more than {MAX_CONFIG_VALUES:,} "
                               "entries (a 'billion laughs')")
+
+
+# YAML 1.1 reads 3e-4 and 1.0e5 (no dot, or no exponent sign) as text: a number a researcher types is a number
+_ConfigLoader.add_implicit_resolver("tag:yaml.org,2002:float",
+                                    re.compile(r"^[-+]?[0-9][0-9_]*(\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789"))
 
 
 def config_from_dict(raw: dict, overrides: list[str] = ()) -> Config:

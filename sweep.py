@@ -252,7 +252,7 @@ def write_sweep_file(sweep: Sweep) -> None:
 
 
 def override(key: str, value) -> str:
-    """A value back as a --set item, in yaml's own dump: 1e-05 stays a float (yaml reads '1e-05' as text)."""
+    """A value back as a --set item, in yaml's own dump: a float stays a float for any yaml reader."""
     return f"{key}={yaml.safe_dump(value, default_flow_style=True).strip().removesuffix(chr(10) + '...')}"
 
 

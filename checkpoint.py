@@ -216,10 +216,11 @@ def save_checkpoint(path: str | Path, payload: dict) -> Path:
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
     """Reads a checkpoint weights-only and checks its digest and contents; a problem is one CheckpointError."""
+    from cli import kind
     path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint not found: {path}" if not path.is_dir() else
-                              f"{path} is a folder, not a checkpoint file")
+    if (what := kind(path)) != "a file":
+        raise CheckpointError(f"checkpoint not found: {path}" if what == "missing" else
+                              f"{path} is {what}, not a checkpoint file")
     try:
         payload = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as error:

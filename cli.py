@@ -38,7 +38,7 @@ def kind(path: str | Path) -> str:
                     f"a symbolic link to {os.readlink(path)}, which does not exist")
         return "missing" if error.errno in (errno.ENOENT, errno.ENOTDIR) else f"unreadable ({reason(error)})"
     return ("a file" if stat.S_ISREG(mode) else "a folder" if stat.S_ISDIR(mode) else
-            "a device, pipe or socket, not a regular file")
+            "a device, pipe or socket")
 
 
 def writable(folder: str | Path) -> str | None:

@@ -155,9 +155,11 @@ EXECUTION_KEYS = ("device", "worker_processes", "torch_threads", "checkpoint_int
 
 
 def load_config(path: str | Path, overrides: list[str] = ()) -> Config:
+    from cli import kind  # here: cli imports config
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file not found: {path}")
+    if (what := kind(path)) != "a file":
+        raise ConfigError(f"config file not found: {path}" if what == "missing" else
+                          f"{path} is {what}, not a config file")
     try:
         raw = read_yaml(path.read_text(encoding="utf-8")) or {}
     except UnicodeDecodeError:

@@ -29,3 +29,25 @@ def test_a_config_of_any_file_name_trains_without_a_run_id(tmp_path, name):
     shutil.copy(ROOT / "configs/poc_memory_env.yaml", tmp_path / name)
     _, run_id, _ = train.read_run(train.parser().parse_args(["--config", str(tmp_path / name)]))
     train.check_run_id(run_id, "the run id")
+
+
+def test_paths_are_named_by_what_they_are(tmp_path):
+    """A folder given as --config, a symbolic link loop and enjoy.py --model /dev/null were 'not found', a
+    dangling summaries link 'a file' (issue 58, borderline)."""
+    from checkpoint import CheckpointError, load_checkpoint
+    from config import ConfigError, load_config
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "dangling").symlink_to(tmp_path / "gone")
+    (tmp_path / "folder").mkdir()
+    expected = {"folder": "a folder", "loop": "a loop of symbolic links", "missing": "missing",
+                "dangling": f"a symbolic link to {tmp_path / 'gone'}, which does not exist"}
+    assert {name: cli.kind(tmp_path / name) for name in expected} == expected
+    assert cli.kind("/dev/null") == "a device, pipe or socket"
+    for name, words in (("folder", "is a folder, not a config file"), ("loop", "is a loop of symbolic links"),
+                        ("missing", "config file not found")):
+        with pytest.raises(ConfigError, match=words):
+            load_config(tmp_path / name)
+    with pytest.raises(CheckpointError, match="^/dev/null is a device, pipe or socket, not a checkpoint file$"):
+        load_checkpoint("/dev/null")
+    assert cli.writable(tmp_path / "dangling" / "run") == (f"{tmp_path / 'dangling'} is a symbolic link to "
+                                                          f"{tmp_path / 'gone'}, which does not exist, not a folder")

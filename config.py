@@ -161,13 +161,16 @@ def load_config(path: str | Path, overrides: list[str] = ()) -> Config:
         raise ConfigError(f"config file not found: {path}" if what == "missing" else
                           f"{path} is {what}, not a config file")
     try:
-        raw = read_yaml(path.read_text(encoding="utf-8")) or {}
+        raw = read_yaml(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
         raise ConfigError(f"{path} is not a text file in UTF-8") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{path} is not valid yaml: {' '.join(str(error).split())}") from None
     except ConfigError as error:
         raise ConfigError(f"{path}: {error}") from None
+    if raw is None:  # more likely the wrong file, or one not yet saved, than a wish for the defaults
+        raise ConfigError(f"{path} holds no keys (it is empty, or comments only): to train on every default, "
+                          "write {} in it")
     return config_from_dict(raw, overrides)
 
 

@@ -167,6 +167,17 @@ def test_numbers_in_exponent_notation_are_numbers_in_files_and_overrides(tmp_pat
     assert read_yaml("[3e, e5, 1e5x, run1e5]") == ["3e", "e5", "1e5x", "run1e5"]  # text stays text
 
 
+@pytest.mark.parametrize("text", ["", "# only a comment\n", "---\n"])
+def test_a_config_without_keys_is_refused_and_an_empty_mapping_takes_the_defaults(tmp_path, text):
+    """An empty or comment-only config trained on the defaults without a word (issue 58, borderline)."""
+    (tmp_path / "c.yaml").write_text(text)
+    with pytest.raises(ConfigError, match=r"c.yaml holds no keys \(it is empty, or comments only\): to train on "
+                                          r"every default, write \{\} in it"):
+        load_config(tmp_path / "c.yaml")
+    (tmp_path / "c.yaml").write_text(text + "{}\n")
+    assert load_config(tmp_path / "c.yaml") == config_from_dict({})
+
+
 def test_yaml_syntax_error_and_missing_file_are_one_line(tmp_path):
     (tmp_path / "broken.yaml").write_text("gamma: [0.9\nlamda: 0.95\n")
     for path, word in ((tmp_path / "broken.yaml", "not valid yaml"), (tmp_path / "none.yaml", "not found")):

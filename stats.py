@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import argparse
 import copy
+import difflib
+import itertools
 import json
+import os
 import sys
 from dataclasses import dataclass
 from functools import reduce
@@ -354,6 +357,9 @@ def table(summaries: list[dict], settings: dict) -> str:
          *([_cell(s["fraction_at_least_threshold"], ".2f")] if at_least else []),
          "mixed" if s["steps_per_second"] is None else f"{s['steps_per_second']:.0f}", str(len(s["stopped_early"]))]
         for s in summaries])
+    if pairs := [s["label"] for s in summaries if s["seeds"] == 2]:
+        lines += ["", f"{'; '.join(pairs)}: 2 seeds, whose every [low, high] is the range of their two scores (a "
+                  "bootstrap over 2 seeds draws nothing else): no 95% interval."]
     for s in (s for s in summaries if s["steps_per_second"] is None):
         per_seed = ", ".join(f"{r['seed']}: {r['steps_per_second']:.0f} ("
                              + ", ".join(f"{k} {v}" for k, v in r["execution"].items()) + ")" for r in s["runs"])
@@ -439,7 +445,15 @@ def report(folders: list[str | Path], out: str | Path, threshold: float | None =
     """Writes <output_prefix(out)>.md, .json and .png for the runs below folders; returns the markdown."""
     if threshold is not None and not np.isfinite(threshold):
         raise ConfigError(f"--threshold must be a finite number, not {threshold}")
-    points = group_runs(load_runs(folders), pooled)
+    runs = load_runs(folders)
+    keys = {prefix for run in runs for key in flatten(run.config)
+            for prefix in itertools.accumulate(key.split("."), lambda a, b: f"{a}.{b}")}  # keys and their sections
+    for key in pooled:
+        if key not in keys:
+            close = difflib.get_close_matches(key, sorted(keys), n=1)
+            raise ConfigError(f"--pool {key}: no run's config has that key or section"
+                              + (f"; did you mean {close[0]}?" if close else ""))
+    points = group_runs(runs, pooled)
     if not points:
         raise ConfigError("no run reached its config's updates: nothing to score (see the warnings)")
     for point in points:
@@ -480,8 +494,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pool", action="append", default=[], metavar="KEY",
                         help="a config key or section that may differ between one grid point's seeds (repeatable), "
                              "for settings that do not change training, such as evaluation")
+    parser.add_argument("--overwrite", action="store_true", help="replace OUT.md, .json and .png if they exist")
     try:
         args = parser.parse_args(argv)
+        prefix = output_prefix(args.out)
+        taken = [f"{prefix}{suffix}" for suffix in (".md", ".json", ".png") if os.path.lexists(f"{prefix}{suffix}")]
+        if taken and not args.overwrite:
+            raise ConfigError(f"{taken[0]} exists: choose another --out, or pass --overwrite to replace it")
         markdown = report(args.runs, args.out, args.threshold, args.final_updates, args.published, args.pool)
     except ConfigError as error:
         return failed(error)

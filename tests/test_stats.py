@@ -383,6 +383,35 @@ def test_out_names_a_prefix_or_a_folder_to_write_stats_into(tmp_path, capsys, mo
     assert all(Path(path).is_file() for path in written)
 
 
+def test_existing_outputs_need_overwrite_and_an_unknown_pool_key_is_refused(tmp_path, capsys):
+    """stats.py replaced its output files unasked and took any --pool key (issue 58, borderline)."""
+    write_run(tmp_path / "runs" / "s0", 0, [0.5, 1.0])
+    (tmp_path / "mine.png").write_bytes(b"a user's figure")
+    code = stats.main(["--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "mine")])
+    assert code == 2 and capsys.readouterr().err == (f"error: {tmp_path / 'mine.png'} exists: choose another --out, "
+                                                      "or pass --overwrite to replace it\n")
+    assert (tmp_path / "mine.png").read_bytes() == b"a user's figure" and not (tmp_path / "mine.md").exists()
+    assert stats.main(["--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "mine"), "--overwrite"]) == 0
+    assert (tmp_path / "mine.png").read_bytes().startswith(b"\x89PNG")
+    for pool, hint in (("recurence", "; did you mean recurrence?"), ("recurrence.layer_type", ""), ("zzz", "")):
+        code = stats.main(["--runs", str(tmp_path / "runs"), "--out", str(tmp_path / pool), "--pool", pool])
+        err = capsys.readouterr().err
+        if pool == "recurrence.layer_type":  # a key the runs have: taken
+            assert code == 0, err
+        else:
+            assert code == 2 and err == f"error: --pool {pool}: no run's config has that key or section{hint}\n"
+
+
+def test_two_seeds_are_not_called_a_95_percent_interval(tmp_path):
+    """Over 2 seeds every percentile bootstrap interval is the range of their scores (issue 58, borderline)."""
+    for seed, final in ((0, 1.0), (1, 2.0)):
+        write_run(tmp_path / f"s{seed}", seed, [0.5, final])
+    markdown = stats.report([tmp_path], tmp_path / "out", n_resamples=100)
+    assert "| PocMemoryEnv | 2 | 1.5 [1, 2] |" in markdown
+    assert ("PocMemoryEnv: 2 seeds, whose every [low, high] is the range of their two scores (a bootstrap over 2 "
+            "seeds draws nothing else): no 95% interval.") in markdown
+
+
 def test_an_unwritable_out_is_one_line(tmp_path, capsys):
     write_run(tmp_path / "runs" / "s0", 0, [1.0])
     (tmp_path / "file").write_text("")

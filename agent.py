@@ -76,8 +76,7 @@ class Agent:
                 from None
         gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if device.type == "cuda" and (device.index or 0) >= gpus:
-            raise ValueError(f"device: {str(device)!r} is not available here ({gpus} GPUs): "
-                             "load on 'cpu'")
+            raise ValueError(f"device: {str(device)!r} is not available here ({gpus} GPUs): load on 'cpu'")
         if device.type not in ("cpu", "cuda"):
             raise ValueError(f"device: {str(device)!r} is not one this project runs on: use 'cpu' or 'cuda'")
         return device

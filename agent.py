@@ -20,13 +20,15 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from checkpoint import arrays, fitted, load_checkpoint
+from checkpoint import arrays, fitted, load_checkpoint, load_model
 from cli import reason
 from config import Config, config_from_dict
 from environments import spaces_of
 from model import ActorCritic, build_model
 from normalization import Normalizers
 from spaces import action_format
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 class AgentStep(NamedTuple):
@@ -51,6 +53,7 @@ class Agent:
     @classmethod
     def load(cls, path: str | Path, device: str = "cpu") -> "Agent":
         """The model from the checkpoint alone (an environment is made once, for its spaces)."""
+        device = cls._checked_device(device)  # else torch's error would call an intact file corrupt
         checkpoint = load_checkpoint(path, map_location=device)
         config = config_from_dict(checkpoint["config"])
         env = config.environment.make()
@@ -59,14 +62,30 @@ class Agent:
             spaces = spaces_of(env)
             model, normalizers = build_model(config, spaces), Normalizers(config, spaces.observation)
             with fitted(path):
-                model.load_state_dict(checkpoint["model"])
+                load_model(model, checkpoint["model"])
                 normalizers.load_state_dict(arrays(checkpoint["normalization"]))
         finally:
             env.close()
         return cls(model.to(device), config, action_space, device, normalizers, spaces.masked)
 
+    @staticmethod
+    def _checked_device(device) -> torch.device:
+        try:
+            device = torch.device(device)
+        except (RuntimeError, TypeError):
+            raise ValueError(f"device: expected a torch device such as 'cpu', 'cuda' or 'cuda:1', got {device!r}") \
+                from None
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if device.type == "cuda" and (device.index or 0) >= gpus:
+            raise ValueError(f"device: {str(device)!r} is not available here ({gpus} GPUs): load on 'cpu'")
+        if device.type not in ("cpu", "cuda"):
+            raise ValueError(f"device: {str(device)!r} is not one this project runs on: use 'cpu' or 'cuda'")
+        return device
+
     def initial_state(self, n: int) -> torch.Tensor:
-        return self.model.initial_state(n, self.device)
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"n: expected a number of environments >= 1, got {n!r}")
+        return self.model.initial_state(int(n), self.device)
 
     def act(self, obs: np.ndarray, state: torch.Tensor | None, episode_start: np.ndarray,
             deterministic: bool = False, action_mask: np.ndarray | None = None,
@@ -108,9 +127,12 @@ class Agent:
                              f"({reason(error, 100)})") from None
         if array.dtype.kind not in ("biu" if flags else "biuf") or not fits(array.shape):
             raise ValueError(f"{name}: expected {expected}, got shape {array.shape} ({array.dtype})")
-        if array.dtype.kind == "f" and not np.isfinite(array).all():  # would act silently and poison the state
-            row = int(np.argwhere(~np.isfinite(array))[0][0])
-            raise ValueError(f"{name}: expected finite numbers, got NaN or inf in row {row}")
+        # NaN or inf would act silently and poison the state; so would 1e39, finite in float64, inf in the model's
+        # float32 (NaN fails the comparison too)
+        beyond = ~(np.abs(array) <= FLOAT32_MAX) if array.dtype.kind == "f" else None
+        if beyond is not None and beyond.any():
+            raise ValueError(f"{name}: expected finite numbers within float32's range, got NaN, inf or a larger "
+                             f"number in row {int(np.argwhere(beyond)[0][0])}")
         return array != 0 if flags and array.dtype != bool else array
 
     def _checked_obs(self, obs) -> np.ndarray:

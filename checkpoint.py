@@ -23,11 +23,16 @@ import numpy as np
 import torch
 
 from atomic import write_atomically
-from config import ConfigError, require_small
+from config import MAX_CONFIG_VALUES, MAX_WORKERS, ConfigError, require_small
+from environments import EpisodeStats
 from losses import NonFiniteError
 
 FORMAT = 2  # 1: pickled Python objects, no digest (before weights-only loading)
-MAX_CHECKPOINT_VALUES = 10 ** 6  # entries, shared parts counted as often as referenced; a real one holds thousands
+# The most values (require_small's count: shared parts as often as referenced) a checkpoint of a config within
+# config.py's bounds holds, so that every checkpoint written is read again: the config, every environment's
+# state, and the model's and optimizer's entries (about 11 per parameter tensor: room for 9,000 tensors; 100
+# stacked layers in two cores take 800) with the counts and generators. save_checkpoint refuses more too.
+MAX_CHECKPOINT_VALUES = MAX_CONFIG_VALUES + MAX_WORKERS * EpisodeStats.STATE_VALUES + 100_000
 INFERENCE = ("format", "model", "config", "update", "steps", "run_id", "normalization")  # what acting needs
 # and what only a resumed run needs besides; "previous" and "best" are optional (older checkpoints lack them)
 RESUME = ("summaries_path", "summaries", "optimizer", "rng", "environments", "obs", "state")
@@ -72,9 +77,22 @@ def save(trainer, path: Path | None = None) -> Path:
     return path or trainer.checkpoint_path
 
 
+def load_model(model: torch.nn.Module, saved: dict) -> None:
+    """The saved parameters into the model; non-finite ones are refused (ValueError), as the writer refuses them."""
+    model.load_state_dict(saved)
+    if not all(torch.isfinite(p).all() for p in model.parameters()):
+        raise ValueError("the model's parameters hold NaN or inf")
+
+
+def _same_shape(name: str, saved, expected) -> None:
+    """Refuses a saved array or tensor whose shape is not the run's (an edited file): it failed deep in torch."""
+    if tuple(saved.shape) != tuple(expected.shape):
+        raise ValueError(f"its {name} has the shape {tuple(saved.shape)}, the run's {tuple(expected.shape)}")
+
+
 def restore(trainer, checkpoint: dict) -> None:
     """Continues a saved run exactly: same parameters, optimizer, generators, environments."""
-    trainer.model.load_state_dict(checkpoint["model"])
+    load_model(trainer.model, checkpoint["model"])
     trainer.optimizer.load_state_dict(torch_optimizer_state(checkpoint["optimizer"], trainer.optimizer))
     for group in trainer.optimizer.param_groups:  # the config's settings, not the saved ones: a resume may change them
         group.update(eps=trainer.config.optimizer.eps, weight_decay=trainer.config.optimizer.weight_decay)
@@ -87,9 +105,12 @@ def restore(trainer, checkpoint: dict) -> None:
     if rng["cuda"] and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(rng["cuda"])
     trainer.envs.set_state(arrays(checkpoint["environments"]))
+    _same_shape("obs", checkpoint["obs"].numpy(), trainer.obs)
     trainer.obs = checkpoint["obs"].numpy().copy()
+    _same_shape("state", checkpoint["state"], trainer.state)
     trainer.state = checkpoint["state"].to(trainer.device)
     if "previous" in checkpoint:
+        _same_shape("previous", checkpoint["previous"], trainer.previous)
         trainer.previous = checkpoint["previous"].to(trainer.device)
     trainer.best = checkpoint.get("best")  # absent from checkpoints written before evaluation during training
     trainer.summaries.load_state_dict(checkpoint["summaries"])
@@ -175,6 +196,11 @@ def save_checkpoint(path: str | Path, payload: dict) -> Path:
     as it was and raises CheckpointError."""
     from cli import reason
     path = Path(path)
+    try:
+        require_small(payload, "the checkpoint", limit=MAX_CHECKPOINT_VALUES)
+    except ConfigError:
+        raise CheckpointError(f"could not write {path}: it would hold more than {MAX_CHECKPOINT_VALUES:,} values, "
+                              "more than a checkpoint may (checkpoint.MAX_CHECKPOINT_VALUES)") from None
     data = io.BytesIO()  # serialised first: a failed write is then the file's own error (ENOSPC), not torch's
     torch.save({**payload, "digest": digest(payload)}, data)
     try:
@@ -190,10 +216,11 @@ def save_checkpoint(path: str | Path, payload: dict) -> Path:
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
     """Reads a checkpoint weights-only and checks its digest and contents; a problem is one CheckpointError."""
+    from cli import kind
     path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint not found: {path}" if not path.is_dir() else
-                              f"{path} is a folder, not a checkpoint file")
+    if (what := kind(path)) != "a file":
+        raise CheckpointError(f"checkpoint not found: {path}" if what == "missing" else
+                              f"{path} is {what}, not a checkpoint file")
     try:
         payload = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as error:
@@ -322,4 +349,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    from cli import console
+    console()
     sys.exit(main())

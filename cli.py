@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import math
 import os
 import reprlib
 import secrets
+import stat
 import sys
 import warnings
 from pathlib import Path
@@ -26,20 +28,36 @@ def failed(message, code: int = 2) -> int:
     return code
 
 
+def kind(path: str | Path) -> str:
+    """What is at `path`, in the words of a refusal: "a file", "a folder", "missing", or what else it is."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        if os.path.islink(path):
+            return ("a loop of symbolic links" if error.errno == errno.ELOOP else
+                    f"a symbolic link to {os.readlink(path)}, which does not exist")
+        return "missing" if error.errno in (errno.ENOENT, errno.ENOTDIR) else f"unreadable ({reason(error)})"
+    return ("a file" if stat.S_ISREG(mode) else "a folder" if stat.S_ISDIR(mode) else
+            "a device, pipe or socket")
+
+
 def writable(folder: str | Path) -> str | None:
     """None if files can be written under `folder`, else why not: a byte is written in its nearest existing
     folder (an empty file passes on a full disk), and removed."""
     existing = next(p for p in [Path(folder), *Path(folder).parents] if os.path.lexists(p))
-    if not existing.is_dir():
-        return f"{existing} is a file, not a folder"
+    if (what := kind(existing)) != "a folder":
+        return f"{existing} is {what}, not a folder"
     probe = existing / f".write-test-{os.getpid()}-{secrets.token_hex(4)}"
+    made = False
     try:
         with open(probe, "xb") as file:
+            made = True
             file.write(b"\0")
     except OSError as error:
         return reason(error)
     finally:
-        probe.unlink(missing_ok=True)
+        if made:  # only then: a read-only file system refuses to unlink even a name that is not there
+            probe.unlink(missing_ok=True)
     return None
 
 
@@ -75,11 +93,32 @@ def number(kind, low: float = -math.inf, high: float = math.inf):
     return number
 
 
-class Stdout:
-    """sys.stdout whose reader may leave (`| head -1`): one line on stderr says so, the work goes on."""
+def console() -> None:
+    """A script's work never depends on its console. A standard stream closed at start (`>&-`) is opened on
+    /dev/null, else the next file opened would take its number (a lock, a worker's output); stdout and stderr
+    that fail later (a reader gone, /dev/full) go to /dev/null, stdout's failure said on stderr."""
+    closed = []
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            closed.append(fd)
+            null = os.open(os.devnull, os.O_RDWR)  # the lowest free number: this one
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    sys.stderr = Stdout(sys.stderr or open(2, "w", closefd=False), "stderr")  # Python's None for a closed one
+    sys.stdout = Stdout(sys.stdout or open(1, "w", closefd=False))
+    if 1 in closed:
+        print("warning: stdout is closed; going on without printing", file=sys.stderr, flush=True)
 
-    def __init__(self, stream):
-        self.stream = stream
+
+class Stdout:
+    """sys.stdout (or stderr) whose reader may leave (`| head -1`) or whose file fails (/dev/full): it goes to
+    /dev/null, stdout's failure is one line on stderr, and the work goes on."""
+
+    def __init__(self, stream, name: str = "stdout"):
+        self.stream, self.name = stream, name
 
     def __getattr__(self, name):
         return getattr(self.stream, name)
@@ -87,18 +126,21 @@ class Stdout:
     def write(self, text: str) -> int:
         try:
             return self.stream.write(text)
-        except BrokenPipeError:
-            self._closed()
+        except OSError as error:
+            self._failed(error)
             return len(text)
 
     def flush(self) -> None:
         try:
             self.stream.flush()
-        except BrokenPipeError:
-            self._closed()
+        except OSError as error:
+            self._failed(error)
 
-    def _closed(self) -> None:
+    def _failed(self, error: OSError) -> None:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, self.stream.fileno())  # what is still buffered goes there too
         os.close(null)
-        print("warning: stdout was closed (Broken pipe); going on without printing", file=sys.stderr, flush=True)
+        if self.name == "stdout":
+            what = "was closed" if isinstance(error, BrokenPipeError) else "cannot be written"
+            print(f"warning: stdout {what} ({reason(error)}); going on without printing", file=sys.stderr,
+                  flush=True)

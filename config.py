@@ -7,6 +7,7 @@ import dataclasses
 import difflib
 import itertools
 import math
+import re
 import reprlib
 import typing
 from dataclasses import dataclass, field, replace
@@ -159,17 +160,22 @@ EXECUTION_KEYS = ("device", "worker_processes", "torch_threads", "checkpoint_int
 
 
 def load_config(path: str | Path, overrides: list[str] = ()) -> Config:
+    from cli import kind  # here: cli imports config
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file not found: {path}")
+    if (what := kind(path)) != "a file":
+        raise ConfigError(f"config file not found: {path}" if what == "missing" else
+                          f"{path} is {what}, not a config file")
     try:
-        raw = read_yaml(path.read_text(encoding="utf-8")) or {}
+        raw = read_yaml(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
         raise ConfigError(f"{path} is not a text file in UTF-8") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{path} is not valid yaml: {' '.join(str(error).split())}") from None
     except ConfigError as error:
         raise ConfigError(f"{path}: {error}") from None
+    if raw is None:  # more likely the wrong file, or one not yet saved, than a wish for the defaults
+        raise ConfigError(f"{path} holds no keys (it is empty, or comments only): to train on every default, "
+                          "write {} in it")
     return config_from_dict(raw, overrides)
 
 
@@ -236,6 +242,11 @@ class _ConfigLoader(yaml.SafeLoader):
         if len(node.value) > MAX_CONFIG_VALUES:
             raise ConfigError(f"the yaml's merge keys expand a mapping to more than {MAX_CONFIG_VALUES:,} "
                               "entries (a 'billion laughs')")
+
+
+# YAML 1.1 reads 3e-4 and 1.0e5 (no dot, or no exponent sign) as text: a number a researcher types is a number
+_ConfigLoader.add_implicit_resolver("tag:yaml.org,2002:float",
+                                    re.compile(r"^[-+]?[0-9][0-9_]*(\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789"))
 
 
 def config_from_dict(raw: dict, overrides: list[str] = ()) -> Config:

@@ -17,7 +17,7 @@ import torch
 
 from atomic import write_atomically
 from checkpoint import CheckpointError
-from cli import ArgumentParser, Stdout, failed, number, reason, start_up_warnings
+from cli import ArgumentParser, console, failed, number, reason, start_up_warnings
 from config import MAX_EPISODES, SEEDS, ConfigError
 
 def parser() -> ArgumentParser:
@@ -33,13 +33,15 @@ def parser() -> ArgumentParser:
         "checkpoint's evaluation.seed + 1, fresh episodes (its evaluation.seed replays those its run's evaluations "
         "played and picked the best model on)")
     add("--deterministic", action="store_true", help="take the most probable action, not a sample")
-    add("--max-steps", type=number(int, 1, 2 ** 31 - 1), help="cut an episode at this many steps, scored as it "
-        "stood (a line says so). Default: the config's evaluation.max_steps (0: the environment's time limit, else "
-        "100,000)")
+    add("--max-steps", type=number(int, 0, 2 ** 31 - 1), help="cut an episode at this many steps, scored as it "
+        "stood (a line says so); 0: the environment's time limit, else 100,000. Default: the config's "
+        "evaluation.max_steps")
     add("--video", metavar="PATH", type=Path, help="record the episodes to a .gif (Pillow) or .mp4 (needs the video "
-        "extra: pip install -r requirements-video.txt); an existing file is refused")
+        "extra: pip install -r requirements-video.txt); an existing file is refused. Every frame is held in memory "
+        "until the file is written (a MiniGrid frame takes 0.7 MB): record a few episodes")
     add("--overwrite", action="store_true", help="let --video replace an existing file")
-    add("--render", action="store_true", help="show the episodes in a window (needs a display)")
+    add("--render", action="store_true", help="show the episodes in a window (needs a display; its frames are held "
+        "as --video's)")
     return parser
 
 
@@ -154,9 +156,9 @@ def check_options(args):
                               "(or use a .gif)")
     if args.render and (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         return open_window()
-    if args.render and video is None:
-        raise ConfigError("--render needs a display and there is none here (no DISPLAY or WAYLAND_DISPLAY): "
-                          "record the episodes with --video FILE.gif instead")
+    if args.render:  # beside --video too: asked for, it is refused, never left out in silence
+        hint = "drop it, --video records the episodes" if video else "record the episodes with --video FILE.gif instead"
+        raise ConfigError(f"--render needs a display and there is none here (no DISPLAY or WAYLAND_DISPLAY): {hint}")
     return None
 
 
@@ -181,11 +183,21 @@ def main(argv=None) -> int:
 
 def play(agent, args, window) -> int:
     from evaluation import evaluate, summary
-    if args.video or window:
-        results, frames = record(agent, args.episodes, args.seed, args.deterministic, print_episode, args.max_steps)
-    else:
-        results = evaluate(agent, args.episodes, args.seed, args.deterministic, on_episode=print_episode,
-                           max_steps=args.max_steps)
+    played = []
+
+    def on_episode(i: int, stats: dict) -> None:
+        played.append(stats)
+        print_episode(i, stats)
+    try:
+        if args.video or window:
+            results, frames = record(agent, args.episodes, args.seed, args.deterministic, on_episode, args.max_steps)
+        else:
+            results = evaluate(agent, args.episodes, args.seed, args.deterministic, on_episode=on_episode,
+                               max_steps=args.max_steps)
+    except KeyboardInterrupt:  # a stop signal: the scores of the episodes played so far, nothing written
+        if played:
+            print(f"{summary(played)} (stopped after {len(played)} of {args.episodes})", flush=True)
+        raise
     code = 0
     if args.video:
         try:
@@ -208,5 +220,5 @@ def print_episode(i: int, stats: dict) -> None:
 
 
 if __name__ == "__main__":
-    sys.stdout = Stdout(sys.stdout)  # a closed stdout (`| head`) ends no episode
+    console()  # a closed or failing console (`| head`, `>&-`, /dev/full) ends no episode
     sys.exit(main())

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import argparse
 import copy
+import difflib
+import itertools
 import json
+import os
 import sys
 from dataclasses import dataclass
 from functools import reduce
@@ -17,7 +20,7 @@ from tensorboard.compat.tensorflow_stub import errors
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import PyRecordReader_New
 
 from atomic import write_atomically
-from cli import ArgumentParser, failed
+from cli import ArgumentParser, console, failed
 from config import EXECUTION_KEYS, ConfigError
 
 N_RESAMPLES = 2000
@@ -166,7 +169,13 @@ def load_runs(paths: list[str | Path]) -> list[Run]:
     for path in map(Path, paths):
         if not path.exists():
             raise ConfigError(f"{path} does not exist")
-        found = [run for run in (load_run(c.parent) for c in sorted(path.rglob("config.json"))) if run]
+        found = []
+        for folder in sorted(c.parent for c in path.rglob("config.json")):
+            if run := load_run(folder):
+                found.append(run)
+            else:
+                print(f"warning: {folder} left out: its events hold no update (empty, or the run ended before "
+                      "its first)", file=sys.stderr)
         if not found:
             raise ConfigError(f"no runs under {path} (a run's folder holds config.json and TensorBoard "
                              "events of at least one update)")
@@ -228,7 +237,8 @@ def group_runs(runs: list[Run], pooled: Iterable[str] = ()) -> list[GridPoint]:
     """Runs whose configs are equal but for the seed, EXECUTION_KEYS and the pooled keys form a grid point,
     labelled and sorted by the keys that differ between grid points. Runs of one config and seed are one run
     trained again (train.py --overwrite starts a folder named by its start time): the one whose name sorts
-    last counts."""
+    last counts. A grid point scores the runs that reached its config's updates; one without any is left
+    out, in a warning."""
     members: dict[str, dict[Any, Run]] = {}  # config -> seed -> run
     for run in sorted(runs, key=lambda r: r.folder.name):
         what = without(run.config, ["seed", *EXECUTION_KEYS, *pooled])
@@ -247,8 +257,13 @@ def group_runs(runs: list[Run], pooled: Iterable[str] = ()) -> list[GridPoint]:
                  or " ".join(filter(None, [environment.get("type"), environment.get("name")])) or "all runs")
         group = sorted(seeds.values(), key=lambda r: _order(r.seed))
         longest = max(run.updates for run in group)
-        point = GridPoint(label, config, [r for r in group if r.updates == longest],
-                          [r for r in group if r.updates < longest])
+        planned = config.get("updates", longest)  # the config's, else (a foreign config.json) the longest run's
+        if longest < planned:
+            print(f"warning: {label} left out: none of its {len(group)} run(s) reached its config's {planned} "
+                  f"updates (the furthest stopped at {longest})", file=sys.stderr)
+            continue
+        point = GridPoint(label, config, [r for r in group if r.updates >= planned],
+                          [r for r in group if r.updates < planned])
         points.append((tuple(_order(f.get(k)) for k in differing), point))
     return [point for _, point in sorted(points, key=lambda p: p[0])]
 
@@ -342,6 +357,9 @@ def table(summaries: list[dict], settings: dict) -> str:
          *([_cell(s["fraction_at_least_threshold"], ".2f")] if at_least else []),
          "mixed" if s["steps_per_second"] is None else f"{s['steps_per_second']:.0f}", str(len(s["stopped_early"]))]
         for s in summaries])
+    if pairs := [s["label"] for s in summaries if s["seeds"] == 2]:
+        lines += ["", f"{'; '.join(pairs)}: 2 seeds, whose every [low, high] is the range of their two scores (a "
+                  "bootstrap over 2 seeds draws nothing else): no 95% interval."]
     for s in (s for s in summaries if s["steps_per_second"] is None):
         per_seed = ", ".join(f"{r['seed']}: {r['steps_per_second']:.0f} ("
                              + ", ".join(f"{k} {v}" for k, v in r["execution"].items()) + ")" for r in s["runs"])
@@ -427,7 +445,17 @@ def report(folders: list[str | Path], out: str | Path, threshold: float | None =
     """Writes <output_prefix(out)>.md, .json and .png for the runs below folders; returns the markdown."""
     if threshold is not None and not np.isfinite(threshold):
         raise ConfigError(f"--threshold must be a finite number, not {threshold}")
-    points = group_runs(load_runs(folders), pooled)
+    runs = load_runs(folders)
+    keys = {prefix for run in runs for key in flatten(run.config)
+            for prefix in itertools.accumulate(key.split("."), lambda a, b: f"{a}.{b}")}  # keys and their sections
+    for key in pooled:
+        if key not in keys:
+            close = difflib.get_close_matches(key, sorted(keys), n=1)
+            raise ConfigError(f"--pool {key}: no run's config has that key or section"
+                              + (f"; did you mean {close[0]}?" if close else ""))
+    points = group_runs(runs, pooled)
+    if not points:
+        raise ConfigError("no run reached its config's updates: nothing to score (see the warnings)")
     for point in points:
         if not 1 <= final_updates <= len(point.runs[0].update):
             raise ConfigError(f"--final-updates {final_updates}: must be from 1 to the {len(point.runs[0].update)} "
@@ -466,8 +494,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pool", action="append", default=[], metavar="KEY",
                         help="a config key or section that may differ between one grid point's seeds (repeatable), "
                              "for settings that do not change training, such as evaluation")
+    parser.add_argument("--overwrite", action="store_true", help="replace OUT.md, .json and .png if they exist")
     try:
         args = parser.parse_args(argv)
+        prefix = output_prefix(args.out)
+        taken = [f"{prefix}{suffix}" for suffix in (".md", ".json", ".png") if os.path.lexists(f"{prefix}{suffix}")]
+        if taken and not args.overwrite:
+            raise ConfigError(f"{taken[0]} exists: choose another --out, or pass --overwrite to replace it")
         markdown = report(args.runs, args.out, args.threshold, args.final_updates, args.published, args.pool)
     except ConfigError as error:
         return failed(error)
@@ -480,4 +513,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    console()
     sys.exit(main())

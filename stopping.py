@@ -22,7 +22,8 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 def leave(number: int, when: str = "during start-up") -> None:
     end_children()
-    os.write(2, f"stopped by {signal.Signals(number).name} {when}\n".encode())
+    with contextlib.suppress(OSError):  # a closed or full stderr: the exit code says it
+        os.write(2, f"stopped by {signal.Signals(number).name} {when}\n".encode())
     os._exit(128 + number)
 
 
@@ -46,6 +47,9 @@ def leave_at_once_on_stop_signals() -> None:
 
 class Stop:
     """A script's answer to the stop signals, for the block (main thread); `leaving` runs before it leaves."""
+    # The one whose handlers are in place (a process has one set): found here by what holds a copy of it, such
+    # as sweep.py's Tune callback, which a resumed sweep unpickles from Tune's state
+    in_place: "Stop | None" = None
 
     def __init__(self, leaving: Callable[[], None] = lambda: None):
         self.signal: int | None = None  # the first signal of the work
@@ -56,9 +60,12 @@ class Stop:
     def __enter__(self) -> "Stop":
         if threading.current_thread() is threading.main_thread():
             self._previous = {number: signal.signal(number, self._handle) for number in STOP_SIGNALS}
+            Stop.in_place = self
         return self
 
     def __exit__(self, *exc) -> None:
+        if Stop.in_place is self:
+            Stop.in_place = None
         _restore(self._previous)
 
     def working(self, on_first: Callable[[int], None] | None = None) -> None:

@@ -14,7 +14,6 @@ import socket
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 import yaml
@@ -25,11 +24,11 @@ if __name__ == "__main__":
     stopping.leave_at_once_on_stop_signals()  # before the imports below and Ray's, which take seconds
 
 from atomic import write_atomically  # noqa: E402
-from cli import ArgumentParser, failed, number, reason, start_up_warnings, writable  # noqa: E402
+from cli import ArgumentParser, console, failed, number, reason, start_up_warnings, writable  # noqa: E402
 from config import SEEDS, ConfigError, config_from_dict, load_config, read_yaml  # noqa: E402
 import tracking  # noqa: E402
 from spaces import SpaceError  # noqa: E402
-from train import check_run_id  # noqa: E402
+from train import check_run_id, default_run_id  # noqa: E402
 from worker import WorkerError, make_probe  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
@@ -169,7 +168,7 @@ def read_sweep(args: argparse.Namespace) -> Sweep:
     if search and len(seeds) > 1:
         raise ConfigError("a search runs each sample with one seed: give --seed-list S (or none: the config's seed); "
                           "then run the best sample's config with --seeds N")
-    sweep_id = args.sweep_id or f"{Path(args.config).stem}-{datetime.now():%Y%m%d-%H%M%S}"
+    sweep_id = args.sweep_id or default_run_id(args.config)
     check_run_id(sweep_id, "--sweep-id")
     track = tracking.from_flags(args)
     storage = args.storage.removeprefix("file://")
@@ -258,7 +257,7 @@ def write_sweep_file(sweep: Sweep) -> None:
 
 
 def override(key: str, value) -> str:
-    """A value back as a --set item, in yaml's own dump: 1e-05 stays a float (yaml reads '1e-05' as text)."""
+    """A value back as a --set item, in yaml's own dump: a float stays a float for any yaml reader."""
     return f"{key}={yaml.safe_dump(value, default_flow_style=True).strip().removesuffix(chr(10) + '...')}"
 
 
@@ -410,7 +409,7 @@ def searcher(sweep: Sweep):
     return OptunaSearch(metric=sweep.metric, mode="max", seed=sweep.seeds[0]) if sweep.search else None
 
 
-def tuner(sweep: Sweep, resume: bool, stop: stopping.Stop):
+def tuner(sweep: Sweep, resume: bool):
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler
     trainable = tune.with_resources(tune.with_parameters(run_trial, sweep=asdict(sweep)),
@@ -429,12 +428,12 @@ def tuner(sweep: Sweep, resume: bool, stop: stopping.Stop):
         num_samples=sweep.samples if sweep.search else 1, max_concurrent_trials=sweep.max_concurrent,
         trial_name_creator=name, trial_dirname_creator=name),
         run_config=tune.RunConfig(
-            name=sweep.sweep_id, storage_path=sweep.storage, verbose=0, callbacks=[progress(sweep, stop)],
+            name=sweep.sweep_id, storage_path=sweep.storage, verbose=0, callbacks=[progress(sweep)],
             failure_config=tune.FailureConfig(max_failures=sweep.max_failures),
             checkpoint_config=tune.CheckpointConfig(num_to_keep=1)))
 
 
-def progress(sweep: Sweep, stop: stopping.Stop):
+def progress(sweep: Sweep):
     """One line per trial that ends, fails or restarts."""
     from ray import tune
 
@@ -442,8 +441,10 @@ def progress(sweep: Sweep, stop: stopping.Stop):
         stopping = False
 
         def on_step_begin(self, iteration, trials, **info):
-            # Tune's own stop signal, sent here where Tune's handler is in place
-            if stop.signal is not None and not self.stopping:
+            # Tune's own stop signal, sent here where Tune's handler is in place. The Stop is looked up, not
+            # held: a resumed sweep's callback is a copy unpickled from Tune's state, and so would be a held one
+            stop = stopping.Stop.in_place
+            if stop is not None and stop.signal is not None and not self.stopping:
                 self.stopping = True
                 print(f"{signal.Signals(stop.signal).name}: stopping the trials at their next update; their "
                       "checkpoints are kept (send it again to stop at once)", file=sys.stderr, flush=True)
@@ -501,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
                     write_sweep_file(sweep)
                 except OSError as error:
                     return failed(f"could not write {sweep.folder}/sweep.json ({error}); no trial was started", 1)
-            results = tuner(sweep, bool(args.resume), stop).fit()
+            results = tuner(sweep, bool(args.resume)).fit()
             return report(sweep, list(results), time.perf_counter() - start, stop.signal)
         except KeyboardInterrupt:  # a second signal
             return stop.report(f" at once; resume with: python sweep.py --resume {sweep.folder}")
@@ -554,4 +555,11 @@ def _score(value) -> float:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console()
+    code = main()
+    for number in stopping.STOP_SIGNALS:  # the work is done: a signal now would only cut Ray's exit short
+        signal.signal(number, signal.SIG_IGN)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    stopping.end_children()  # whatever Ray left
+    os._exit(code)  # Ray is shut down: skip unloading it, seconds in which Python puts back the default handlers

@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from checkpoint import CheckpointError, RunLock, fitted, load_checkpoint, restore, same_checkpoint
-from cli import ArgumentParser, Stdout, failed, number, reason, start_up_warnings, writable
+from cli import ArgumentParser, console, failed, kind, number, reason, start_up_warnings, writable
 from config import SEEDS, ConfigError, check_resume_overrides, config_from_dict, load_config
 from spaces import SpaceError
 import tracking
@@ -76,6 +76,12 @@ def check_run_id(run_id, what: str) -> None:
     raise ConfigError(f"{what} {run_id!r} is not allowed: {rule}")
 
 
+def default_run_id(config: str | Path) -> str:
+    """The config's name and the time, in a run id's characters (a file name may hold any)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", Path(config).stem).lstrip("._-") or "run"
+    return f"{name[:MAX_RUN_ID - 16]}-{datetime.now():%Y%m%d-%H%M%S}"
+
+
 def read_run(args):
     """(config, run id, checkpoint or None) from the command line; refuses bad input."""
     if not args.resume:
@@ -84,7 +90,7 @@ def read_run(args):
         config.seed = config.seed if args.seed is None else args.seed
         run_id = args.run_id
         if run_id is None:
-            run_id = f"{Path(path).stem}-{datetime.now():%Y%m%d-%H%M%S}"
+            run_id = default_run_id(path)
         check_run_id(run_id, "--run-id")
         return config, run_id, None
     given = [flag for flag, value in (("--config", args.config), ("--seed", args.seed)) if value is not None]
@@ -112,24 +118,38 @@ def read_run(args):
     return config, checkpoint["run_id"], checkpoint
 
 
-def claim(lock: RunLock, run_id: str, checkpoint: dict | None, resume: str | None, overwrite: bool) -> None:
+def claim(lock: RunLock, run_id: str, checkpoint: dict | None, resume: str | None, overwrite: bool) -> Path | None:
     """Refuses a run that could not save or would replace a checkpoint it did not start from (its own, or its
-    best evaluation's); takes the run id's lock first (the caller releases it)."""
+    best evaluation's); takes the run id's lock first (the caller releases it). Returns the best evaluation
+    of the run that --overwrite replaces, for the caller to remove once the run starts, or None."""
     for folder in (MODELS, SUMMARIES):
         problem = writable(folder)
         if problem:
             raise ConfigError(f"{folder}/ is not writable ({problem}): the run could not save its work")
     lock.acquire()
     target, best = MODELS / f"{run_id}.pt", MODELS / f"{run_id}-best.pt"
+    for path in (target, best):  # a save would fail there only once the run had trained
+        if kind(path) == "a folder":
+            raise CheckpointError(f"{path} is a folder, where the run would save a checkpoint: move it away, "
+                                  "or choose another --run-id")
     if target.exists() and not overwrite and (resume is None or not same_checkpoint(resume, target)):
         if resume is None:
             raise CheckpointError(f"{target} exists: continue it with --resume {target}, or choose another "
                                   "--run-id (or pass --overwrite to replace it)")
         raise CheckpointError(f"{target} is not the checkpoint being resumed ({resume}) and would be replaced: "
                               f"resume from {target} (the run's newest), or pass --overwrite")
-    if best.exists() and not overwrite and not is_own_best(best, run_id, checkpoint):
+    if not best.exists():
+        return None
+    try:
+        own = is_own_best(best, run_id, checkpoint)
+    except CheckpointError:
+        if not overwrite:
+            raise
+        own = False  # unreadable: --overwrite replaces it all the same
+    if not own and not overwrite:
         raise CheckpointError(f"{best} exists and is not this run's best evaluation: choose another --run-id "
                               "(or pass --overwrite to replace it)")
+    return None if own else best
 
 
 def is_own_best(best: Path, run_id: str, checkpoint: dict | None) -> bool:
@@ -159,7 +179,7 @@ def main(argv=None) -> int:
                     device = resolve_device(config.device, args.cpu)
                     resume = None if checkpoint and "branch_of" in checkpoint else args.resume  # a branch is new
                     lock = RunLock(MODELS / f"{run_id}.lock")
-                    claim(lock, run_id, checkpoint, resume, args.overwrite)
+                    replaced_best = claim(lock, run_id, checkpoint, resume, args.overwrite)
                     from trainer import Trainer
                     trainer = Trainer(config, run_id=run_id, device=device, summaries_dir=SUMMARIES,
                                       models_dir=MODELS, summaries_path=checkpoint and checkpoint["summaries_path"],
@@ -167,6 +187,12 @@ def main(argv=None) -> int:
                     if checkpoint:
                         with fitted(args.resume):
                             restore(trainer, checkpoint)
+                        if "branch_of" in checkpoint:  # its own checkpoint is not written yet
+                            trainer.saved_update = None
+                    if replaced_best is not None:  # else enjoy.py would score the replaced run's model under this id
+                        replaced_best.unlink(missing_ok=True)
+                        print(f"removed {replaced_best}, the best evaluation of the run --overwrite replaces",
+                              flush=True)
             except (ConfigError, CheckpointError, SpaceError) as error:
                 return failed(error)
             except WorkerError as error:  # an environment that failed as the run started
@@ -210,16 +236,20 @@ def train(trainer, checkpoint: dict | None) -> int:
             error = f"could not write {error.filename or trainer.summaries.path} ({reason(error)})"
         return failed(f"{error}; {last_checkpoint(trainer)}", 1)
     if trainer.stop_signal is not None:
-        name = signal.Signals(trainer.stop_signal).name
-        print(f"stopped by {name} after update {trainer.update}; saved {trainer.checkpoint_path}; "
-              f"resume with: python train.py --resume {trainer.checkpoint_path}", flush=True)
+        name, path = signal.Signals(trainer.stop_signal).name, trainer.checkpoint_path
+        if trainer.update < trainer.config.updates:
+            print(f"stopped by {name} after update {trainer.update}; saved {path}; resume with: "
+                  f"python train.py --resume {path}", flush=True)
+        else:  # a plain resume would be refused: nothing is left to do
+            print(f"stopped by {name} after the last update ({trainer.update}): the run is complete; saved {path} "
+                  f"(to train on: python train.py --resume {path} --set updates=N)", flush=True)
         return 128 + trainer.stop_signal
     print(f"saved {trainer.checkpoint_path}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.stdout = Stdout(sys.stdout)  # a closed stdout (`| head`) does not cost the run
+    console()  # a closed or failing console (`| head`, `>&-`, /dev/full) does not cost the run
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -4,6 +4,7 @@ the step's arrays with it. Ended episodes are reset in place; a truncated one's 
 from __future__ import annotations
 
 import contextlib
+import math
 import multiprocessing as mp
 import signal
 import traceback
@@ -62,6 +63,7 @@ class _Shared:
     def attach(self):
         for name, (shape, dtype) in self.specs.items():
             setattr(self, name, np.frombuffer(self.raw[name], dtype=dtype, count=int(np.prod(shape))).reshape(shape))
+        self.floating = self.obs.dtype.kind == "f"  # observations that can hold NaN or inf
 
     def __getstate__(self):  # only the raw buffers travel to a worker; views are rebuilt there
         return {"specs": self.specs, "raw": self.raw}
@@ -116,6 +118,8 @@ def _step_slice(envs, lo: int, shared: _Shared) -> list[tuple[int, dict]]:
     for w, (env, action) in enumerate(zip(envs, actions), lo):
         try:
             obs, reward, term, trunc, info = env.step(action)
+            if isinstance(reward, (str, bytes)):  # numpy would read '1.5' as a number
+                raise TypeError(f"its reward is {reward!r}, a {type(reward).__name__}: rewards are numbers")
             shared.rewards[w], shared.terminated[w], shared.truncated[w] = reward, term, trunc
             if term or trunc:
                 if trunc:
@@ -214,15 +218,44 @@ class VecEnv:
     def reset(self) -> np.ndarray:
         """Resets every environment with its own seed; returns obs (W, *obs_shape)."""
         self._each("reset")
+        self._finite()
         return self._shared.obs
 
     def step(self, actions: np.ndarray) -> Step:
         """actions (W, k) stored rows (spaces.py) -> Step. Ended episodes are reset before returning."""
         self._shared.actions[:] = actions
         ended = [e for part in self._each("step") for e in part]
+        self._finite()
         s = self._shared
         return Step(s.obs, s.rewards, s.terminated, s.truncated, s.final_obs, [stats for _, stats in ended],
                     [w for w, _ in ended])
+
+    def _finite(self) -> None:
+        """NaN or inf from an environment is its fault, named as one: else the run stopped later on a non-finite
+        loss, blaming no one. Checked over all W at once (per environment, it took more than a step's time)."""
+        s, W = self._shared, self.n
+        total = float(s.rewards.sum())  # NaN or inf in any term makes it so (an overflow too: then looked at)
+        if s.floating:
+            total += float(s.obs.sum()) + (float(s.final_obs[s.truncated].sum()) if s.truncated.any() else 0.0)
+        if math.isfinite(total):
+            return
+        bad = ~np.isfinite(s.rewards)  # (W,)
+        if s.floating:
+            bad |= ~np.isfinite(s.obs.reshape(W, -1)).all(axis=1)
+            bad |= s.truncated & ~np.isfinite(s.final_obs.reshape(W, -1)).all(axis=1)
+        if not bad.any():
+            return
+        w = int(np.flatnonzero(bad)[0])
+        if not np.isfinite(s.rewards[w]):
+            what = f"its reward is {s.rewards[w]} as float32"
+        else:
+            obs = s.obs[w] if not np.isfinite(s.obs[w]).all() else s.final_obs[w]
+            at = tuple(int(i) for i in np.argwhere(~np.isfinite(obs))[0])
+            what = f"its observation holds {obs[at]} at index {at}"
+        where = next((f"in worker process {p}, pid {process.pid}" for p, (process, _, lo, hi) in
+                      enumerate(self._workers) if lo <= w < hi), "in the trainer's process")
+        self.close()
+        raise _failed(self.config, f"#{w}", where, f"{what}: rewards and observations must be finite numbers")
 
     @property
     def action_mask(self) -> np.ndarray | None:

@@ -61,8 +61,7 @@ def type_name(hint) -> str:
     return hint.__name__
 
 
-def default(f: dataclasses.Field) -> str:
-    value = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+def default(value) -> str:
     if dataclasses.is_dataclass(value):
         return "(below)"
     if value is None:
@@ -72,27 +71,26 @@ def default(f: dataclasses.Field) -> str:
     return f'`"{value}"`' if value == "" else f"`{value}`"
 
 
-def section(cls, prefix: str) -> list[str]:
+def section(defaults, prefix: str) -> list[str]:
+    """The table of a section, its defaults those of the instance Config() holds (the schedules differ)."""
+    cls = type(defaults)
     hints, notes = typing.get_type_hints(cls), comments(cls)
     rows, nested = [], []
     for f in dataclasses.fields(cls):
         if not notes.get(f.name):
             raise SystemExit(f"config.py: {cls.__name__}.{f.name} has no comment to document it")
-        rows.append(f"| `{prefix}{f.name}` | {type_name(hints[f.name])} | {default(f)} | {notes[f.name]} |")
+        value = getattr(defaults, f.name)
+        rows.append(f"| `{prefix}{f.name}` | {type_name(hints[f.name])} | {default(value)} | {notes[f.name]} |")
         if dataclasses.is_dataclass(hints[f.name]):
-            nested.append((hints[f.name], f"{prefix}{f.name}."))
+            nested.append((value, f"{prefix}{f.name}."))
     out = ["| key | type | default | meaning |", "|---|---|---|---|", *rows, ""]
     for sub, sub_prefix in nested:
-        defaults = getattr(config.Config(), sub_prefix.rstrip("."))
-        out += [f"## `{sub_prefix.rstrip('.')}`", ""]
-        if sub is config.ScheduleConfig and defaults != sub():
-            out += [f"Defaults here: initial `{defaults.initial}`, final `{defaults.final}`.", ""]
-        out += section(sub, sub_prefix)
+        out += [f"## `{sub_prefix.rstrip('.')}`", "", *section(sub, sub_prefix)]
     return out
 
 
 def render() -> str:
-    return "\n".join([INTRO, "## Top level", "", *section(config.Config, "")]).rstrip() + "\n"
+    return "\n".join([INTRO, "## Top level", "", *section(config.Config(), "")]).rstrip() + "\n"
 
 
 if __name__ == "__main__":

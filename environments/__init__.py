@@ -87,6 +87,10 @@ class EpisodeStats(gym.Wrapper):
                 info = {**info, "episode": stats}
         return obs, reward, terminated, truncated, info
 
+    # get_state()'s values as checkpoint.py counts them (a PCG64 state's 13, four entries and its own 6): the
+    # bound of what a checkpoint holds per environment (tested)
+    STATE_VALUES = 23
+
     def get_state(self) -> dict:
         return {"seeds": self._seeds.bit_generator.state, "episode_seed": self._episode_seed,
                 "actions": np.array(self._actions), "half": self._half,

@@ -14,7 +14,8 @@ from gymnasium import spaces
 
 
 class Flaky(gym.Env):
-    """A tiny task that raises, or returns a NaN reward, once it has taken `at_step` steps."""
+    """A tiny task that raises, or returns a NaN reward ("nan"), an observation holding inf ("inf-observation")
+    or a reward as text ("text-reward"), once it has taken `at_step` steps."""
 
     def __init__(self, at_step: int = 30, fault: str = "raise"):
         self.observation_space = spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
@@ -30,11 +31,14 @@ class Flaky(gym.Env):
         self.steps += 1
         self.t += 1
         reward = float(action)
+        obs = self.np_random.uniform(-1, 1, size=2).astype(np.float32)
         if self.steps >= self.at_step:
             if self.fault == "raise":
                 raise RuntimeError(f"Flaky environment broke at step {self.steps}")
-            reward = float("nan")
-        obs = self.np_random.uniform(-1, 1, size=2).astype(np.float32)
+            if self.fault == "inf-observation":
+                obs[1] = np.inf
+            else:
+                reward = "1.5" if self.fault == "text-reward" else float("nan")
         return obs, reward, self.t >= 10, False, {}
 
 
@@ -136,3 +140,24 @@ class WrongShape(Flaky):
 
 
 gym.register("WrongShape-v0", entry_point=WrongShape)
+
+
+class Gate(Flaky):
+    """Flaky's task without its fault, whose first environment in a process to take its `at_step`-th step waits
+    there, if `gate` exists (a FIFO a test made), until the test opens it for writing: a signal can then land
+    inside a given update. It creates `<gate>.waiting` first, for the test to await."""
+    waited = False
+
+    def __init__(self, gate: str, at_step: int = 15):
+        super().__init__(at_step=2 ** 62)
+        self.gate, self.wait_at = gate, at_step
+
+    def step(self, action):
+        if self.steps + 1 == self.wait_at and not Gate.waited and os.path.exists(self.gate):
+            Gate.waited = True
+            open(f"{self.gate}.waiting", "w").close()
+            open(self.gate).close()  # blocks until a writer opens it
+        return super().step(action)
+
+
+gym.register("Gate-v0", entry_point=Gate)

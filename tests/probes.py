@@ -9,7 +9,8 @@ if any probe ended wrong. Other forms:
 
     python tests/probes.py --fast               # the subset tests/test_probes.py runs (well under 60 s)
     python tests/probes.py --only 4,6           # the probes of issue points 4 and 6 ('extra': the rest;
-                                                # '23.2': the outside round of issue 23, point 2)
+                                                # '23.2': the outside round of issue 23, point 2;
+                                                # '58.2' .. '58.10', '58.b': issue 58's round)
     python tests/probes.py --name flip -v       # probes whose name holds 'flip', with their stdout and stderr
     python tests/probes.py --list               # the probes, one line each, without running them
 
@@ -343,7 +344,8 @@ class Fixtures:
     """Checkpoints made once per suite by the scripts themselves, copied into probes:
     r_u1 (run r after update 1), r (the same run resumed to update 2), other (another run
     with the run id r, seed 1), small (r exported with --inference-only), lstm (run r
-    with an LSTM core), endless (run r on Probe-v0 endless=true: episodes that never end)."""
+    with an LSTM core), endless (run r on Probe-v0 endless=true: episodes that never end),
+    slow (run r on Probe-v0 with slow steps: a signal lands inside an update)."""
 
     def __init__(self, base: Path):
         self.folder = base / "_fixtures"
@@ -388,6 +390,11 @@ class Fixtures:
             work = self.folder / "endless"
             copy_repository(work)
             self._run(work, ["train.py", "--run-id", "r", *TINY, *ENDLESS])
+            shutil.copy2(work / "models/r.pt", target)
+        elif name == "slow":
+            work = self.folder / "slow"
+            copy_repository(work)
+            self._run(work, ["train.py", "--run-id", "r", *TINY, *SLOW])
             shutil.copy2(work / "models/r.pt", target)
         elif name == "small":
             source = self._get("r")
@@ -1817,12 +1824,14 @@ def build_probes() -> list[Probe]:
         "--set", "environment.type=gym", "--set", f"environment.name={FLAKY}",
         "--set", f"environment.kwargs.at_step={at}", "--set", f"environment.kwargs.fault={fault}"]
     add(Probe("nan-reward", "11", "NaN reward",
-              "an environment yields a NaN reward at step 70: the run stops, exit 1, naming the non-finite "
-              "loss; the last checkpoint (update 2) loads", flaky("nan", 70), code=(1,), words=("non-finite",),
+              "an environment yields a NaN reward at step 70: the run stops, exit 1, naming the environment and the "
+              "value (issue 58: it named a non-finite loss); the last checkpoint (update 2) loads", flaky("nan", 70),
+              code=(1,), words=("environment", "#"), stderr_has=("its reward is nan",), one_line=False,
               check=loads("models/r.pt", 2)))
     add(Probe("nan-reward-worker-process", "11", "NaN reward in a worker process",
-              "as nan-reward with worker_processes=2: exit 1, no process left", flaky("nan", 40, 2), code=(1,),
-              words=("non-finite",)))
+              "as nan-reward with worker_processes=2: exit 1, naming the worker process, no process left",
+              flaky("nan", 40, 2), code=(1,), words=("environment", "worker process"),
+              stderr_has=("its reward is nan",), one_line=False))
     add(Probe("environment-raises", "11", "environment raises",
               "an environment raises at step 70: exit 1, its traceback shown, the last checkpoint kept",
               flaky("raise", 70), code=(1,), words=("environment",), traceback_ok=True,
@@ -1918,7 +1927,7 @@ def build_probes() -> list[Probe]:
     add(Probe("enjoy-episodes-huge", O, "enjoy --episodes beyond its bound",
               "enjoy.py --episodes 10**12 --video out.gif (a MemoryError drawing the seeds): refused in one line",
               [*poc_enjoy[:3], "--episodes", str(10 ** 12), "--video", "out.gif"], words=("--episodes",)))
-    for name, value in (("zero", "0"), ("text", "many"), ("huge", str(2 ** 31))):
+    for name, value in (("negative", "-1"), ("text", "many"), ("huge", str(2 ** 31))):  # 0 is taken (issue 58)
         add(Probe(f"enjoy-max-steps-{name}", O, "enjoy --max-steps out of range",
                   f"enjoy.py --max-steps {value}: refused in one line naming --max-steps",
                   [*poc_enjoy, "--max-steps", value], words=("--max-steps",)))
@@ -2296,8 +2305,8 @@ def build_probes() -> list[Probe]:
                 ctx.run(args)
         return setup
 
-    def damaged(ctx: Ctx):
-        runs()(ctx)
+    def damaged(ctx: Ctx):  # b: a seed that ran all its updates (issue 58: a run cut short is never scored)
+        runs(["train.py", "--run-id", "b", "--seed", "1", *TINY])(ctx)
         events = next(ctx.path("summaries/a").rglob("events.out.tfevents.*"))
         events.write_bytes(events.read_bytes()[:-7] + b"\xff" * 7)
     stats = ["stats.py", "--runs", "summaries"]
@@ -2319,7 +2328,273 @@ def build_probes() -> list[Probe]:
               "a second seed of the same seed)", [*stats, "--out", "s"],
               setup=runs(["train.py", "--run-id", "a", *TINY, "--overwrite"]), code=(0,), may_write=("repo/s.*",),
               one_line=False, stdout_lacks=("seeds 2",)))
+    probes_of_issue_58(add, R, enjoy, export, act_prelude, runs, stats)
     return P
+
+
+def console(how: str) -> list[str]:
+    """python -c arguments that start the script after them with its console as a shell leaves it for
+    `>&-` (closed), `>&- 2>&-` (both-closed) or `> /dev/full` (full)."""
+    change = {"closed": "os.close(1)", "both-closed": "os.close(1); os.close(2)",
+              "full": "os.dup2(os.open('/dev/full', os.O_WRONLY), 1)"}[how]
+    return ["-c", f"import os, sys; {change}; os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"]
+
+
+def read_only_mount(rel: str):
+    """A read-only file system (an empty tmpfs, mounted ro) at rel in the copy, unmounted after the probe."""
+    def setup(ctx: Ctx):
+        path = ctx.path(rel)
+        path.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=65536", "tmpfs", str(path)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise Skip(f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode})")
+        ctx.mounts.append(path)
+    return setup
+
+
+def sweep_resumed_then_interrupted(args: list[str]):
+    """A sweep stopped by SIGINT once its trial has a checkpoint, then --resume'd and stopped again once the
+    resumed trial runs (its second events file): the judged run is the resumed one."""
+    def action(ctx: Ctx) -> Proc:
+        first = ctx.popen(args)
+        while first.process.poll() is None and not ctx.path("sweeps/s/models/seed0.pt").exists():
+            time.sleep(0.05)
+        first.signal(signal.SIGINT, group=True)
+        if first.wait(180) != 130:
+            ctx.notes.append(f"the first sweep exited {first.process.returncode}, expected 130")
+        again = ctx.popen(["sweep.py", "--resume", "sweeps/s"])
+        while again.process.poll() is None and len(list(ctx.path("summaries/s").rglob("events.out.*"))) < 2:
+            time.sleep(0.05)
+        again.signal(signal.SIGINT, group=True)
+        again.wait(180)
+        return again
+    return action
+
+
+def signals_after_the_end(args: list[str], line: str):
+    """SIGINT every 20 ms from the line on until the run exits (a user pressing Ctrl-C as it shuts down)."""
+    def action(ctx: Ctx) -> Proc:
+        proc = ctx.popen(args)
+        if not proc.wait_line(line, timeout=240):
+            ctx.notes.append(f"stdout never had a line starting {line!r}")
+        while proc.process.poll() is None:
+            proc.signal(signal.SIGINT)
+            time.sleep(0.02)
+        proc.wait(60)
+        return proc
+    return action
+
+
+def then(first: list[str], second: list[str], timeout: float = 400):
+    """Runs `first` (it must exit 0), then the judged `second`."""
+    def action(ctx: Ctx) -> Proc:
+        done = ctx.run(first, timeout=timeout)
+        if done.process.returncode != 0:
+            ctx.notes.append(f"`{shlex.join(first)}` exited {done.process.returncode}: {first_line(done)}")
+        return ctx.run(second, timeout=timeout)
+    return action
+
+
+def probes_of_issue_58(add, R, enjoy, export, act_prelude, runs, stats) -> None:
+    """Issue 58's outside round: each wrong outcome (points 2-10) and each borderline case decided ('58.b')."""
+    # 2: a checkpoint of the most environments a config allows is read again
+    most = ["train.py", "--run-id", "big", *sets(n_workers=65536, worker_steps=1, recurrence__sequence_length=1,
+                                                  n_mini_batch=1, epochs=1, updates=1)]
+    add(Probe("checkpoint-most-environments", "58.2", "a checkpoint of the most environments",
+              "train.py with n_workers=65536 (config.py's bound) saves, then checkpoint.py --inference-only reads it "
+              "(every reader refused 44,000 environments' file as 'more than 1,000,000 values')",
+              [*export, "models/big.pt", "small.pt"], action=then(most, [*export, "models/big.pt", "small.pt"]),
+              code=(0,), serial=True, timeout=400, exists=("repo/small.pt",), may_write=("repo/small.pt",)))
+
+    # 3: a resumed sweep stops on Ctrl-C
+    resumable = ["sweep.py", "--config", "configs/poc_memory_env.yaml", "--sweep-id", "s",
+                 *sets(updates=100000, checkpoint_interval=1)]
+    add(Probe("sweep-resume-ctrl-c", "58.3", "Ctrl-C to a resumed sweep",
+              "a sweep stopped by Ctrl-C, --resume'd, Ctrl-C again once its trial runs: exit 130 with the line to "
+              "resume (the resumed sweep ignored it and ran its trials to their end)", resumable,
+              action=sweep_resumed_then_interrupted(resumable), code=(130,), one_line=False, serial=True,
+              timeout=400, stdout_has=("stopped with 0 of 1 trials finished",),
+              may_write=("repo/sweeps/*", "repo/summaries/*")))
+
+    # 4, 5: --overwrite replaces a run whole; a folder where a checkpoint goes is refused at start
+    evaluated = lambda ctx: ctx.run(["train.py", "--run-id", "r", *TINY, "--set", "evaluation.interval=1",
+                                     "--set", "evaluation.episodes=2"])
+    add(Probe("overwrite-removes-old-best", "58.4", "--overwrite beside the old run's best checkpoint",
+              "run r evaluated (models/r-best.pt); a new run r --overwrite without evaluation: exit 0, says it "
+              "removed models/r-best.pt, which is gone (enjoy.py scored it under the new run's id)",
+              ["train.py", "--run-id", "r", "--overwrite", *TINY], setup=evaluated, code=(0,),
+              stdout_has=("removed models/r-best.pt",), absent=("repo/models/r-best.pt",),
+              may_change=("repo/models/r.pt", "repo/models/r-best.pt")))
+    add(Probe("overwrite-refused-keeps-best", "58.4", "--overwrite beside the old run's best checkpoint",
+              "the same with a bad value (gamma=2): refused, models/r-best.pt untouched",
+              ["train.py", "--run-id", "r", "--overwrite", *TINY, "--set", "gamma=2"], setup=evaluated,
+              words=("gamma",)))
+    for name, rel, flags in (("overwrite", "models/r.pt", ["--overwrite"]), ("plain", "models/r.pt", []),
+                             ("best", "models/r-best.pt", ["--overwrite"])):
+        add(Probe(f"folder-at-checkpoint-{name}", "58.5", "a folder where a checkpoint goes",
+                  f"{rel} is a folder; train.py --run-id r {' '.join(flags)}: refused before training, naming the "
+                  "folder (it trained the whole run, then failed to save; or said 'continue it with --resume')",
+                  ["train.py", "--run-id", "r", *flags, *touch_env()], words=(f"{rel} is a folder",),
+                  setup=lambda ctx, rel=rel: ctx.path(rel).mkdir(parents=True), absent=BUILT,
+                  fast=name == "overwrite"))
+
+    # 6: a run's work never depends on its console
+    for how, shell in (("closed", ">&-"), ("both-closed", ">&- 2>&-"), ("full", "> /dev/full")):
+        words = {"closed": ("stdout is closed",), "both-closed": (), "full": ("No space left",)}[how]
+        add(Probe(f"train-console-{how}", "58.6", f"train.py {shell}",
+                  f"train.py ... {shell}: trains and saves, exit 0 (exit 120 or a traceback, nothing trained)",
+                  [*console(how), "train.py", "--run-id", "p", *TINY], code=(0,), words=words,
+                  check=checkpoint_update("models/p.pt", 2), fast=how == "closed"))
+        add(Probe(f"enjoy-video-console-{how}", "58.6", f"enjoy.py --video {shell}",
+                  f"enjoy.py --video out.gif {shell}: the video written, exit 0 (no video)",
+                  [*console(how), *enjoy, "--episodes", "2", "--video", "out.gif"], setup=R, code=(0,), words=words,
+                  exists=("repo/out.gif",), may_write=("repo/out.gif",)))
+
+    # 7: stats.py never scores a run cut short, and names a run without updates
+    def cut_short(ctx: Ctx):
+        runs()(ctx)
+        for saved in ctx.path("summaries/a").rglob("config.json"):
+            saved.write_text(json.dumps({**json.loads(saved.read_text()), "updates": 5}))
+    add(Probe("stats-run-cut-short", "58.7", "stats.py over a run cut short",
+              "run a stopped at update 2 of its config's 5: no final score (it was the config's, 'stopped early "
+              "0'): refused, a warning naming the grid point", [*stats, "--out", "s"], setup=cut_short,
+              stderr_has=("reached its config's 5 updates", "error: no run reached"), one_line=False))
+
+    def empty_events(ctx: Ctx):
+        runs(["train.py", "--run-id", "b", "--seed", "1", *TINY])(ctx)
+        for events in ctx.path("summaries/a").rglob("events.out.tfevents.*"):
+            events.write_bytes(b"")
+    add(Probe("stats-empty-events", "58.7", "stats.py over an empty events file",
+              "run a's events file is empty (dropped without a word): a warning names it, b is scored",
+              [*stats, "--out", "s"], setup=empty_events, code=(0,), stderr_has=("its events hold no update",),
+              one_line=False, may_write=("repo/s.*",)))
+
+    # 8: finite in float64, inf in float32
+    add(Probe("agent-act-beyond-float32", "58.8", "Agent.act: beyond float32",
+              "Agent.act(np.full((2, 3), 1e39), None, np.ones(2, bool)): one ValueError naming obs (action 0 and "
+              "NaN values)", ["-c", act_prelude.format(model="poc_memory_env.pt", width=3,
+                                                          call="agent.act(np.full((2, 3), 1e39), None, np.ones(2, bool))")],
+              words=("obs", "float32"), fast=True))
+
+    # 9: a read-only file system
+    add(Probe("models-read-only-file-system", "58.9", "models/ on a read-only file system",
+              "models/ is a read-only tmpfs: refused in one line naming models/ (a traceback from the writability "
+              "check's cleanup, exit 1)", ["train.py", "--run-id", "p", *touch_env()],
+              setup=read_only_mount("models"), words=("models", "Read-only"), absent=BUILT))
+    add(Probe("video-read-only-file-system", "58.9", "--video onto a read-only file system",
+              "clips/ is a read-only tmpfs: enjoy.py --video clips/out.gif refused in one line",
+              [*enjoy, "--video", "clips/out.gif"], setup=all_of(R, read_only_mount("clips")), words=("clips",)))
+    add(Probe("export-read-only-file-system", "58.9", "an export onto a read-only file system",
+              "out/ is a read-only tmpfs: checkpoint.py --inference-only models/r.pt out/small.pt: one line",
+              [*export, "models/r.pt", "out/small.pt"], setup=all_of(R, read_only_mount("out")), code=(1, 2),
+              one_line=True, words=("out/small.pt", "Read-only")))
+
+    # 10: messages that sent the user the wrong way
+    last = ["train.py", "--run-id", "r", *sets(updates=2, checkpoint_interval=0), *SLOW]
+    add(Probe("sigterm-in-the-last-update", "58.10", "a stop signal in the last update",
+              "slow steps (~1.6 s an update), updates=2; SIGTERM after update 1: exit 143, 'the run is complete' (it "
+              "said 'resume with', a resume then refused as nothing to resume)", last,
+              action=interrupt_after_line([signal.SIGTERM], last), code=(143,), serial=True,
+              stdout_has=("the run is complete",), stdout_lacks=("resume with",), check=loads("models/r.pt", 2)))
+    branch = ["train.py", "--resume", "models/r.pt", "--run-id", "br", "--set", "updates=100000"]
+    add(Probe("branch-stopped-at-once", "58.10", "a branch stopped at once",
+              "a branch (slow steps) stopped by two SIGINTs 0.3 s apart after its first update, before its first "
+              "save: exit 130, 'no checkpoint was saved in this run' (it named models/br.pt, which did not exist)",
+              branch, setup=with_fixture("slow"),
+              action=interrupt_after_line([signal.SIGINT, signal.SIGINT], branch, line="update    3/"), code=(130,),
+              serial=True, stderr_has=("no checkpoint was saved in this run",), absent=("repo/models/br.pt",)))
+    for device in ("cuda:99", "banana"):
+        add(Probe(f"agent-load-device-{device.replace(':', '-')}", "58.10", "Agent.load on a device not here",
+                  f"Agent.load('models/poc_memory_env.pt', device='{device}'): one ValueError naming the device (it "
+                  "called the model a corrupt checkpoint)",
+                  ["-c", "import sys\nfrom agent import Agent\ntry:\n    Agent.load('models/poc_memory_env.pt', "
+                         f"device='{device}')\nexcept ValueError as error:\n    print(f'error: {{error}}', "
+                         "file=sys.stderr)\n    sys.exit(2)\n"], words=("device", device)))
+    for name, file in (("space", "my run.yaml"), ("non-ascii", "r\u00fcn.yaml")):
+        add(Probe(f"config-name-{name}", "58.10", "a config file name that is no run id",
+                  f"--config '{file}', no --run-id: trains under a run id made of its name (refused as if typed)",
+                  ["train.py", "--config", file, *TINY], code=(0,), exists=("repo/models/*.pt",),
+                  setup=lambda ctx, file=file: shutil.copy(ctx.path("configs/poc_memory_env.yaml"), ctx.path(file))))
+
+    # the borderline cases, decided
+    B = "58.b"
+    flaky = lambda fault, processes=0: ["train.py", "--run-id", "r", *sets(
+        updates=50, checkpoint_interval=1, worker_processes=processes, n_workers=2),
+        "--set", "environment.type=gym", "--set", f"environment.name={FLAKY}",
+        "--set", "environment.kwargs.at_step=70", "--set", f"environment.kwargs.fault={fault}"]
+    for fault, processes, said in (("inf-observation", 0, "its observation holds inf"),
+                                   ("inf-observation", 2, "its observation holds inf"),
+                                   ("text-reward", 0, "its reward is '1.5', a str")):
+        add(Probe(f"environment-{fault}-{processes}", B, "an environment's non-finite or text value",
+                  f"an environment returns {fault.replace('-', ' ')} at step 70 (worker_processes={processes}): exit "
+                  "1 naming the environment and the value, the last checkpoint kept (blamed on a non-finite loss, or "
+                  "taken)", flaky(fault, processes), code=(1,), words=("environment", "#"), stderr_has=(said,),
+                  one_line=False, traceback_ok=fault == "text-reward", check=loads("models/r.pt", 2)))
+    def edited(name: str):
+        def change(payload: dict):
+            import torch
+            if name == "nan-weights":
+                payload["model"] = {key: value * float("nan") for key, value in payload["model"].items()}
+            else:
+                payload[name.removesuffix("-shape")] = torch.zeros(5, 7)
+        return change
+    for name, word in (("obs-shape", "its obs"), ("state-shape", "its state"), ("nan-weights", "NaN or inf")):
+        change = edited(name)
+        for script, args in (("resume", ["train.py", "--resume", "models/r.pt", "--set", "updates=3"]),
+                             ("enjoy", [*enjoy, "--episodes", "1"])):
+            if script == "enjoy" and name != "nan-weights":
+                continue  # enjoy.py reads no stored observation or state
+            add(Probe(f"crafted-{name}-{script}", B, "a crafted checkpoint that does not fit",
+                      f"models/r.pt edited ({name}), its digest right: {script} refused in one line (a traceback)",
+                      args, setup=crafted(change), words=(word,)))
+    add(Probe("agent-initial-state-negative", B, "Agent.initial_state(-1)",
+              "Agent.initial_state(-1): one ValueError naming n (a torch error)",
+              ["-c", act_prelude.format(model="poc_memory_env.pt", width=3, call="agent.initial_state(-1)")],
+              words=("n:",)))
+    enjoy_long = ["enjoy.py", "--model", "models/poc_memory_env.pt", "--episodes", "100000"]
+    add(Probe("ctrl-c-enjoy-summary", B, "Ctrl-C in a long enjoy.py",
+              "SIGINT after its third episode: exit 130, and the summary of the episodes played (none before)",
+              enjoy_long, action=interrupt_after_line([signal.SIGINT], enjoy_long, line="episode    3"), code=(130,),
+              serial=True, stdout_has=("(stopped after",), check=at_most_one_line))
+    ended = ["sweep.py", "--config", "configs/poc_memory_env.yaml", "--sweep-id", "s", *TINY]
+    add(Probe("sweep-ctrl-c-as-it-ends", B, "Ctrl-C while a finished sweep shuts Ray down",
+              "SIGINT every 20 ms from the sweep's last line until it exits: exit 0, no 'stopped by' (a raw SIGINT, "
+              "or 130 'during start-up')", ended, action=signals_after_the_end(ended, "sweep s:"), code=(0,),
+              serial=True, timeout=300, may_write=("repo/sweeps/*", "repo/summaries/*"),
+              check=lambda ctx, proc: "stopped by" in proc.stderr and "a 'stopped by' line" or None))
+    add(Probe("set-exponent-float", B, "a number in exponent notation",
+              "--set learning_rate_schedule.initial=3e-4: trains (refused: YAML 1.1 reads 3e-4 as text)",
+              ["train.py", "--run-id", "p", *TINY, "--set", "learning_rate_schedule.initial=3e-4"], code=(0,),
+              exists=("repo/models/p.pt",)))
+    for name, args, setup, word in (
+            ("config-folder", ["train.py", "--config", "configs", *TINY], None, "is a folder"),
+            ("config-link-loop", ["train.py", "--config", "loop.yaml", *TINY], symlink("loop.yaml", "loop.yaml"),
+             "loop of symbolic links"),
+            ("model-dev-null", ["enjoy.py", "--model", "/dev/null"], None, "device, pipe or socket"),
+            ("summaries-dangling-link", ["train.py", "--run-id", "p", *touch_env()],
+             symlink("summaries", "$PROBE/gone"), "does not exist"),
+            ("config-empty", ["train.py", "--config", "c.yaml", *TINY], write_file("c.yaml", "# nothing yet\n"),
+             "holds no keys"),
+            ("render-beside-video", [*enjoy, "--video", "out.gif", "--render"], R, "--render")):
+        add(Probe(f"named-{name}", B, "a path or a flag named for what it is",
+                  f"{shlex.join(args)}: refused in one line naming '{word}'", args, setup=setup, words=(word,),
+                  absent=BUILT + ("repo/out.gif",), fast=name == "config-empty"))
+    add(Probe("enjoy-max-steps-zero", B, "enjoy --max-steps 0",
+              "enjoy.py --max-steps 0: the config's meaning (the time limit, else 100,000): plays (refused)",
+              ["enjoy.py", "--model", "models/poc_memory_env.pt", "--episodes", "2", "--max-steps", "0"], code=(0,),
+              stdout_has=("2 episodes",)))
+    two_seeds = runs(["train.py", "--run-id", "b", "--seed", "1", *TINY])
+    add(Probe("stats-existing-out", B, "stats.py over its own files",
+              "s.md exists: stats.py --out s refused, naming --overwrite (it replaced them)", [*stats, "--out", "s"],
+              setup=all_of(two_seeds, write_file("s.md", "mine\n")), words=("--overwrite",)))
+    add(Probe("stats-pool-unknown", B, "stats.py --pool of no key",
+              "--pool recurence: refused, naming the closest key (it was taken)",
+              [*stats, "--out", "s", "--pool", "recurence"], setup=two_seeds, words=("--pool", "recurrence")))
+    add(Probe("stats-two-seeds", B, "stats.py over 2 seeds",
+              "2 seeds: the table says their [low, high] is the range of their scores, no 95% interval",
+              [*stats, "--out", "s"], setup=two_seeds, code=(0,), stdout_has=("no 95% interval",),
+              may_write=("repo/s.*",)))
 
 
 def at_most_one_line(ctx: Ctx, proc: Proc) -> str | None:
@@ -2401,7 +2676,8 @@ def select(args) -> list[Probe]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", help="issue points, comma-separated: 1 .. 12, 23.2, 42.1 .. 42.10, 42.b, extra")
+    parser.add_argument("--only", help="issue points, comma-separated: 1 .. 12, 23.2, 42.1 .. 42.10, 42.b, "
+                        "58.2 .. 58.10, 58.b, extra")
     parser.add_argument("--fast", action="store_true", help="the subset tests/test_probes.py runs")
     parser.add_argument("--name", help="probes whose name holds this")
     parser.add_argument("--jobs", type=int, default=1, help="probes at once (serial ones always run alone)")

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from config import ConfigError, ScheduleConfig, check_resume_overrides, config_from_dict, load_config, schedule_value
+from config import (ConfigError, ScheduleConfig, check_resume_overrides, config_from_dict, load_config, read_yaml,
+                    schedule_value)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -154,6 +155,27 @@ def test_overrides_are_checked_like_the_file(override, words):
         load_config("configs/poc_memory_env.yaml", [override])
     for word in words:
         assert word in str(error.value)
+
+
+def test_numbers_in_exponent_notation_are_numbers_in_files_and_overrides(tmp_path):
+    """--set learning_rate_schedule.initial=3e-4 was refused as 'must be of type float': YAML 1.1 reads 3e-4
+    (no dot) and 1.0e5 (no exponent sign) as text (issue 58, borderline)."""
+    (tmp_path / "c.yaml").write_text("learning_rate_schedule:\n  initial: 3e-4\n  final: 1.0e-5\n")
+    config = load_config(tmp_path / "c.yaml", ["beta_schedule.initial=1E-3", "max_grad_norm=5e0"])
+    assert (config.learning_rate_schedule.initial, config.learning_rate_schedule.final) == (3e-4, 1e-5)
+    assert (config.beta_schedule.initial, config.max_grad_norm) == (1e-3, 5.0)
+    assert read_yaml("[3e, e5, 1e5x, run1e5]") == ["3e", "e5", "1e5x", "run1e5"]  # text stays text
+
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n", "---\n"])
+def test_a_config_without_keys_is_refused_and_an_empty_mapping_takes_the_defaults(tmp_path, text):
+    """An empty or comment-only config trained on the defaults without a word (issue 58, borderline)."""
+    (tmp_path / "c.yaml").write_text(text)
+    with pytest.raises(ConfigError, match=r"c.yaml holds no keys \(it is empty, or comments only\): to train on "
+                                          r"every default, write \{\} in it"):
+        load_config(tmp_path / "c.yaml")
+    (tmp_path / "c.yaml").write_text(text + "{}\n")
+    assert load_config(tmp_path / "c.yaml") == config_from_dict({})
 
 
 def test_yaml_syntax_error_and_missing_file_are_one_line(tmp_path):

@@ -15,8 +15,8 @@ import yaml
 
 from checkpoint import load_checkpoint, restore
 from config import config_from_dict, load_config
-from losses import NonFiniteError
 from trainer import Trainer
+from worker import WorkerError
 from tests.hang import HANG_S, wait_until
 
 pytestmark = pytest.mark.slow  # processes, Ray or whole configs: make test-fast leaves these out
@@ -245,15 +245,29 @@ def test_same_config_and_seed_give_identical_summaries(tmp_path):
     assert "training/approx_kl" in runs[0] and len(runs[0]["training/pg_loss"]) == 3
 
 
-def test_nan_reward_stops_the_update_and_keeps_the_last_good_checkpoint(tmp_path):
+@pytest.mark.parametrize("fault, words", [
+    ("nan", "its reward is nan as float32: rewards and observations must be finite numbers"),
+    ("inf-observation", "its observation holds inf at index (1,)"),
+    ("text-reward", "TypeError: its reward is '1.5', a str: rewards are numbers")])
+@pytest.mark.parametrize("processes", [0, 2])
+def test_a_non_finite_or_text_value_from_an_environment_stops_the_run_naming_it(tmp_path, fault, words, processes):
+    """A NaN reward or observation stopped the run later as a 'non-finite loss or gradient', blaming no
+    environment, and a reward given as text ('1.5') was taken (issue 58, borderline). The update stops
+    there; the last good checkpoint stays."""
     config = config_from_dict({
         **yaml.safe_load((ROOT / "configs/poc_memory_env.yaml").read_text()), **SMALL,
-        "updates": 20, "checkpoint_interval": 1,
+        "updates": 20, "checkpoint_interval": 1, "worker_processes": processes,
         "environment": {"type": "gym", "name": "tests.faulty_envs:Flaky-v0",
-                        "kwargs": {"at_step": 70, "fault": "nan"}}})
+                        "kwargs": {"at_step": 70, "fault": fault}}})
     trainer = Trainer(config, run_id="nan", summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
-    with pytest.raises(NonFiniteError, match="non-finite loss or gradient in update 3"):
-        trainer.run()
+    try:
+        with pytest.raises(WorkerError) as raised:
+            trainer.run()
+    finally:
+        trainer.close()
+    where = "in worker process 0, pid" if processes else "in the trainer's process)"
+    message = str(raised.value)
+    assert message.startswith(f"environment 'tests.faulty_envs:Flaky-v0' #0 ({where}") and words in message
     saved = load_checkpoint(tmp_path / "nan.pt")
     assert saved["update"] == 2
     assert all(torch.isfinite(v).all() for v in saved["model"].values())

@@ -107,7 +107,7 @@ def write_run(folder, seed, rewards, steps_per_update=2048, evaluations=None, st
     updates 1, 2, ..., written at wall times from `started` on."""
     from torch.utils.tensorboard import SummaryWriter
     config = json.loads(json.dumps(CONFIG))
-    config["seed"] = seed
+    config["seed"], config["updates"] = seed, len(rewards)  # a finished run, unless `updates` says more
     for dotted, value in changes.items():  # learning_rate_schedule__initial=1e-3 -> config[...][...]
         *parents, key = dotted.split("__")
         node = config
@@ -184,11 +184,35 @@ def test_one_grid_point_is_labelled_by_its_environment(tmp_path):
 def test_a_run_with_fewer_updates_is_stopped_early_not_scored(tmp_path):
     for seed in range(3):
         write_run(tmp_path / f"full{seed}", seed, [0.0, 0.5, 1.0, 1.0])
-    write_run(tmp_path / "asha", 3, [0.0, -5.0])  # stopped after 2 of 4 updates
+    write_run(tmp_path / "asha", 3, [0.0, -5.0], updates=4)  # stopped after 2 of 4 updates
     (point,) = stats.group_runs(stats.load_runs([tmp_path]))
     assert [r.seed for r in point.stopped] == [3] and point.stopped[0].updates == 2
     assert sorted(r.seed for r in point.runs) == [0, 1, 2]
     assert np.allclose(point.scores(), 1.0)  # the -5.0 of the stopped run counts nowhere
+
+
+def test_a_run_cut_short_is_never_scored_as_its_configs_final_score(tmp_path, capsys):
+    """One seed stopped at update 3 of 5 was the whole grid point: its update 3 reported as the final score,
+    'stopped early 0' (issue 58 point 7)."""
+    write_run(tmp_path / "cut", 0, [0.1, 0.2, 0.3], updates=5)
+    write_run(tmp_path / "done", 1, [0.5, 0.6], gamma=0.9)
+    (point,) = stats.group_runs(stats.load_runs([tmp_path]))
+    assert point.label == "gamma=0.9, updates=2" and [r.seed for r in point.runs] == [1]
+    assert capsys.readouterr().err == ("warning: gamma=null, updates=5 left out: none of its 1 run(s) reached "
+                                       "its config's 5 updates (the furthest stopped at 3)\n")
+    code = stats.main(["--runs", str(tmp_path / "cut"), "--out", str(tmp_path / "out")])
+    assert code == 2 and "error: no run reached its config's updates" in capsys.readouterr().err
+
+
+def test_a_run_whose_events_hold_no_update_is_named_in_a_warning(tmp_path, capsys):
+    """An empty events file: the run was dropped without a word (issue 58 point 7)."""
+    write_run(tmp_path / "s0", 0, [0.5, 1.0])
+    empty = write_run(tmp_path / "s1", 1, [0.5, 1.0])
+    for events in empty.glob("events.out.tfevents.*"):
+        events.write_bytes(b"")
+    assert [r.seed for r in stats.load_runs([tmp_path])] == [0]
+    assert capsys.readouterr().err == (f"warning: {empty} left out: its events hold no update (empty, or the "
+                                       "run ended before its first)\n")
 
 
 def test_reward_carries_over_updates_without_a_finished_episode(tmp_path):
@@ -220,7 +244,7 @@ def test_report_writes_the_table_json_and_figure(tmp_path):
     rewards = {0: 1.2, 1: 1.0, 2: 1.2, 3: 0.4}
     for seed, final in rewards.items():
         write_run(tmp_path / "runs" / f"s{seed}", seed, [-1.0, 0.0, final])
-    write_run(tmp_path / "runs" / "stopped", 9, [-1.0, 5.0])
+    write_run(tmp_path / "runs" / "stopped", 9, [-1.0, 5.0], updates=3)
     out = tmp_path / "out" / "poc"
     markdown = stats.report([tmp_path / "runs"], out, threshold=1.1, n_resamples=500)
     assert markdown == (tmp_path / "out" / "poc.md").read_text()
@@ -359,6 +383,35 @@ def test_out_names_a_prefix_or_a_folder_to_write_stats_into(tmp_path, capsys, mo
     assert all(Path(path).is_file() for path in written)
 
 
+def test_existing_outputs_need_overwrite_and_an_unknown_pool_key_is_refused(tmp_path, capsys):
+    """stats.py replaced its output files unasked and took any --pool key (issue 58, borderline)."""
+    write_run(tmp_path / "runs" / "s0", 0, [0.5, 1.0])
+    (tmp_path / "mine.png").write_bytes(b"a user's figure")
+    code = stats.main(["--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "mine")])
+    assert code == 2 and capsys.readouterr().err == (f"error: {tmp_path / 'mine.png'} exists: choose another --out, "
+                                                      "or pass --overwrite to replace it\n")
+    assert (tmp_path / "mine.png").read_bytes() == b"a user's figure" and not (tmp_path / "mine.md").exists()
+    assert stats.main(["--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "mine"), "--overwrite"]) == 0
+    assert (tmp_path / "mine.png").read_bytes().startswith(b"\x89PNG")
+    for pool, hint in (("recurence", "; did you mean recurrence?"), ("recurrence.layer_type", ""), ("zzz", "")):
+        code = stats.main(["--runs", str(tmp_path / "runs"), "--out", str(tmp_path / pool), "--pool", pool])
+        err = capsys.readouterr().err
+        if pool == "recurrence.layer_type":  # a key the runs have: taken
+            assert code == 0, err
+        else:
+            assert code == 2 and err == f"error: --pool {pool}: no run's config has that key or section{hint}\n"
+
+
+def test_two_seeds_are_not_called_a_95_percent_interval(tmp_path):
+    """Over 2 seeds every percentile bootstrap interval is the range of their scores (issue 58, borderline)."""
+    for seed, final in ((0, 1.0), (1, 2.0)):
+        write_run(tmp_path / f"s{seed}", seed, [0.5, final])
+    markdown = stats.report([tmp_path], tmp_path / "out", n_resamples=100)
+    assert "| PocMemoryEnv | 2 | 1.5 [1, 2] |" in markdown
+    assert ("PocMemoryEnv: 2 seeds, whose every [low, high] is the range of their two scores (a bootstrap over 2 "
+            "seeds draws nothing else): no 95% interval.") in markdown
+
+
 def test_an_unwritable_out_is_one_line(tmp_path, capsys):
     write_run(tmp_path / "runs" / "s0", 0, [1.0])
     (tmp_path / "file").write_text("")
@@ -392,7 +445,7 @@ def test_a_damaged_events_file_is_named_and_read_up_to_the_damage(tmp_path, caps
 def test_a_run_trained_again_counts_once_the_newest(tmp_path, capsys):
     """train.py --overwrite starts a new summaries/<run-id>/<start time>/ beside the old one: the same
     config and seed, one run; the newest counts and a warning names the one left out."""
-    old = write_run(tmp_path / "run", 0, [0.1, 0.2, 0.3], started=1.8e9)
+    old = write_run(tmp_path / "run", 0, [0.1, 0.2], started=1.8e9)
     new = write_run(tmp_path / "run", 0, [0.5, 0.9], started=1.8e9 + 3600)
     other = write_run(tmp_path / "other", 1, [0.5, 0.7])
     (point,) = stats.group_runs(stats.load_runs([tmp_path]))

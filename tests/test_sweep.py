@@ -286,6 +286,38 @@ def test_resume_after_ctrl_c_keeps_finished_trials_and_completes_the_others(tmp_
         run_folder(summaries, f"seed{seed}")
 
 
+def test_a_resumed_sweep_stops_on_ctrl_c_too(tmp_path):
+    """sweep.py --resume ran through the first Ctrl-C: its Tune callback, unpickled from Tune's state, held a
+    copy of the stop signals' state that no signal reached (issue 58 point 3)."""
+    args = ["--config", POC, "--seed-list", "5", "--sweep-id", "again",
+            *sets(*TINY, "updates=2000", "checkpoint_interval=1")]
+    run = tmp_path / "summaries/again/seed5"
+    events = lambda: list(run.rglob("events.out.tfevents.*"))  # noqa: E731 (one per process of the trial)
+    for i, command in enumerate([args, ["--resume", str(tmp_path / "sweeps/again")]]):
+        process = start_sweep(tmp_path, *command)
+        wait_until(lambda: len(events()) > i and (tmp_path / "sweeps/again/models/seed5.pt").exists(),
+                   "the trial's first checkpoint in this process", process)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=HANG_S)
+        assert process.returncode == 130, err
+        assert "stopped with 0 of 1 trials finished; resume with" in out, out
+    assert load_checkpoint(tmp_path / "sweeps/again/models/seed5.pt")["update"] < 2000
+
+
+def test_ctrl_c_once_a_sweep_has_ended_leaves_its_exit_code_alone(tmp_path):
+    """Ctrl-C during Ray's shutdown after a finished sweep, or during the seconds Python then took to unload
+    Ray, ended in 'stopped by SIGINT during start-up' (130) or a raw signal (issue 58, borderline). SIGINT
+    over and over from the sweep's last line on: the sweep still exits 0, in silence."""
+    process = start_sweep(tmp_path, "--config", POC, "--sweep-id", "ended", *sets(*TINY, "updates=1"))
+    for line in process.stdout:
+        if line.startswith("sweep ended: 1 of 1 trials ended"):
+            break
+    while process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        threading.Event().wait(0.02)  # a stream of signals until it exits; how many does not matter
+    assert process.returncode == 0 and "stopped by" not in process.stderr.read()
+
+
 def test_search_with_asha_samples_within_bounds_and_stops_only_at_rungs(tmp_path):
     done = run_sweep(tmp_path, "--config", POC, "--sweep-id", "search", "--samples", "2", "--scheduler", "asha",
                      "--search", "learning_rate_schedule.initial=loguniform:1e-4:1e-3",

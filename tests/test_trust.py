@@ -19,7 +19,7 @@ import yaml
 
 from checkpoint import load_checkpoint, save_checkpoint
 from tests.test_faults import SMALL, Run, assert_no_process_left, write_config
-from tests.hang import HANG_S
+from tests.hang import HANG_S, wait_until
 
 pytestmark = pytest.mark.slow  # processes, Ray or whole configs: make test-fast leaves these out
 
@@ -361,6 +361,47 @@ def test_sigterm_saves_and_exits_143(tmp_path):
     assert load_checkpoint(tmp_path / "models/term.pt")["update"] >= 2
 
 
+def gated(tmp_path: Path, **changes) -> tuple[str, Path]:
+    """A config on tests.faulty_envs:Gate-v0 and its gate, a FIFO made here: the run waits inside its first
+    update until the gate is opened for writing (or is stopped there)."""
+    gate = tmp_path / "gate"
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", **dict(TINY, **changes), environment={
+        "type": "gym", "name": "tests.faulty_envs:Gate-v0", "kwargs": {"gate": str(gate)}})
+    return config, gate
+
+
+def test_a_stop_signal_in_the_last_update_says_the_run_is_complete(tmp_path):
+    """SIGTERM during the last update said 'resume with ...' for a resume that was then refused, 'nothing to
+    resume' (issue 58 point 10)."""
+    config, gate = gated(tmp_path, updates=1)
+    os.mkfifo(gate)
+    run = Run(tmp_path, "--config", config, "--run-id", "last")
+    wait_until(lambda: Path(f"{gate}.waiting").exists(), "the run waiting at its gate", run.process)
+    run.process.send_signal(signal.SIGTERM)
+    run.wait_for_line("SIGTERM: finishing this update")
+    open(gate, "w").close()
+    code, out, err = run.finish()
+    assert code == 143, err
+    assert ("stopped by SIGTERM after the last update (1): the run is complete; saved models/last.pt (to train on: "
+            "python train.py --resume models/last.pt --set updates=N)") in out and "resume with" not in out
+
+
+def test_a_branch_stopped_at_once_names_no_checkpoint_of_its_own(tmp_path):
+    """A branch interrupted twice named 'the last good checkpoint is models/<branch>.pt', which it had not
+    written (issue 58 point 10)."""
+    config, gate = gated(tmp_path, updates=1)
+    assert script(tmp_path, "train.py", "--config", config, "--run-id", "source").returncode == 0
+    os.mkfifo(gate)
+    run = Run(tmp_path, "--resume", "models/source.pt", "--run-id", "branch", "--set", "updates=3")
+    wait_until(lambda: Path(f"{gate}.waiting").exists(), "the branch waiting at its gate", run.process)
+    run.process.send_signal(signal.SIGINT)
+    run.wait_for_line("SIGINT: finishing this update")
+    run.process.send_signal(signal.SIGINT)
+    code, out, err = run.finish()
+    assert code == 130 and err == "stopped by SIGINT at once, without saving; no checkpoint was saved in this run\n"
+    assert not (tmp_path / "models/branch.pt").exists()
+
+
 @pytest.fixture(scope="module")
 def busy_core():
     """One core kept busy, as on a loaded machine: start-up is slower and its moments spread out."""
@@ -527,6 +568,23 @@ def test_a_stop_signal_at_any_moment_of_enjoy_ends_quietly(tmp_path, busy_core, 
     assert not list(tmp_path.iterdir())  # nothing written where it was not asked to
 
 
+@pytest.mark.parametrize("video", [[], ["--video", "played.gif"]])
+def test_ctrl_c_during_the_episodes_prints_the_scores_of_those_played(tmp_path, video):
+    """Ctrl-C during a long enjoy.py printed no summary of the episodes played (issue 58, borderline)."""
+    process = subprocess.Popen([sys.executable, *ENJOY_LONG, *video], cwd=tmp_path, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env={**os.environ, "SDL_VIDEODRIVER": "dummy"})
+    for line in process.stdout:
+        if line.startswith("episode    3 "):
+            break
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=HANG_S)
+    assert process.returncode == 130 and err == "stopped by SIGINT\n", err
+    played = out.count("episode ") + 3
+    assert out.splitlines()[-1].startswith(f"{played} episodes: return ")
+    assert out.splitlines()[-1].endswith(f" (stopped after {played} of 100000)")
+    assert not list(tmp_path.iterdir())  # no video of the episodes cut short
+
+
 def test_enjoy_answers_ctrl_c_when_it_inherited_sigint_ignored(tmp_path):
     """A shell without job control (a script's `command &`) starts its background jobs with SIGINT
     ignored, and Python then installs no handler of its own: enjoy.py ran every episode through a
@@ -634,6 +692,41 @@ def test_the_best_evaluation_checkpoint_is_never_another_runs(tmp_path):
     assert result.returncode == 2 and "'-best'" in one_line(result)
 
 
+def test_overwrite_replaces_the_best_evaluation_of_the_run_it_replaces(tmp_path):
+    """--overwrite left the replaced run's models/<run-id>-best.pt beside the new run's checkpoint: enjoy.py
+    scored the old run's model under the new run's id, and a later resume was refused for it (issue 58
+    point 4). A refused run removes nothing."""
+    evaluated = write_config(tmp_path, "configs/poc_memory_env.yaml",
+                             **dict(TINY, evaluation={"interval": 2, "episodes": 2}))
+    plain = write_config(tmp_path, "configs/poc_memory_env.yaml", name="plain.yaml", **TINY)
+    assert script(tmp_path, "train.py", "--config", evaluated, "--run-id", "a").returncode == 0
+    best = tmp_path / "models/a-best.pt"
+    before = digest(best)
+    result = script(tmp_path, "train.py", "--config", plain, "--run-id", "a", "--overwrite", "--set", "gamma=2")
+    assert result.returncode == 2 and digest(best) == before
+    result = script(tmp_path, "train.py", "--config", plain, "--run-id", "a", "--overwrite")
+    assert result.returncode == 0, result.stderr
+    assert "removed models/a-best.pt, the best evaluation of the run --overwrite replaces" in result.stdout
+    assert not best.exists()
+    result = script(tmp_path, "train.py", "--resume", "models/a.pt", "--set", "updates=4",
+                    "--set", "evaluation.interval=2")
+    assert result.returncode == 0, result.stderr
+    assert load_checkpoint(best)["update"] == 4
+
+
+@pytest.mark.parametrize("name", ["a.pt", "a-best.pt"])
+@pytest.mark.parametrize("overwrite", [[], ["--overwrite"]])
+def test_a_folder_where_a_checkpoint_would_be_saved_is_refused_before_the_run(tmp_path, name, overwrite):
+    """--overwrite over a folder at models/a.pt trained the whole run, then failed to save it ("Is a
+    directory", exit 1, the work lost); without --overwrite it said "continue it with --resume" (issue 58
+    point 5)."""
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", **TINY)
+    (tmp_path / "models" / name).mkdir(parents=True)
+    result = script(tmp_path, "train.py", "--config", config, "--run-id", "a", *overwrite)
+    assert result.returncode == 2 and f"models/{name} is a folder" in one_line(result)
+    assert not (tmp_path / "summaries").exists()
+
+
 def test_a_stop_signal_during_a_deferred_block_reaches_the_handler_when_it_ends():
     """stopping.deferred (around the workers' start): a SIGINT or SIGTERM that comes inside the block is
     not acted on there (a handler that exits would cut a worker's start-up data in half), and reaches
@@ -697,6 +790,33 @@ def test_a_closed_stdout_does_not_cost_the_run(tmp_path):
     assert load_checkpoint(tmp_path / "models/h.pt")["update"] == 3
 
 
+def console(how: str) -> dict:
+    """Popen's arguments for a console that is closed or full from the start."""
+    def close(*fds):
+        return lambda: [os.close(fd) for fd in fds]
+    return {"closed stdout": dict(preexec_fn=close(1), stderr=subprocess.PIPE),
+            "closed stdout and stderr": dict(preexec_fn=close(1, 2)),
+            "stdout on a full disk": dict(stdout=open("/dev/full", "w"), stderr=subprocess.PIPE)}[how]
+
+
+@pytest.mark.parametrize("how", ["closed stdout", "closed stdout and stderr", "stdout on a full disk"])
+def test_a_run_and_a_recording_never_depend_on_their_console(tmp_path, how):
+    """`>&-` ended train.py in cli.Stdout's traceback (exit 120, nothing trained), `>&- 2>&-` in silence,
+    `>/dev/full` in an OSError; enjoy.py likewise, with no video written (issue 58 point 6)."""
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", **TINY)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for args, made in ((["train.py", "--config", config, "--run-id", "c"], "models/c.pt"),
+                       (["enjoy.py", "--model", "models/c.pt", "--episodes", "2", "--video", "c.gif"], "c.gif")):
+        process = subprocess.Popen([sys.executable, str(ROOT / args[0]), *args[1:]], cwd=tmp_path, env=env,
+                                   text=True, **console(how))
+        err = process.stderr.read() if process.stderr else ""
+        assert process.wait(timeout=HANG_S) == 0, err
+        assert "Traceback" not in err and (tmp_path / made).stat().st_size > 0
+        if process.stderr:
+            assert err == ("warning: stdout is closed; going on without printing\n" if how == "closed stdout" else
+                           "warning: stdout cannot be written (No space left on device); going on without printing\n")
+
+
 def children_of(pid: int) -> list[int]:
     try:
         return [int(c) for task in os.listdir(f"/proc/{pid}/task")
@@ -754,14 +874,23 @@ def _drop_a_tensor(payload):
     payload["model"].pop(next(iter(payload["model"])))
 
 
+def _nan_weights(payload):
+    name = next(iter(payload["model"]))
+    payload["model"][name] = torch.full_like(payload["model"][name], float("nan"))
+
+
 @pytest.mark.parametrize("edit, words, enjoy_code", [
     (_drop_a_tensor, "does not fit the model and environments its config describes", 2),
     (lambda payload: payload.update(environments=[]), "0 environment states for 4 environments", 0),
     (lambda payload: payload.update(update=-5), "its update is -5, not a count", 2),
+    (lambda payload: payload.update(obs=torch.zeros(5, 7)), "its obs has the shape (5, 7), the run's (4, 3)", 0),
+    (lambda payload: payload.update(state=torch.zeros(3, 1)), "its state has the shape (3, 1), the run's (4, 4)", 0),
+    (_nan_weights, "the model's parameters hold NaN or inf", 2),
 ])
 def test_a_checkpoint_whose_contents_do_not_fit_is_one_line_everywhere(tmp_path, trained, edit, words, enjoy_code):
     """Edited, its digest made to match: --resume (a branch) ended in a raw traceback where enjoy.py
-    refused the same file in one line; a negative update was taken."""
+    refused the same file in one line; a negative update was taken. An observation or a state of another
+    shape, and NaN weights, ended in tracebacks too (issue 58, borderline)."""
     _, path = trained
     payload = load_checkpoint(path)
     edit(payload)

@@ -14,7 +14,11 @@ from model import ActorCritic
 from tests.devices import BFLOAT16_DEVICES, DEVICES
 
 SCANNED = [name for name, core in cores.CORES.items() if not issubclass(core.layer, nn.RNNBase)]
-PATHS = {"loop": 2 ** 62, "scan": 1}  # SCAN_MIN_LENGTH that makes every sequence take the path
+PATHS = {"loop": 2 ** 62, "scan": 1}  # the scan_min_length that makes every sequence take the path
+
+
+def take(monkeypatch, name: str, path: str, device: str = "cpu") -> None:
+    monkeypatch.setitem(cores.CORES[name].layer.scan_min_length, torch.device(device).type, PATHS[path])
 
 
 def state(core: cores.Core, layers: int, N: int, H: int, device: str):
@@ -41,7 +45,7 @@ def stepped(layer: nn.Module, x: torch.Tensor, h):
 @pytest.mark.parametrize("name", SCANNED)
 def test_a_sequence_equals_its_steps_in_float32(monkeypatch, name, path, L, device):
     torch.manual_seed(0)
-    monkeypatch.setitem(cores.SCAN_MIN_LENGTH, torch.device(device).type, PATHS[path])
+    take(monkeypatch, name, path, device)
     layer = cores.build(cores.CORES[name], 12, 16, 2).to(device)
     x, h = torch.randn(5, L, 12, device=device), state(cores.CORES[name], 2, 5, 16, device)
     for a, b in zip(flat(*layer(x, h)), flat(*stepped(layer, x, h))):
@@ -55,7 +59,7 @@ def test_both_paths_give_the_same_gradients(monkeypatch, name):
     x, h = torch.randn(4, 100, 12), state(cores.CORES[name], 1, 4, 16, "cpu")
     grads = []
     for path in PATHS:
-        monkeypatch.setitem(cores.SCAN_MIN_LENGTH, "cpu", PATHS[path])
+        take(monkeypatch, name, path)
         layer.zero_grad()
         y, final = layer(x, h)
         (y * torch.linspace(-1, 1, 16)).sum().backward()
@@ -70,7 +74,7 @@ def test_both_paths_give_the_same_gradients(monkeypatch, name):
 def test_a_sequence_equals_its_steps_under_bfloat16(monkeypatch, name, path, device):
     """Under autocast the input projections round to bfloat16 alike in both; the recurrence runs in float32."""
     torch.manual_seed(0)
-    monkeypatch.setitem(cores.SCAN_MIN_LENGTH, torch.device(device).type, PATHS[path])
+    take(monkeypatch, name, path, device)
     layer = cores.build(cores.CORES[name], 12, 16, 1).to(device)
     x, h = torch.randn(3, 512, 12, device=device), state(cores.CORES[name], 1, 3, 16, device)
     with torch.autocast(torch.device(device).type, dtype=torch.bfloat16):

@@ -97,7 +97,8 @@ def measure(names: list[str], lengths: list[int], hidden: int, steps: int, repea
         seconds = {run: [] for run in runs}
         for round_ in range(repeats + 1):  # round 0 warms up (allocations, oneDNN's kernels), then is dropped
             for name, path in runs:
-                cores.SCAN_MIN_LENGTH[device.type] = 1 if path == "scan" else 2 ** 62
+                if path != "torch":
+                    cores.CORES[name].layer.scan_min_length[device.type] = 1 if path == "scan" else 2 ** 62
                 took = timed(models[name], N, L, precision, device)
                 if round_:
                     seconds[(name, path)].append(took)

@@ -4,8 +4,10 @@ from __future__ import annotations
 import sys
 
 import stopping
+import threads
 
 if __name__ == "__main__":
+    threads.share_cores()  # before torch loads
     stopping.leave_at_once_on_stop_signals()  # until main() takes over: the imports below take a second
 
 import importlib.util

@@ -19,8 +19,10 @@ from pathlib import Path
 import yaml
 
 import stopping
+import threads
 
 if __name__ == "__main__":
+    threads.share_cores()  # before torch loads
     stopping.leave_at_once_on_stop_signals()  # before the imports below and Ray's, which take seconds
 
 from atomic import write_atomically  # noqa: E402
@@ -373,7 +375,7 @@ def start_ray(address: str | None, sweep: Sweep) -> None:
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     # log_to_driver=False: what a trial's process writes stays in Ray's logs (docs/sweeps.md)
     common = dict(logging_level=logging.WARNING, logging_config=ray.LoggingConfig(log_level="WARNING"),
-                  runtime_env={"env_vars": {"PYTHONPATH": path}}, log_to_driver=False)
+                  runtime_env={"env_vars": {"PYTHONPATH": path, **threads.share_cores()}}, log_to_driver=False)
     if address is not None:
         try:
             return ray.init(address=address, **common)

@@ -6,8 +6,10 @@ import signal
 import sys
 
 import stopping
+import threads
 
 if __name__ == "__main__":
+    threads.share_cores()  # before torch loads
     stopping.leave_at_once_on_stop_signals()  # until main() takes over: the imports below take seconds
 
 import re

@@ -19,6 +19,7 @@ from losses import StepStats, mean_metrics, ppo_loss, require_finite
 from model import autocast, build_model, check_precision, no_gradient
 from normalization import Normalizers
 from summaries import PhaseTimes, Summaries, UpdateLog
+from threads import FairShare
 from worker import VecEnv, environment_seeds, make_probe
 
 
@@ -37,8 +38,8 @@ class Trainer:
         self.model = build_model(config, self.spaces).to(self.device)
         cores = len(os.sched_getaffinity(0))
         self.threads = min(config.torch_threads or cores, cores)  # 0, or more than the cores here: the cores
-        self.rollout_threads = self.threads if self.spaces.observation.images else 1  # docs/how-it-works.md
-        torch.set_num_threads(self.threads)
+        self.fair_share = FairShare() if config.torch_threads == 0 else None  # 0: the cores others leave free
+        self.share_cores()
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate_schedule.initial,
                                            eps=config.optimizer.eps, weight_decay=config.optimizer.weight_decay,
                                            fused=True)
@@ -61,6 +62,12 @@ class Trainer:
         self.obs = self.envs.reset()  # (W, *obs_shape)
         self.state = self.model.initial_state(W, self.device)  # (W, S)
         self.previous = torch.zeros(W, self.model.previous_size, device=self.device)  # (W, P): no step before
+
+    def share_cores(self) -> None:
+        if self.fair_share is not None:
+            self.threads = self.fair_share.update()
+        self.rollout_threads = self.threads if self.spaces.observation.images else 1  # docs/how-it-works.md
+        torch.set_num_threads(self.threads)
 
     def run(self, on_update=None) -> list[UpdateLog]:
         """Trains until config.updates or a stop signal, saving every checkpoint_interval updates and at
@@ -90,6 +97,7 @@ class Trainer:
         c, times, tick = self.config, PhaseTimes(), time.perf_counter()
         lr, beta, clip = (schedule_value(schedule, self.update)
                           for schedule in (c.learning_rate_schedule, c.beta_schedule, c.clip_range_schedule))
+        self.share_cores()
         episodes = self.collect(times)
         with times.measure("buffer"):
             self.advantages()
@@ -157,6 +165,7 @@ class Trainer:
         steps = []
         for _ in range(c.epochs):
             for mb in self.buffer.minibatches(c.n_mini_batch, self.model):
+                self.share_cores()
                 with self.autocast():
                     out = self.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask, mb.previous,
                                               mb.burn_in)

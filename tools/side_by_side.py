@@ -5,7 +5,7 @@ for the working tree and (with --against) a git ref, alternated round after roun
         --out results/speed/side_by_side_cartpole
 
 Each round runs, for each side: one run alone; two runs started at the same moment (the round's wall time is the
-later one's); one run beside `cores` processes that spin until it ends. The report gives each side's median wall
+later one's); one run beside --loops processes that spin until it ends. The report gives each side's median wall
 seconds per condition and their ratios to alone: the price of sharing the cores. Writes PREFIX.json and PREFIX.md.
 """
 from __future__ import annotations
@@ -50,8 +50,8 @@ def together(tree: Path, config: Path, overrides: list[str], label: str) -> list
     return results
 
 
-def beside_loops(tree: Path, config: Path, overrides: list[str], label: str, cores: int) -> dict:
-    loops = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(cores)]
+def beside_loops(tree: Path, config: Path, overrides: list[str], label: str, count: int) -> dict:
+    loops = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(count)]
     try:
         return run_train(tree, config, overrides, label)
     finally:
@@ -60,7 +60,7 @@ def beside_loops(tree: Path, config: Path, overrides: list[str], label: str, cor
             loop.wait()
 
 
-def measure(tree: Path, config: Path, overrides: list[str], label: str, condition: str, cores: int) -> dict:
+def measure(tree: Path, config: Path, overrides: list[str], label: str, condition: str, loops: int) -> dict:
     """The condition's wall seconds (two runs together: the later one's) and the measured run's steps/s."""
     if condition == "alone":
         run = run_train(tree, config, overrides, label)
@@ -69,7 +69,7 @@ def measure(tree: Path, config: Path, overrides: list[str], label: str, conditio
         runs = together(tree, config, overrides, label)
         return {"wall_seconds": max(r["wall_seconds"] for r in runs),
                 "steps_per_second": min(r["steps_per_second"] for r in runs)}
-    run = beside_loops(tree, config, overrides, label, cores)
+    run = beside_loops(tree, config, overrides, label, loops)
     return {"wall_seconds": run["wall_seconds"], "steps_per_second": run["steps_per_second"]}
 
 
@@ -81,13 +81,16 @@ def markdown(report: dict) -> str:
     lines += [f"{side}: {info['label']}  " for side, info in report["sides"].items()]
     lines += ["", f"{report['repeats']} rounds, each side and condition once a round, alternated. Medians of the wall "
               "seconds (start-up included): alone; two runs started together (the later to finish); one run beside "
-              f"{report['cores']} busy loops. The ratios are each condition's median over alone's.", "",
+              f"{report['loops']} busy loops. The ratios are each condition's median over alone's.", "",
               "| side | alone s | two together s | beside busy loops s | together / alone | loops / alone "
               "| steps/s alone |", "|---|---:|---:|---:|---:|---:|---:|"]
     for side, s in report["results"].items():
         lines.append(f"| {side} | {s['alone']['median']:.2f} | {s['twin']['median']:.2f} | {s['loop']['median']:.2f} "
                      f"| {s['twin']['median'] / s['alone']['median']:.2f} | {s['loop']['median'] / s['alone']['median']:.2f} "
                      f"| {s['alone']['steps_per_second_median']:.0f} |")
+    if "old" in report["results"]:
+        old, new = (report["results"][side]["alone"]["steps_per_second_median"] for side in ("old", "new"))
+        lines += ["", f"Alone, steps/s new / old: {new / old:.3f} (medians)."]
     return "\n".join(lines) + "\n"
 
 
@@ -98,8 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], help="config override for every run, key=value")
     parser.add_argument("--against", metavar="REF", help="a git ref whose train.py takes turns with the working tree's")
     parser.add_argument("--repeats", type=int, default=3, help="rounds")
-    parser.add_argument("--cores", type=int, default=len(__import__("os").sched_getaffinity(0)),
-                        help="busy loops beside a run (default: the cores this process may use)")
+    parser.add_argument("--loops", type=int, default=1, help="busy loops beside a run")
     parser.add_argument("--out", required=True, metavar="PREFIX", help="writes PREFIX.json and PREFIX.md")
     args = parser.parse_args(argv)
     config = Path(args.config).resolve()
@@ -119,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         for round_ in range(args.repeats):
             for side, tree in trees.items():
                 for condition in CONDITIONS:
-                    run = measure(tree, config, args.set, sides[side]["label"], condition, args.cores)
+                    run = measure(tree, config, args.set, sides[side]["label"], condition, args.loops)
                     runs[side][condition].append(run)
                     print(f"round {round_ + 1} {side} {condition}: wall {run['wall_seconds']:.2f} s", flush=True)
     results = {side: {c: {"median": statistics.median(r["wall_seconds"] for r in rs),
@@ -127,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
                           "runs": rs} for c, rs in conditions.items()} for side, conditions in runs.items()}
     report = {"command": shlex.join(["python", "tools/side_by_side.py", *argv]), "config": args.config,
               "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
-              "sides": sides, "repeats": args.repeats, "cores": args.cores, "results": results}
+              "sides": sides, "repeats": args.repeats, "loops": args.loops, "results": results}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     Path(f"{out}.json").write_text(json.dumps(report, indent=2) + "\n")

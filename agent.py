@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from checkpoint import arrays, fitted, load_checkpoint, load_model
-from cli import reason
+from files import reason
 from config import Config, config_from_dict
 from environments import spaces_of
 from model import ActorCritic, build_model

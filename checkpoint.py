@@ -135,7 +135,7 @@ def torch_optimizer_state(saved: dict, optimizer: torch.optim.Optimizer) -> dict
 def fitted(path: str | Path):
     """Around putting a checkpoint into a model or a run: contents that do not fit its config (a file edited,
     its digest made to match) are one CheckpointError line."""
-    from cli import reason
+    from files import reason
     try:
         yield
     except CheckpointError:
@@ -194,7 +194,7 @@ def digest(tree) -> str:
 def save_checkpoint(path: str | Path, payload: dict) -> Path:
     """Writes payload plus its digest atomically; a failed write (full disk, no permission) leaves `path`
     as it was and raises CheckpointError."""
-    from cli import reason
+    from files import reason
     path = Path(path)
     try:
         require_small(payload, "the checkpoint", limit=MAX_CHECKPOINT_VALUES)
@@ -216,7 +216,7 @@ def save_checkpoint(path: str | Path, payload: dict) -> Path:
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
     """Reads a checkpoint weights-only and checks its digest and contents; a problem is one CheckpointError."""
-    from cli import kind
+    from files import kind
     path = Path(path)
     if (what := kind(path)) != "a file":
         raise CheckpointError(f"checkpoint not found: {path}" if what == "missing" else

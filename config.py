@@ -16,8 +16,6 @@ from typing import Any
 
 import yaml
 
-from cores import CORES
-
 
 class ConfigError(ValueError):
     """A user-fixable problem with the config; its message is one line."""
@@ -160,7 +158,7 @@ EXECUTION_KEYS = ("device", "worker_processes", "torch_threads", "checkpoint_int
 
 
 def load_config(path: str | Path, overrides: list[str] = ()) -> Config:
-    from cli import kind  # here: cli imports config
+    from files import kind
     path = Path(path)
     if (what := kind(path)) != "a file":
         raise ConfigError(f"config file not found: {path}" if what == "missing" else
@@ -334,6 +332,8 @@ AT_LEAST_0 = ("vector_encoder_size", "value_loss_coefficient", "activation_penal
 
 
 def validate(config: Config) -> None:
+    from cores import CORES  # here: the configs are read without torch too (examples/onnx_agent.py)
+
     def need(ok: bool, key: str, value, allowed: str):
         if not ok:
             raise ConfigError(f"config key '{key}' = {reprlib.repr(value)} is not allowed: {allowed}")

@@ -19,8 +19,9 @@ import torch
 
 from atomic import write_atomically
 from checkpoint import CheckpointError
-from cli import ArgumentParser, console, failed, number, reason, start_up_warnings
+from cli import ArgumentParser, console, failed, number, start_up_warnings
 from config import MAX_EPISODES, SEEDS, ConfigError
+from files import reason
 
 def parser() -> ArgumentParser:
     parser = ArgumentParser(description="Watch, record and score a trained agent.", epilog=(

@@ -23,8 +23,9 @@ from torch import nn
 
 from atomic import write_atomically
 from checkpoint import CheckpointError
-from cli import ArgumentParser, failed, reason, start_up_warnings, writable
+from cli import ArgumentParser, failed, start_up_warnings
 from config import ConfigError
+from files import reason, writable
 from spaces import SpaceError, action_format
 
 # ONNX Runtime has run opset 18 since 1.14, and so do its C, C++, C#, Java and JavaScript packages

@@ -26,8 +26,9 @@ if __name__ == "__main__":
     stopping.leave_at_once_on_stop_signals()  # before the imports below and Ray's, which take seconds
 
 from atomic import write_atomically  # noqa: E402
-from cli import ArgumentParser, console, failed, number, reason, start_up_warnings, writable  # noqa: E402
+from cli import ArgumentParser, console, failed, number, start_up_warnings  # noqa: E402
 from config import SEEDS, ConfigError, config_from_dict, load_config, read_yaml  # noqa: E402
+from files import reason, writable  # noqa: E402
 import tracking  # noqa: E402
 from spaces import SpaceError  # noqa: E402
 from train import check_run_id, default_run_id  # noqa: E402

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import stopping
-from cli import reason
+from files import reason
 from config import ConfigError
 
 ROOT = Path(__file__).resolve().parent

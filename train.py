@@ -17,8 +17,9 @@ from datetime import datetime
 from pathlib import Path
 
 from checkpoint import CheckpointError, RunLock, fitted, load_checkpoint, restore, same_checkpoint
-from cli import ArgumentParser, console, failed, kind, number, reason, start_up_warnings, writable
+from cli import ArgumentParser, console, failed, number, start_up_warnings
 from config import SEEDS, ConfigError, check_resume_overrides, config_from_dict, load_config
+from files import kind, reason, writable
 from spaces import SpaceError
 import tracking
 from worker import WorkerError

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-import cli
+import files
 import train
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -17,9 +17,9 @@ def test_a_read_only_file_system_is_a_reason_not_a_traceback(tmp_path, monkeypat
     not ENOENT): that cleanup's traceback ended train.py with exit 1 (issue 58 point 9)."""
     def read_only(*args, **kwargs):
         raise OSError(errno.EROFS, "Read-only file system")
-    monkeypatch.setattr(cli, "open", read_only, raising=False)
+    monkeypatch.setattr(files, "open", read_only, raising=False)
     monkeypatch.setattr(pathlib.Path, "unlink", read_only)
-    assert cli.writable(tmp_path / "models") == "Read-only file system"
+    assert files.writable(tmp_path / "models") == "Read-only file system"
 
 
 @pytest.mark.parametrize("name", ["my run.yaml", "r\u00fcn.yaml", "-x.yaml", ".yaml.yaml", "x" * 240 + ".yaml"])
@@ -41,13 +41,13 @@ def test_paths_are_named_by_what_they_are(tmp_path):
     (tmp_path / "folder").mkdir()
     expected = {"folder": "a folder", "loop": "a loop of symbolic links", "missing": "missing",
                 "dangling": f"a symbolic link to {tmp_path / 'gone'}, which does not exist"}
-    assert {name: cli.kind(tmp_path / name) for name in expected} == expected
-    assert cli.kind("/dev/null") == "a device, pipe or socket"
+    assert {name: files.kind(tmp_path / name) for name in expected} == expected
+    assert files.kind("/dev/null") == "a device, pipe or socket"
     for name, words in (("folder", "is a folder, not a config file"), ("loop", "is a loop of symbolic links"),
                         ("missing", "config file not found")):
         with pytest.raises(ConfigError, match=words):
             load_config(tmp_path / name)
     with pytest.raises(CheckpointError, match="^/dev/null is a device, pipe or socket, not a checkpoint file$"):
         load_checkpoint("/dev/null")
-    assert cli.writable(tmp_path / "dangling" / "run") == (f"{tmp_path / 'dangling'} is a symbolic link to "
+    assert files.writable(tmp_path / "dangling" / "run") == (f"{tmp_path / 'dangling'} is a symbolic link to "
                                                           f"{tmp_path / 'gone'}, which does not exist, not a folder")

@@ -178,7 +178,7 @@ def file_size_limit(size: int):
 def test_a_lock_or_a_folder_check_that_cannot_write_leaves_one_line_and_no_file(tmp_path):
     """The lock was written unchecked: a full disk was a traceback (ENOSPC) and left an empty
     models/<run-id>.lock; and models/ passed the writable check, which wrote an empty file."""
-    probe = ("import sys; from checkpoint import RunLock, CheckpointError; from cli import writable\n"
+    probe = ("import sys; from checkpoint import RunLock, CheckpointError; from files import writable\n"
              "print(writable('models'))\n"
              "try:\n    RunLock('models/r.lock').acquire()\nexcept CheckpointError as e:\n    print(e)\n")
     (tmp_path / "models").mkdir()

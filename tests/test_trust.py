@@ -577,8 +577,9 @@ def test_ctrl_c_during_the_episodes_prints_the_scores_of_those_played(tmp_path, 
         if line.startswith("episode    3 "):
             break
     process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=HANG_S)
-    assert process.returncode == 130 and err == "stopped by SIGINT\n", err
+    out = process.stdout.read()  # through the lines iteration already buffered, which communicate() would skip
+    err = process.stderr.read()
+    assert process.wait(timeout=HANG_S) == 130 and err == "stopped by SIGINT\n", err
     played = out.count("episode ") + 3
     assert out.splitlines()[-1].startswith(f"{played} episodes: return ")
     assert out.splitlines()[-1].endswith(f" (stopped after {played} of 100000)")

@@ -237,7 +237,8 @@ def scalars(path: Path) -> dict:
 def test_same_config_and_seed_give_identical_summaries(tmp_path):
     runs = []
     for name in ("a", "b"):
-        config = load_config(ROOT / "configs/cartpole_masked.yaml", [f"updates=3", "n_workers=4", "worker_steps=64"])
+        config = load_config(ROOT / "configs/cartpole_masked.yaml", [f"updates=3", "n_workers=4", "worker_steps=64",
+                                                                 "torch_threads=1"])  # 0 follows the load
         trainer = Trainer(config, run_id=name, summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
         trainer.run()
         runs.append(scalars(trainer.summaries.path))

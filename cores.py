@@ -20,9 +20,9 @@ class Core(NamedTuple):
 
 def linear_recurrence(a: torch.Tensor, b: torch.Tensor, h: torch.Tensor, scan_min_length: dict[str, int],
                       mul: Callable = torch.mul) -> torch.Tensor:
-    """h_t = a_t h_{t-1} + b_t for the L steps of a and b (N, L, ...) from h (N, ...): every h_t (N, L, ...), as a
-    parallel scan where L is at least scan_min_length[device type], else one step at a time. mul multiplies two
-    elements (torch.mul, or complex_mul for complex numbers as real pairs)."""
+    """h_t = a_t h_{t-1} + b_t for the L steps of a (N or 1, L, ...) and b (N, L, ...) from h (N, ...): every h_t
+    (N, L, ...), as a parallel scan where L is at least scan_min_length[device type], else one step at a time. mul
+    multiplies two elements (torch.mul, or complex_mul for complex numbers as real pairs)."""
     b = torch.cat((mul(a[:, :1], h[:, None]) + b[:, :1], b[:, 1:]), dim=1)  # h folded into the first step
     if b.shape[1] >= scan_min_length.get(b.device.type, scan_min_length["cuda"]):
         return scan(a, b, mul)
@@ -60,7 +60,7 @@ class MinGRU(nn.Module):
         z_t = sigmoid(Linear_z(x_t)),  h~_t = Linear_h(x_t),  h_t = (1 - z_t) * h_{t-1} + z_t * h~_t,
     a recurrence linear in h, which a sequence runs as a parallel scan."""
     # the faster path at each length, as tools/core_speed.py measured it (docs/results.md, "Speed per core")
-    scan_min_length = {"cpu": 32, "cuda": 16}
+    scan_min_length = {"cpu": 64, "cuda": 16}
 
     def __init__(self, input_size: int, hidden_size: int):
         super().__init__()
@@ -80,7 +80,7 @@ class LRU(nn.Module):
         lambda = exp(-exp(nu) + i exp(theta)),  gamma = sqrt(1 - |lambda|^2) at the start, then learned.
     The GELU is the paper's blocks' nonlinearity after each LRU, so that stacked layers are not one linear system.
     D is a full matrix, the input and output widths differing here. Complex numbers are (..., 2) real pairs."""
-    scan_min_length = {"cpu": 256, "cuda": 16}  # as MinGRU's
+    scan_min_length = {"cpu": 128, "cuda": 16}  # as MinGRU's
 
     def __init__(self, input_size: int, hidden_size: int, r_min: float = 0.0, r_max: float = 1.0,
                  max_phase: float = 2 * math.pi):
@@ -105,7 +105,8 @@ class LRU(nn.Module):
         bx = self.B(x).float().unflatten(-1, (2, H)).transpose(-1, -2)  # (N, L, 2H) -> (N, L, 2, H) -> (N, L, H, 2)
         bx = bx * torch.exp(self.gamma_log)[:, None]
         h = torch.stack(state, dim=-1)[0]  # 2 x (1, N, H) -> (1, N, H, 2) -> (N, H, 2)
-        hs = linear_recurrence(lam.expand_as(bx), bx, h, self.scan_min_length, complex_mul)  # (N, L, H, 2)
+        a = lam.expand(1, bx.shape[1], H, 2)  # (H, 2) -> (1, L, H, 2): one lambda for every sequence, scanned once
+        hs = linear_recurrence(a, bx, h, self.scan_min_length, complex_mul)  # (N, L, H, 2)
         y = F.gelu(self.C(hs.transpose(-1, -2).flatten(-2)) + self.D(x))  # (N, L, H, 2) -> (N, L, 2H) -> (N, L, H)
         last = hs[:, -1:].transpose(0, 1)  # (N, 1, H, 2) -> (1, N, H, 2)
         return y, (last[..., 0], last[..., 1])

@@ -81,7 +81,9 @@ def markdown(report: dict) -> str:
     lines += [f"{side}: {info['label']}  " for side, info in report["sides"].items()]
     lines += ["", f"{report['repeats']} rounds, each side and condition once a round, alternated. Medians of the wall "
               "seconds (start-up included): alone; two runs started together (the later to finish); one run beside "
-              f"{report['loops']} busy loops. The ratios are each condition's median over alone's.", "",
+              f"{report['loops']} busy loops. The ratios are each condition's median over alone's."
+              + (f" The old side ran together and beside loops in the first {report['old_sharing_rounds']} round(s) "
+                 "only." if report.get("old_sharing_rounds") else ""), "",
               "| side | alone s | two together s | beside busy loops s | together / alone | loops / alone "
               "| steps/s alone |", "|---|---:|---:|---:|---:|---:|---:|"]
     for side, s in report["results"].items():
@@ -102,8 +104,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--against", metavar="REF", help="a git ref whose train.py takes turns with the working tree's")
     parser.add_argument("--repeats", type=int, default=3, help="rounds")
     parser.add_argument("--loops", type=int, default=1, help="busy loops beside a run")
+    parser.add_argument("--old-sharing-rounds", type=int, metavar="N",
+                        help="the rounds in which --against's side also runs together and beside loops (default: "
+                             "all); alone it runs every round. Where the old side shares the cores badly, each of "
+                             "those runs can take many minutes")
     parser.add_argument("--out", required=True, metavar="PREFIX", help="writes PREFIX.json and PREFIX.md")
     args = parser.parse_args(argv)
+    if args.old_sharing_rounds is not None and not 1 <= args.old_sharing_rounds <= args.repeats:
+        print("error: --old-sharing-rounds must be from 1 to --repeats", file=sys.stderr)
+        return 2
     config = Path(args.config).resolve()
     if not config.is_file():
         print(f"error: config not found: {args.config}", file=sys.stderr)
@@ -120,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         runs = {side: {c: [] for c in CONDITIONS} for side in trees}
         for round_ in range(args.repeats):
             for side, tree in trees.items():
-                for condition in CONDITIONS:
+                sharing = side == "new" or args.old_sharing_rounds is None or round_ < args.old_sharing_rounds
+                for condition in CONDITIONS if sharing else ("alone",):
                     run = measure(tree, config, args.set, sides[side]["label"], condition, args.loops)
                     runs[side][condition].append(run)
                     print(f"round {round_ + 1} {side} {condition}: wall {run['wall_seconds']:.2f} s", flush=True)
@@ -129,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
                           "runs": rs} for c, rs in conditions.items()} for side, conditions in runs.items()}
     report = {"command": shlex.join(["python", "tools/side_by_side.py", *argv]), "config": args.config,
               "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
-              "sides": sides, "repeats": args.repeats, "loops": args.loops, "results": results}
+              "sides": sides, "repeats": args.repeats, "loops": args.loops,
+              "old_sharing_rounds": args.old_sharing_rounds, "results": results}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     Path(f"{out}.json").write_text(json.dumps(report, indent=2) + "\n")

@@ -146,7 +146,7 @@ class Config:
     # the recurrent state stay float32); auto: bfloat16 on a CPU with AVX-512 BF16 or AMX, else float32 (GPUs too)
     precision: str = "float32"
     worker_processes: int = 0  # processes stepping the environments; 0: step them in the trainer's process
-    torch_threads: int = 0  # torch intra-op threads; 0, or more than the cores this process may use: those cores
+    torch_threads: int = 0  # torch intra-op threads; 0: the cores others leave free (threads.py); above the cores here: those
     checkpoint_interval: int = 25  # save models/<run-id>.pt every K updates (and at the end); 0: only at the end
 
     def to_dict(self) -> dict:

@@ -55,13 +55,14 @@ def record(agent, episodes: int, seed: int = 0, deterministic: bool = False, on_
     from spaces import MASK_KEY, env_actions
     torch.manual_seed(seed)  # the policy's sampled actions: the same command gives the same scores
     env = evaluation_environment(agent.config, max_steps).make(render_mode="rgb_array")
-    results, frames = [], []
+    results, frames, cores = [], [], threads.FairShare()
     try:
         for episode, env_seed in enumerate(evaluation_seeds(seed, episodes)):
             obs, info = env.reset(seed=env_seed)
             state, t, action_taken, reward, start = None, 0, None, None, True
             frames.append(_stamp(env.render(), t))
             while True:
+                torch.set_num_threads(cores.update())  # docs/reliability.md, "Runs side by side"
                 mask = info[MASK_KEY][None] if MASK_KEY in info else None
                 step = agent.act(obs[None], state, np.full(1, start), deterministic, mask, action_taken, reward)
                 state, action_taken = step.state, step.actions

@@ -27,20 +27,19 @@ def share_cores() -> dict[str, str]:
 
 class FairShare:
     """The torch threads for this process now: the cores it may use, less those that other processes kept busy since
-    it last looked, and at least one. Processes of a higher nice value than ours are not counted: they yield to us.
-    Alone on its cores a run keeps them all, so its numbers repeat from run to run."""
+    it last looked, and at least one. Niced processes count too: a thread that must wait for the scheduler to take
+    a core back from one holds up every parallel region. Alone on its cores a run keeps them all, so its numbers
+    repeat from run to run."""
 
     def __init__(self):
         self.cores = sorted(os.sched_getaffinity(0))
         self.threads = len(self.cores)
-        self._niced = os.nice(0) > 0
         self._last = self._sample()
 
     def _sample(self) -> tuple[float, float, float]:
-        """(now, CPU seconds of our cores counted as others', CPU seconds of this process and its children)."""
+        """(now, busy CPU seconds of our cores, ours included, CPU seconds of this process and its children)."""
         per_core = psutil.cpu_times(percpu=True)
-        busy = sum(t.user + t.system + t.irq + t.softirq + (t.nice if self._niced else 0.0)
-                   for i, t in enumerate(per_core) if i in self.cores)
+        busy = sum(t.user + t.nice + t.system + t.irq + t.softirq for i, t in enumerate(per_core) if i in self.cores)
         ours, me = 0.0, psutil.Process()
         for process in (me, *me.children(recursive=True)):
             with contextlib.suppress(psutil.Error):

@@ -4,7 +4,7 @@ for all; a velocity is the difference of two. Here the z gates' biases are set b
 time constants 1/z start spread log-uniformly over [1, T_MAX] steps ("spread"), against the shipped core
 ("default"); nothing else changes: masked CartPole's config, the LSTM's hyperparameters, the same seeds.
 
-    python results/cores/mingru_timescales.py --seeds 0 1 2 3 4 --out results/cores/mingru_timescales
+    python tools/mingru_timescales.py --seeds 0 1 2 3 4 --out results/cores/mingru_timescales
 
 Writes PREFIX.json (every update's reward_mean_last100 per variant and seed) and PREFIX.md.
 """
@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import threads  # noqa: E402
@@ -67,7 +67,7 @@ def main() -> int:
                 curves[variant][seed] = train(variant, seed, Path(folder))
                 print(f"{variant} seed {seed}: final {curves[variant][seed][-1]:.1f}", flush=True)
     lines = ["# minGRU on masked CartPole: its gates' time constants at the start", "",
-             f"`python results/cores/mingru_timescales.py --seeds {' '.join(map(str, args.seeds))} --out {args.out}`; "
+             f"`python tools/mingru_timescales.py --seeds {' '.join(map(str, args.seeds))} --out {args.out}`; "
              f"configs/cartpole_masked.yaml with recurrence.layer_type=mingru, nothing else changed. default: the "
              f"shipped core (z near 0.5 in every unit); spread: z's biases set so that 1/z starts log-uniform over "
              f"[1, {T_MAX:g}] steps. reward_mean_last100 at the last update, and the first update at {THRESHOLD:g}.", "",

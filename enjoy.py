@@ -23,6 +23,7 @@ from cli import ArgumentParser, console, failed, number, start_up_warnings
 from config import MAX_EPISODES, SEEDS, ConfigError
 from files import reason
 
+
 def parser() -> ArgumentParser:
     parser = ArgumentParser(description="Watch, record and score a trained agent.", epilog=(
         "Without --video or --render the episodes run in parallel across the config's number of environments. "

@@ -14,7 +14,7 @@ import time
 import psutil
 
 SPIN_COUNT = 10_000
-EVERY_S = 0.5  # how often FairShare looks again: the cost of a look is a few milliseconds
+EVERY_S = 0.5  # how often FairShare looks again: a look reads the CPU times of every core and of our processes
 
 
 def share_cores() -> dict[str, str]:

@@ -11,12 +11,14 @@ from typing import Callable, NamedTuple
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
 
 
 class Core(NamedTuple):
     layer: type  # an nn.Module class: see build()
     state_parts: int  # tensors in its state: 1, or 2 (an LSTM's h and c, the LRU's real and imaginary parts)
     lstm_fastpath: bool = False  # torch's nn.LSTM, which fastpath.py runs a faster way on a CPU
+    takes_packed: bool = False  # the layer takes a PackedSequence of the real steps alone, as torch's RNNs do
 
 def linear_recurrence(a: torch.Tensor, b: torch.Tensor, h: torch.Tensor, scan_min_length: dict[str, int],
                       mul: Callable = torch.mul) -> torch.Tensor:
@@ -27,6 +29,28 @@ def linear_recurrence(a: torch.Tensor, b: torch.Tensor, h: torch.Tensor, scan_mi
     if b.shape[1] >= scan_min_length.get(b.device.type, scan_min_length["cuda"]):
         return scan(a, b, mul)
     return loop(a, b, mul)
+
+
+def packed_recurrence(a: torch.Tensor, b: torch.Tensor, h: torch.Tensor, x: PackedSequence,
+                      scan_min_length: dict[str, int], mul: Callable = torch.mul) -> tuple[torch.Tensor, torch.Tensor]:
+    """linear_recurrence over the real steps alone: a and b (R, ...) in x's packed order, h (N, ...) in x's batch
+    order -> every h_t (R, ...) in packed order, and each sequence's last h_t (N, ...). Long sequences are scanned as
+    one flat sequence of all R steps, reset (a = 0) at each sequence's start; short ones run padded, step by step."""
+    rows, _ = pad_packed_sequence(x._replace(data=torch.arange(len(b), device=b.device)), batch_first=True,
+                                  padding_value=-1)  # (N, T): the packed row of each sequence's step t
+    mask = rows >= 0
+    index = rows[mask]  # the packed rows sequence by sequence
+    a, b = a[index], b[index]
+    ends = mask.sum(1).cumsum(0)  # (N,): one past each sequence's last row in that order
+    if mask.shape[1] < scan_min_length.get(b.device.type, scan_min_length["cuda"]):
+        padded_a, padded_b = (t.new_zeros(*mask.shape, *t.shape[1:]) for t in (a, b))
+        padded_a[mask], padded_b[mask] = a, b  # (R, ...) -> (N, T, ...), zeros after each sequence's end
+        hs = linear_recurrence(padded_a, padded_b, h, scan_min_length, mul)[mask]
+    else:
+        first = torch.cat((ends.new_zeros(1), ends[:-1]))  # each sequence's first row in that order
+        b = b.index_add(0, first, mul(a[first], h))  # h folded into each sequence's first step
+        hs = scan(a.index_fill(0, first, 0)[None], b[None], mul)[0]  # (1, R, ...): no step before a first one
+    return torch.empty_like(hs).index_copy(0, index, hs), hs[ends - 1]
 
 
 def loop(a: torch.Tensor, b: torch.Tensor, mul: Callable = torch.mul) -> torch.Tensor:
@@ -66,9 +90,13 @@ class MinGRU(nn.Module):
         super().__init__()
         self.linear = nn.Linear(input_size, 2 * hidden_size)  # Linear_z and Linear_h side by side
 
-    def forward(self, x: torch.Tensor, h: torch.Tensor):  # x (N, L, F), h (1, N, H)
-        z, h_tilde = self.linear(x).float().chunk(2, dim=-1)  # (N, L, 2H) -> 2 x (N, L, H), the state in float32
+    def forward(self, x: torch.Tensor | PackedSequence, h: torch.Tensor):  # x (N, L, F) or packed (R, F), h (1, N, H)
+        packed = isinstance(x, PackedSequence)
+        z, h_tilde = self.linear(x[0] if packed else x).float().chunk(2, dim=-1)  # (.., 2H) -> 2 x (.., H), in float32
         z = torch.sigmoid(z)
+        if packed:
+            hs, last = packed_recurrence(1 - z, z * h_tilde, h[0], x, self.scan_min_length)  # (R, H), (N, H)
+            return x._replace(data=hs), last[None]
         hs = linear_recurrence(1 - z, z * h_tilde, h[0], self.scan_min_length)  # (N, L, H)
         return hs, hs[:, -1:].transpose(0, 1)  # the last step's state (N, 1, H) -> (1, N, H)
 
@@ -98,18 +126,24 @@ class LRU(nn.Module):
         nn.init.normal_(self.C.weight, std=1 / math.sqrt(hidden_size))
         nn.init.normal_(self.D.weight, std=1 / math.sqrt(input_size))
 
-    def forward(self, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]):  # x (N, L, F), 2 x (1, N, H)
-        H = self.hidden_size
+    def forward(self, x: torch.Tensor | PackedSequence, state: tuple[torch.Tensor, torch.Tensor]):
+        """x (N, L, F) or packed (R, F), state 2 x (1, N, H): the real and imaginary parts."""
+        H, packed = self.hidden_size, isinstance(x, PackedSequence)
         phase = torch.exp(self.theta_log)
         lam = torch.exp(-torch.exp(self.nu_log))[:, None] * torch.stack((phase.cos(), phase.sin()), dim=-1)  # (H, 2)
-        bx = self.B(x).float().unflatten(-1, (2, H)).transpose(-1, -2)  # (N, L, 2H) -> (N, L, 2, H) -> (N, L, H, 2)
+        inputs = x[0] if packed else x
+        bx = self.B(inputs).float().unflatten(-1, (2, H)).transpose(-1, -2)  # (.., 2H) -> (.., 2, H) -> (.., H, 2)
         bx = bx * torch.exp(self.gamma_log)[:, None]
         h = torch.stack(state, dim=-1)[0]  # 2 x (1, N, H) -> (1, N, H, 2) -> (N, H, 2)
-        a = lam.expand(1, bx.shape[1], H, 2)  # (H, 2) -> (1, L, H, 2): one lambda for every sequence, scanned once
-        hs = linear_recurrence(a, bx, h, self.scan_min_length, complex_mul)  # (N, L, H, 2)
-        y = F.gelu(self.C(hs.transpose(-1, -2).flatten(-2)) + self.D(x))  # (N, L, H, 2) -> (N, L, 2H) -> (N, L, H)
-        last = hs[:, -1:].transpose(0, 1)  # (N, 1, H, 2) -> (1, N, H, 2)
-        return y, (last[..., 0], last[..., 1])
+        if packed:
+            hs, last = packed_recurrence(lam.expand_as(bx), bx, h, x, self.scan_min_length, complex_mul)  # (R, H, 2)
+            last = last[None]  # (N, H, 2) -> (1, N, H, 2)
+        else:
+            a = lam.expand(1, bx.shape[1], H, 2)  # (H, 2) -> (1, L, H, 2): one lambda for every sequence, scanned once
+            hs = linear_recurrence(a, bx, h, self.scan_min_length, complex_mul)  # (N, L, H, 2)
+            last = hs[:, -1:].transpose(0, 1)  # (N, 1, H, 2) -> (1, N, H, 2)
+        y = F.gelu(self.C(hs.transpose(-1, -2).flatten(-2)) + self.D(inputs))  # (.., H, 2) -> (.., 2H) -> (.., H)
+        return (x._replace(data=y) if packed else y), (last[..., 0], last[..., 1])
 
 
 class Stack(nn.Module):
@@ -142,8 +176,8 @@ def build(core: Core, input_size: int, hidden_size: int, num_layers: int) -> nn.
 
 # recurrence.layer_type -> its core
 CORES = {
-    "gru": Core(nn.GRU, state_parts=1),
-    "lstm": Core(nn.LSTM, state_parts=2, lstm_fastpath=True),
-    "mingru": Core(MinGRU, state_parts=1),
-    "lru": Core(LRU, state_parts=2),
+    "gru": Core(nn.GRU, state_parts=1, takes_packed=True),
+    "lstm": Core(nn.LSTM, state_parts=2, lstm_fastpath=True, takes_packed=True),
+    "mingru": Core(MinGRU, state_parts=1, takes_packed=True),
+    "lru": Core(LRU, state_parts=2, takes_packed=True),
 }

@@ -20,7 +20,8 @@ from spaces import EnvSpaces, Layout, Part, layout
 
 
 # On a CPU the training pass feeds the cores the real steps alone (a PackedSequence; torch's LSTM runs it in
-# fastpath.py) when the input is an image encoder's or at least half the slots are padding.
+# fastpath.py) when at least half the slots are padding, and torch's own layers also when the input is an image
+# encoder's: their padded kernels are the slower ones there.
 PACK_MIN_WIDTH = 2048
 PACK_MIN_PADDING = 0.5
 
@@ -191,6 +192,7 @@ class ActorCritic(nn.Module):
         self.hidden_size, self.layers = recurrence.hidden_state_size, recurrence.num_layers
         entry = cores.CORES[recurrence.layer_type]
         self._parts, self._lstm_fastpath = entry.state_parts, entry.lstm_fastpath
+        self._takes_packed = entry.takes_packed
         self._input_size = self.encoder.out_features + self.previous_size
 
         def new_core() -> nn.Module:
@@ -306,8 +308,8 @@ class ActorCritic(nn.Module):
         if burn_in is not None:
             state = self.burn_in_state(state, burn_in)
         x = self.encoder(obs)  # (R, F): the encoder sees the real steps only
-        packs = (obs.device.type == "cpu" and all(isinstance(core, nn.RNNBase) for core in self._cores)
-                 and (self._input_size >= PACK_MIN_WIDTH or R <= (1 - PACK_MIN_PADDING) * N * L))
+        wide = self._input_size >= PACK_MIN_WIDTH and all(isinstance(core, nn.RNNBase) for core in self._cores)
+        packs = obs.device.type == "cpu" and self._takes_packed and (wide or R <= (1 - PACK_MIN_PADDING) * N * L)
         if packs:  # torch's packed order of the real steps (time step by time step), from packing their numbers
             order = pack_padded_sequence(_scatter(torch.arange(R, device=obs.device), mask), mask.sum(1).cpu(),
                                          batch_first=True, enforce_sorted=False)

@@ -255,7 +255,7 @@ def test_encoding_only_real_steps_leaves_outputs_and_gradients_unchanged(layer):
 
 @pytest.mark.parametrize("critic_core", [False, True])
 @pytest.mark.parametrize("layers", [1, 2])
-@pytest.mark.parametrize("layer", ["gru", "lstm"])
+@pytest.mark.parametrize("layer", list(cores.CORES))
 @pytest.mark.parametrize("padded", [False, True])
 @pytest.mark.parametrize("extras", [False, True])  # the previous action and reward, an action mask
 def test_the_packed_way_gives_the_padded_ways_outputs_and_gradients(monkeypatch, layer, layers, critic_core, padded,
@@ -294,15 +294,16 @@ def test_the_packed_way_gives_the_padded_ways_outputs_and_gradients(monkeypatch,
         torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-4)
 
 
-def test_the_rule_packs_on_a_cpu_for_wide_inputs_or_half_padding(monkeypatch):
-    """evaluate() packs on a CPU when the core's input is at least PACK_MIN_WIDTH wide (with padding or
-    without, with a mask or without) or at least PACK_MIN_PADDING of the slots are padding."""
+def test_the_rule_packs_on_a_cpu_for_half_padding_or_wide_inputs_to_torchs_layers(monkeypatch):
+    """evaluate() packs on a CPU when at least PACK_MIN_PADDING of the slots are padding, and for torch's own
+    layers also when the core's input is at least PACK_MIN_WIDTH wide (with padding or without, with a mask or
+    without); minGRU and the LRU gain nothing from packing a wide input."""
     calls = []
     monkeypatch.setattr(model, "pack_padded_sequence", lambda *a, **k: calls.append(1) or pack_padded_sequence(*a, **k))
 
-    def packs(width: int, lengths: list[int], masked: bool = True) -> bool:
+    def packs(width: int, lengths: list[int], masked: bool = True, layer: str = "gru") -> bool:
         net = ActorCritic(gym.spaces.Box(-1, 1, (width,), np.float32), gym.spaces.Discrete(3), 8,
-                          RecurrenceConfig(hidden_state_size=4))
+                          RecurrenceConfig(layer_type=layer, hidden_state_size=4))
         mask = torch.arange(4) < torch.tensor(lengths)[:, None]  # (N, L = 4)
         obs = torch.zeros(int(mask.sum()), width) if masked else torch.zeros(len(lengths), 4, width)
         calls.clear()
@@ -313,3 +314,6 @@ def test_the_rule_packs_on_a_cpu_for_wide_inputs_or_half_padding(monkeypatch):
     assert packs(8, [4, 1, 1, 2]) and packs(8, [2, 2]) and not packs(8, [4, 1, 2, 2]) and not packs(8, [4, 4])
     assert packs(model.PACK_MIN_WIDTH, [4, 4]) and packs(model.PACK_MIN_WIDTH, [4, 4], masked=False)
     assert not packs(model.PACK_MIN_WIDTH - 1, [4, 3]) and not packs(8, [4, 4], masked=False)
+    for layer in ("mingru", "lru"):
+        assert packs(8, [4, 1, 1, 2], layer=layer) and not packs(8, [4, 1, 2, 2], layer=layer)
+        assert not packs(model.PACK_MIN_WIDTH, [4, 4], layer=layer) and packs(model.PACK_MIN_WIDTH, [2, 2], layer=layer)

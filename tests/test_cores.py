@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 import cores
 import model
@@ -81,6 +82,31 @@ def test_a_sequence_equals_its_steps_under_bfloat16(monkeypatch, name, path, dev
         whole, steps = flat(*layer(x, h)), flat(*stepped(layer, x, h))
     for a, b in zip(whole, steps):
         torch.testing.assert_close(a, b, atol=1e-2, rtol=0)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("name", SCANNED)
+def test_packed_sequences_equal_each_sequence_stepped_alone(monkeypatch, name, path):
+    """The real steps alone as a PackedSequence, of several lengths (padded to the longest and looped, or scanned as
+    one flat sequence reset at each sequence's start): outputs, last states and gradients as each sequence stepped
+    alone from its own state."""
+    torch.manual_seed(0)
+    take(monkeypatch, name, path)
+    layer = cores.build(cores.CORES[name], 12, 16, 2)
+    lengths = torch.tensor([3, 40, 1, 17, 40, 9])
+    x, h = torch.randn(6, 40, 12, requires_grad=True), state(cores.CORES[name], 2, 6, 16, "cpu")
+    y, last = layer(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False), h)
+    y = pad_packed_sequence(y, batch_first=True)[0]  # (6, 40, 16), zeros on padding
+    weights, steps_loss = torch.linspace(-1, 1, 16), 0
+    for n, length in enumerate(lengths):
+        own = tuple(p[:, n:n + 1] for p in h) if isinstance(h, tuple) else h[:, n:n + 1]  # (layers, 1, H) per part
+        steps_y, steps_last = stepped(layer, x[n:n + 1, :length], own)
+        torch.testing.assert_close(y[n:n + 1, :length], steps_y, atol=1e-5, rtol=0)
+        for a, b in zip(flat(y, last)[1:], flat(steps_y, steps_last)[1:]):
+            torch.testing.assert_close(a[:, n:n + 1], b, atol=1e-5, rtol=0)
+        steps_loss = steps_loss + (steps_y * weights).sum()
+    torch.testing.assert_close(torch.autograd.grad((y * weights).sum(), x)[0], torch.autograd.grad(steps_loss, x)[0],
+                               atol=1e-5, rtol=1e-4)
 
 
 def test_the_scan_is_the_loop_for_real_and_complex_numbers():

@@ -17,11 +17,23 @@ $PY sweep.py --config configs/cartpole_masked.yaml --seeds 10 --grid recurrence.
 copy cores_cartpole10
 
 # MiniGrid-MemoryS9, 3 seeds of each new core at the shipped budget (500 updates), held-out evaluation on;
-# an interrupted run goes on with train.py --resume models/<run-id>.pt
+# an interrupted run goes on with train.py --resume models/<run-id>.pt. minGRU seed 0 ran at ef4deb6, the others
+# at b8904c8 (the same cores; b8904c8 scans minGRU and the LRU flat where half the slots are padding, which
+# MiniGrid's sequences of 8 rarely are).
 export SDL_VIDEODRIVER=dummy
 for s in 0 1 2; do
   for core in mingru lru; do
     $PY train.py --config configs/minigrid.yaml --set recurrence.layer_type=$core --seed $s \
         --set checkpoint_interval=10 --run-id minigrid_${core}_seed$s
+    mkdir -p "$out/runs"; cp -r summaries/minigrid_${core}_seed$s "$out/runs/"
+    $PY tools/run_summary.py --run summaries/minigrid_${core}_seed$s --last 10 \
+        --reference results/reference/minigrid_memory_s9.csv --out "$out/minigrid_${core}_seed$s" \
+        --command "python train.py --config configs/minigrid.yaml --set recurrence.layer_type=$core --seed $s"
+    # its best held-out model on 150 fresh layouts, sampled, at enjoy.py's default seed
+    $PY enjoy.py --model models/minigrid_${core}_seed$s-best.pt --episodes 150 > "$out/minigrid_${core}_seed${s}_fresh.log"
   done
 done
+
+# Mortar Mayhem B Grid, one seed of the LRU (the better new core on masked CartPole) at 8,192,000 steps, at b8904c8
+$PY train.py --config configs/mortar_mayhem_b_grid.yaml --set recurrence.layer_type=lru --set updates=500 \
+    --set checkpoint_interval=5 --run-id mmb_grid_lru_seed0

@@ -20,6 +20,7 @@ class Core(NamedTuple):
     lstm_fastpath: bool = False  # torch's nn.LSTM, which fastpath.py runs a faster way on a CPU
     takes_packed: bool = False  # the layer takes a PackedSequence of the real steps alone, as torch's RNNs do
 
+
 def linear_recurrence(a: torch.Tensor, b: torch.Tensor, h: torch.Tensor, scan_min_length: dict[str, int],
                       mul: Callable = torch.mul) -> torch.Tensor:
     """h_t = a_t h_{t-1} + b_t for the L steps of a (N or 1, L, ...) and b (N, L, ...) from h (N, ...): every h_t
@@ -92,7 +93,8 @@ class MinGRU(nn.Module):
 
     def forward(self, x: torch.Tensor | PackedSequence, h: torch.Tensor):  # x (N, L, F) or packed (R, F), h (1, N, H)
         packed = isinstance(x, PackedSequence)
-        z, h_tilde = self.linear(x[0] if packed else x).float().chunk(2, dim=-1)  # (.., 2H) -> 2 x (.., H), in float32
+        zh = self.linear(x.data if packed else x).float()  # (.., 2H) from a PackedSequence's rows or (N, L, F)
+        z, h_tilde = zh.chunk(2, dim=-1)  # (.., 2H) -> 2 x (.., H), the state in float32
         z = torch.sigmoid(z)
         if packed:
             hs, last = packed_recurrence(1 - z, z * h_tilde, h[0], x, self.scan_min_length)  # (R, H), (N, H)
@@ -131,7 +133,7 @@ class LRU(nn.Module):
         H, packed = self.hidden_size, isinstance(x, PackedSequence)
         phase = torch.exp(self.theta_log)
         lam = torch.exp(-torch.exp(self.nu_log))[:, None] * torch.stack((phase.cos(), phase.sin()), dim=-1)  # (H, 2)
-        inputs = x[0] if packed else x
+        inputs = x.data if packed else x  # a PackedSequence's rows (R, F)
         bx = self.B(inputs).float().unflatten(-1, (2, H)).transpose(-1, -2)  # (.., 2H) -> (.., 2, H) -> (.., H, 2)
         bx = bx * torch.exp(self.gamma_log)[:, None]
         h = torch.stack(state, dim=-1)[0]  # 2 x (1, N, H) -> (1, N, H, 2) -> (N, H, 2)

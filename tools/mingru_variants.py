@@ -22,6 +22,7 @@ import math
 import sys
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -32,6 +33,7 @@ threads.share_cores()  # before torch loads, as train.py
 
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
+from torch.nn.utils.rnn import PackedSequence  # noqa: E402
 
 import cores  # noqa: E402
 from config import load_config  # noqa: E402
@@ -39,11 +41,19 @@ from trainer import Trainer  # noqa: E402
 
 T_MAX = 100.0
 THRESHOLD = 190.0
+
+
+class Variant(NamedTuple):
+    skip: bool  # the layer is MinGRUSkip
+    spread: bool  # spread_time_constants() before training
+    description: str
+
+
 VARIANTS = {
-    "default": "the shipped core (z near 0.5 in every unit)",
-    "spread": f"z's biases set so that 1/z starts log-uniform over [1, {T_MAX:g}] steps",
-    "skip": "the output h_t + D x_t, D a bias-free Linear from the layer's input",
-    "skip_spread": "both",
+    "default": Variant(False, False, "the shipped core (z near 0.5 in every unit)"),
+    "spread": Variant(False, True, f"z's biases set so that 1/z starts log-uniform over [1, {T_MAX:g}] steps"),
+    "skip": Variant(True, False, "the output h_t + D x_t, D a bias-free Linear from the layer's input"),
+    "skip_spread": Variant(True, True, "both"),
 }
 
 
@@ -56,7 +66,7 @@ class MinGRUSkip(cores.MinGRU):
 
     def forward(self, x, h):
         y, h = super().forward(x, h)
-        if isinstance(y, torch.nn.utils.rnn.PackedSequence):
+        if isinstance(y, PackedSequence):
             return y._replace(data=y.data + self.skip(x.data)), h
         return y + self.skip(x), h
 
@@ -74,14 +84,14 @@ def train(variant: str, seed: int, folder: Path) -> list[float]:
     config = load_config(ROOT / "configs/cartpole_masked.yaml",
                          ["recurrence.layer_type=mingru", f"seed={seed}", "checkpoint_interval=0"])
     shipped = cores.CORES["mingru"]
-    if variant.startswith("skip"):
+    if VARIANTS[variant].skip:
         cores.CORES["mingru"] = shipped._replace(layer=MinGRUSkip)
     try:
         trainer = Trainer(config, run_id=f"{variant}_seed{seed}", summaries_dir=folder, models_dir=folder,
                           verbose=False)
     finally:
         cores.CORES["mingru"] = shipped
-    if variant.endswith("spread"):
+    if VARIANTS[variant].spread:
         torch.manual_seed(seed)
         spread_time_constants(trainer.model)
     rewards = []
@@ -105,7 +115,7 @@ def main() -> int:
              f"`python tools/mingru_variants.py --variants {' '.join(args.variants)} "
              f"--seeds {' '.join(map(str, args.seeds))} --out {args.out}`; configs/cartpole_masked.yaml with "
              "recurrence.layer_type=mingru, nothing else changed. "
-             + "; ".join(f"{variant}: {VARIANTS[variant]}" for variant in args.variants)
+             + "; ".join(f"{variant}: {VARIANTS[variant].description}" for variant in args.variants)
              + f". reward_mean_last100 at the last update, and the first update at {THRESHOLD:g}.", "",
              "| seed | " + " | ".join(f"{v} final | {v} first at {THRESHOLD:g}" for v in args.variants) + " |",
              "|---:|" + "---:|---:|" * len(args.variants)]

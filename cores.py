@@ -42,8 +42,8 @@ def packed_recurrence(a: torch.Tensor, b: torch.Tensor, h: torch.Tensor, x: Pack
                                   padding_value=-1)  # (N, T): the packed row of each sequence's step t
     mask = rows >= 0
     index = rows[mask]  # the packed rows sequence by sequence
-    shared = a.dim() < b.dim()
-    a, b = a if shared else a[index], b[index]
+    shared = a.dim() < b.dim()  # one a for every step
+    b = b[index]
     ends = mask.sum(1).cumsum(0)  # (N,): one past each sequence's last row in that order
     if mask.shape[1] < scan_min_length.get(b.device.type, scan_min_length["cuda"]):
         padded_b = b.new_zeros(*mask.shape, *b.shape[1:])
@@ -52,49 +52,46 @@ def packed_recurrence(a: torch.Tensor, b: torch.Tensor, h: torch.Tensor, x: Pack
             padded_a = a.expand(1, mask.shape[1], *a.shape)  # (...) -> (1, T, ...)
         else:
             padded_a = a.new_zeros(*mask.shape, *a.shape[1:])
-            padded_a[mask] = a
+            padded_a[mask] = a[index]
         hs = linear_recurrence(padded_a, padded_b, h, scan_min_length, mul)[mask]
     else:
         first = torch.cat((ends.new_zeros(1), ends[:-1]))  # each sequence's first row in that order
-        b = b.index_add(0, first, mul(a if shared else a[first], h))  # h folded into each sequence's first step
-        if shared:
-            keep = b.new_ones(len(b)).index_fill(0, first, 0)  # (R,): 0 at each sequence's start
-            hs = scan_shared(a, keep.view(1, -1, *[1] * (b.dim() - 1)), b[None], mul)[0]  # (R,) -> (1, R, 1..)
-        else:
-            hs = scan(a.index_fill(0, first, 0)[None], b[None], mul)[0]  # (1, R, ...): no step before a first one
+        a = a.expand_as(b) if shared else a[index]
+        b = b.index_add(0, first, mul(a[first], h))  # h folded into each sequence's first step
+        hs = scan(a.index_fill(0, first, 0)[None], b[None], mul)[0]  # (1, R, ...): no step before a first one
     return torch.empty_like(hs).index_copy(0, index, hs), hs[ends - 1]
 
 
 def loop(a: torch.Tensor, b: torch.Tensor, mul: Callable = torch.mul) -> torch.Tensor:
     """h_t = a_t h_{t-1} + b_t from h_{-1} = 0, one step at a time."""
     h, hs = torch.zeros_like(b[:, 0]), []
-    for t in range(b.shape[1]):
-        h = mul(a[:, t], h) + b[:, t]
+    for a_t, b_t in zip(a.unbind(1), b.unbind(1)):  # unbind: the backward stacks the steps' gradients once
+        h = mul(a_t, h) + b_t
         hs.append(h)
     return torch.stack(hs, dim=1)  # L x (N, ...) -> (N, L, ...)
 
 
-def scan(a: torch.Tensor, b: torch.Tensor, mul: Callable = torch.mul) -> torch.Tensor:
-    """The same as loop(), in ceil(log2 L) rounds over all steps at once (Hillis and Steele's scan): step t is the
-    affine map h -> a_t h + b_t, and after the round with offset d it holds the maps of steps t-2d+1..t composed."""
-    d = 1
-    while d < b.shape[1]:
-        b = torch.cat((b[:, :d], mul(a[:, d:], b[:, :-d]) + b[:, d:]), dim=1)
-        a = torch.cat((a[:, :d], mul(a[:, d:], a[:, :-d])), dim=1)
-        d *= 2
-    return b
-
-
-def scan_shared(a: torch.Tensor, keep: torch.Tensor, b: torch.Tensor, mul: Callable = torch.mul) -> torch.Tensor:
-    """scan() where step t's a is keep_t * a: one a (...) for every step, keep (1, L, 1..) 1, or 0 where the
-    recurrence restarts. A window's composed a is then a to its length times its keeps' product: a round multiplies
-    the steps' b by one power of a, and composes only the keeps."""
-    d = 1
-    while d < b.shape[1]:
-        b = torch.cat((b[:, :d], keep[:, d:] * mul(a, b[:, :-d]) + b[:, d:]), dim=1)
-        keep = torch.cat((keep[:, :d], keep[:, d:] * keep[:, :-d]), dim=1)
-        a, d = mul(a, a), 2 * d
-    return b
+def scan(a: torch.Tensor, b: torch.Tensor, mul: Callable = torch.mul, chunk: int = 16) -> torch.Tensor:
+    """The same as loop(), in chunks of `chunk` steps: all chunks are stepped through at once from h = 0, each keeping
+    the product of its a's so far; the chunks' last states are then scanned the same way, as a sequence whose a's are
+    the chunks' products; and each step adds the state before its chunk times its product so far."""
+    L = b.shape[1]
+    if L <= chunk:
+        return loop(a, b, mul)
+    K = -(-L // chunk)
+    a, b = (torch.cat((t, t.new_zeros(t.shape[0], K * chunk - L, *t.shape[2:])), dim=1)  # zero steps after the last
+            for t in (a, b))
+    a, b = (t.unflatten(1, (K, chunk)) for t in (a, b))  # (N, K*C, ...) -> (N, K, C, ...)
+    (a0, *a_steps), (b0, *b_steps) = a.unbind(2), b.unbind(2)
+    hs, ps = [b0], [a0]
+    for a_j, b_j in zip(a_steps, b_steps):
+        hs.append(mul(a_j, hs[-1]) + b_j)
+        ps.append(mul(a_j, ps[-1]))
+    hs, ps = torch.stack(hs, dim=2), torch.stack(ps, dim=2)  # C x (N, K, ...) -> (N, K, C, ...)
+    ends = scan(ps[:, :, -1], hs[:, :, -1], mul, chunk)  # (N, K, ...): the state at each chunk's last step
+    incoming = torch.cat((torch.zeros_like(ends[:, :1]), ends[:, :-1]), dim=1)  # the state before each chunk
+    hs = hs + mul(ps, incoming[:, :, None])
+    return hs.flatten(1, 2)[:, :L]  # (N, K, C, ...) -> (N, K*C, ...) -> (N, L, ...)
 
 
 def complex_mul(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -133,7 +130,7 @@ class LRU(nn.Module):
         lambda = exp(-exp(nu) + i exp(theta)),  gamma = sqrt(1 - |lambda|^2) at the start, then learned.
     The GELU is the paper's blocks' nonlinearity after each LRU, so that stacked layers are not one linear system.
     D is a full matrix, the input and output widths differing here. Complex numbers are (..., 2) real pairs."""
-    scan_min_length = {"cpu": 128, "cuda": 16}  # as MinGRU's
+    scan_min_length = {"cpu": 64, "cuda": 16}  # as MinGRU's
 
     def __init__(self, input_size: int, hidden_size: int, r_min: float = 0.0, r_max: float = 1.0,
                  max_phase: float = 2 * math.pi):

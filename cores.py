@@ -33,32 +33,21 @@ def linear_recurrence(a: torch.Tensor, b: torch.Tensor, h: torch.Tensor, scan_mi
 
 
 def packed_recurrence(a: torch.Tensor, b: torch.Tensor, h: torch.Tensor, x: PackedSequence,
-                      scan_min_length: dict[str, int], mul: Callable = torch.mul) -> tuple[torch.Tensor, torch.Tensor]:
+                      mul: Callable = torch.mul) -> tuple[torch.Tensor, torch.Tensor]:
     """linear_recurrence over the real steps alone: a (R, ...) in x's packed order, or one a (...) for every step,
     b (R, ...) in x's packed order, h (N, ...) in x's batch order -> every h_t (R, ...) in packed order, and each
-    sequence's last h_t (N, ...). Long sequences are scanned as one flat sequence of all R steps, reset (a = 0) at each
-    sequence's start; short ones run padded, step by step."""
+    sequence's last h_t (N, ...). All R steps are scanned as one flat sequence, reset (a = 0) at each sequence's
+    start: at any length faster than stepping through the padded sequences, which are mostly padding here."""
     rows, _ = pad_packed_sequence(x._replace(data=torch.arange(len(b), device=b.device)), batch_first=True,
                                   padding_value=-1)  # (N, T): the packed row of each sequence's step t
     mask = rows >= 0
     index = rows[mask]  # the packed rows sequence by sequence
-    shared = a.dim() < b.dim()  # one a for every step
+    a = a.expand_as(b) if a.dim() < b.dim() else a[index]
     b = b[index]
     ends = mask.sum(1).cumsum(0)  # (N,): one past each sequence's last row in that order
-    if mask.shape[1] < scan_min_length.get(b.device.type, scan_min_length["cuda"]):
-        padded_b = b.new_zeros(*mask.shape, *b.shape[1:])
-        padded_b[mask] = b  # (R, ...) -> (N, T, ...), zeros after each sequence's end
-        if shared:
-            padded_a = a.expand(1, mask.shape[1], *a.shape)  # (...) -> (1, T, ...)
-        else:
-            padded_a = a.new_zeros(*mask.shape, *a.shape[1:])
-            padded_a[mask] = a[index]
-        hs = linear_recurrence(padded_a, padded_b, h, scan_min_length, mul)[mask]
-    else:
-        first = torch.cat((ends.new_zeros(1), ends[:-1]))  # each sequence's first row in that order
-        a = a.expand_as(b) if shared else a[index]
-        b = b.index_add(0, first, mul(a[first], h))  # h folded into each sequence's first step
-        hs = scan(a.index_fill(0, first, 0)[None], b[None], mul)[0]  # (1, R, ...): no step before a first one
+    first = torch.cat((ends.new_zeros(1), ends[:-1]))  # each sequence's first row in that order
+    b = b.index_add(0, first, mul(a[first], h))  # h folded into each sequence's first step
+    hs = scan(a.index_fill(0, first, 0)[None], b[None], mul)[0]  # (1, R, ...): no step before a first one
     return torch.empty_like(hs).index_copy(0, index, hs), hs[ends - 1]
 
 
@@ -117,7 +106,7 @@ class MinGRU(nn.Module):
         z, h_tilde = zh.chunk(2, dim=-1)  # (.., 2H) -> 2 x (.., H), the state in float32
         z = torch.sigmoid(z)
         if packed:
-            hs, last = packed_recurrence(1 - z, z * h_tilde, h[0], x, self.scan_min_length)  # (R, H), (N, H)
+            hs, last = packed_recurrence(1 - z, z * h_tilde, h[0], x)  # (R, H), (N, H)
             return x._replace(data=hs), last[None]
         hs = linear_recurrence(1 - z, z * h_tilde, h[0], self.scan_min_length)  # (N, L, H)
         return hs, hs[:, -1:].transpose(0, 1)  # the last step's state (N, 1, H) -> (1, N, H)
@@ -130,7 +119,7 @@ class LRU(nn.Module):
         lambda = exp(-exp(nu) + i exp(theta)),  gamma = sqrt(1 - |lambda|^2) at the start, then learned.
     The GELU is the paper's blocks' nonlinearity after each LRU, so that stacked layers are not one linear system.
     D is a full matrix, the input and output widths differing here. Complex numbers are (..., 2) real pairs."""
-    scan_min_length = {"cpu": 64, "cuda": 16}  # as MinGRU's
+    scan_min_length = {"cpu": 128, "cuda": 16}
 
     def __init__(self, input_size: int, hidden_size: int, r_min: float = 0.0, r_max: float = 1.0,
                  max_phase: float = 2 * math.pi):
@@ -158,7 +147,7 @@ class LRU(nn.Module):
         bx = bx * torch.exp(self.gamma_log)[:, None]
         h = torch.stack(state, dim=-1)[0]  # 2 x (1, N, H) -> (1, N, H, 2) -> (N, H, 2)
         if packed:
-            hs, last = packed_recurrence(lam, bx, h, x, self.scan_min_length, complex_mul)  # (R, H, 2)
+            hs, last = packed_recurrence(lam, bx, h, x, complex_mul)  # (R, H, 2)
             last = last[None]  # (N, H, 2) -> (1, N, H, 2)
         else:
             a = lam.expand(1, bx.shape[1], H, 2)  # (H, 2) -> (1, L, H, 2): one lambda for every sequence, scanned once

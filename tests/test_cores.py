@@ -84,14 +84,11 @@ def test_a_sequence_equals_its_steps_under_bfloat16(monkeypatch, name, path, dev
         torch.testing.assert_close(a, b, atol=1e-2, rtol=0)
 
 
-@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("name", SCANNED)
-def test_packed_sequences_equal_each_sequence_stepped_alone(monkeypatch, name, path):
-    """The real steps alone as a PackedSequence, of several lengths (padded to the longest and looped, or scanned as
-    one flat sequence reset at each sequence's start): outputs, last states and gradients as each sequence stepped
-    alone from its own state."""
+def test_packed_sequences_equal_each_sequence_stepped_alone(name):
+    """The real steps alone as a PackedSequence, of several lengths (scanned as one flat sequence reset at each
+    sequence's start): outputs, last states and gradients as each sequence stepped alone from its own state."""
     torch.manual_seed(0)
-    take(monkeypatch, name, path)
     layer = cores.build(cores.CORES[name], 12, 16, 2)
     lengths = torch.tensor([3, 40, 1, 17, 40, 9])
     x, h = torch.randn(6, 40, 12, requires_grad=True), state(cores.CORES[name], 2, 6, 16, "cpu")

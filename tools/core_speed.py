@@ -5,7 +5,8 @@ and parallel scan), at several sequence lengths L over the same number of steps 
     python tools/core_speed.py --out results/speed/core_speed               # the defaults: L = 8, 64, 256, 512
     python tools/core_speed.py --device cuda --hidden 512 --steps 2048 --out results/gpu/core_speed
 
-Each training-pass timing is model.evaluate() on N = steps / L sequences of L real steps of a vector observation,
+Each training-pass timing is model.evaluate() on N = steps / L sequences of L real steps of a vector observation
+(with --episodes, whole-episode sequences of 1 to L real steps padded to L, which the model packs),
 then backward on its log-probs and values; a rollout step is one act() call, without gradient. The paths and cores take turns (one call each, round after round), so that a drift
 of the machine's speed hits them alike; the report gives each one's median seconds per call.
 Writes PREFIX.json and PREFIX.md.
@@ -38,10 +39,20 @@ def paths(name: str) -> list[str]:
     return ["torch"] if issubclass(cores.CORES[name].layer, torch.nn.RNNBase) else ["loop", "scan"]
 
 
-def timed(model: ActorCritic, N: int, L: int, precision: str, device: torch.device) -> float:
-    obs = torch.randn(N * L, FEATURES, device=device)
-    actions = torch.randint(0, 4, (N, L, 1), device=device)
-    mask = torch.ones(N, L, dtype=torch.bool, device=device)
+def sequence_mask(steps: int, L: int, episodes: bool, device: torch.device) -> torch.Tensor:
+    """(N, L): L real steps in each of steps / L sequences; with episodes, whole-episode sequences instead, padded
+    to the longest, L: about steps real steps in sequences of 1 to L / 2 real steps and one of L."""
+    if not episodes:
+        return torch.ones(max(1, steps // L), L, dtype=torch.bool, device=device)
+    lengths = torch.randint(1, L // 2 + 1, (max(1, 4 * steps // (L + 2)),))
+    lengths[0] = L
+    return torch.arange(L, device=device) < lengths[:, None].to(device)  # (N, L)
+
+
+def timed(model: ActorCritic, mask: torch.Tensor, precision: str, device: torch.device) -> float:
+    obs = torch.randn(int(mask.sum()), FEATURES, device=device)
+    actions = torch.randint(0, 4, (*mask.shape, 1), device=device)
+    N = len(mask)
     state = model.initial_state(N, device)
     model.zero_grad()
     if device.type == "cuda":
@@ -88,10 +99,11 @@ def measure_steps(names: list[str], W: int, hidden: int, repeats: int, precision
 
 
 def measure(names: list[str], lengths: list[int], hidden: int, steps: int, repeats: int, precision: str,
-            device: torch.device) -> list[dict]:
+            device: torch.device, episodes: bool = False) -> list[dict]:
     rows = []
     for L in lengths:
-        N = max(1, steps // L)
+        mask = sequence_mask(steps, L, episodes, device)
+        N = len(mask)
         models = build(names, hidden, device)
         runs = [(name, path) for name in names for path in paths(name)]
         seconds = {run: [] for run in runs}
@@ -99,7 +111,7 @@ def measure(names: list[str], lengths: list[int], hidden: int, steps: int, repea
             for name, path in runs:
                 if path != "torch":
                     cores.CORES[name].layer.scan_min_length[device.type] = 1 if path == "scan" else 2 ** 62
-                took = timed(models[name], N, L, precision, device)
+                took = timed(models[name], mask, precision, device)
                 if round_:
                     seconds[(name, path)].append(took)
         for (name, path), times in seconds.items():
@@ -114,8 +126,9 @@ def markdown(rows: list[dict], steps: list[dict], meta: dict) -> str:
     columns = sorted({(r["core"], r["path"]) for r in rows}, key=lambda c: (list(cores.CORES).index(c[0]), c[1]))
     table = {(r["core"], r["path"], r["L"]): r["median_s"] for r in rows}
     lines = [f"# Training pass per core and path: {meta['device']}, {meta['precision']}", "",
-             f"model.evaluate() forward and backward over {meta['steps']} real steps per call (N = steps / L "
-             f"sequences of L), a {FEATURES}-wide vector observation, hidden_state_size {meta['hidden']}, "
+             f"model.evaluate() forward and backward over {meta['steps']} real steps per call ("
+             + ("whole-episode sequences: one of L real steps, the others 1 to L / 2, padded to L; the model packs them"
+                if meta.get("episodes") else "N = steps / L sequences of L") + f"), a {FEATURES}-wide vector observation, hidden_state_size {meta['hidden']}, "
              f"hidden_layer_size 512; median of {meta['repeats']} alternated calls, in milliseconds.", "",
              f"Machine: {meta['machine']}; torch {meta['torch']}; {meta['threads']} threads. Command: "
              f"`{meta['command']}`", "",
@@ -143,17 +156,21 @@ def main() -> int:
     parser.add_argument("--precision", default="float32", choices=["float32", "bfloat16"])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=0, help="torch threads; 0: torch's default")
+    parser.add_argument("--episodes", action="store_true",
+                        help="whole-episode sequences, about 3/4 of the slots padding (as Mortar Mayhem's): packed")
     parser.add_argument("--out", required=True, help="writes OUT.json and OUT.md")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     torch.manual_seed(0)
-    rows = measure(args.cores, args.lengths, args.hidden, args.steps, args.repeats, args.precision, device)
+    rows = measure(args.cores, args.lengths, args.hidden, args.steps, args.repeats, args.precision, device,
+                   args.episodes)
     steps = measure_steps(args.cores, args.workers, args.hidden, args.repeats, args.precision, device)
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), "unknown CPU")
     meta = {"device": args.device, "precision": args.precision, "steps": args.steps, "hidden": args.hidden,
+            "episodes": args.episodes,
             "workers": args.workers,
             "repeats": args.repeats, "threads": torch.get_num_threads(), "torch": torch.__version__,
             "machine": torch.cuda.get_device_name(device) if device.type == "cuda" else cpu,

@@ -94,7 +94,7 @@ class MinGRU(nn.Module):
         z_t = sigmoid(Linear_z(x_t)),  h~_t = Linear_h(x_t),  h_t = (1 - z_t) * h_{t-1} + z_t * h~_t,
     a recurrence linear in h, which a sequence runs as a parallel scan."""
     # the faster path at each length, as tools/core_speed.py measured it (docs/results.md, "Speed per core")
-    scan_min_length = {"cpu": 64, "cuda": 16}
+    scan_min_length = {"cpu": 256, "cuda": 16}
 
     def __init__(self, input_size: int, hidden_size: int):
         super().__init__()

@@ -16,9 +16,7 @@ from typing import Any
 
 import yaml
 
-
-class ConfigError(ValueError):
-    """A user-fixable problem with the config; its message is one line."""
+from errors import ConfigError
 
 
 @dataclass
@@ -54,7 +52,7 @@ class EnvironmentConfig:
 class RecurrenceConfig:
     sequence_length: int = 8  # steps per training sequence (truncated BPTT); <= 0: whole episodes
     hidden_state_size: int = 32  # units of the recurrent layer
-    layer_type: str = "gru"  # the core, a key of cores.CORES: gru, lstm, mingru (minGRU) or lru (LRU)
+    layer_type: str = "gru"  # the core, a key of model.CORES: gru, lstm, mingru (minGRU) or lru (LRU)
     reset_hidden_state: bool = True  # zero the recurrent state when an episode starts
     num_layers: int = 1  # stacked recurrent layers
     separate_critic_core: bool = False  # the value function gets its own recurrent core (sb3-contrib's option)
@@ -332,7 +330,7 @@ AT_LEAST_0 = ("vector_encoder_size", "value_loss_coefficient", "activation_penal
 
 
 def validate(config: Config) -> None:
-    from cores import CORES  # here: the configs are read without torch too (examples/onnx_agent.py)
+    from model import CORES  # here: the configs are read without torch too (examples/onnx_agent.py)
 
     def need(ok: bool, key: str, value, allowed: str):
         if not ok:

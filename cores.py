@@ -1,4 +1,4 @@
-"""Memory models ("cores"): the registry CORES, and the cores beyond torch's own, in plain torch next to their papers.
+"""Memory models ("cores") beyond torch's own, in plain torch next to their papers; model.CORES names each core.
 
 A core is called as core(x (N, L, F), state) -> (outputs (N, L, H), state), its state (layers, N, H) or a tuple of
 state_parts such tensors. Calling it on L steps must equal calling it L times on one step: the rollout steps it,
@@ -6,19 +6,12 @@ the training pass runs whole sequences."""
 from __future__ import annotations
 
 import math
-from typing import Callable, NamedTuple
+from typing import Callable
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
-
-
-class Core(NamedTuple):
-    layer: type  # an nn.Module class: see build()
-    state_parts: int  # tensors in its state: 1, or 2 (an LSTM's h and c, the LRU's real and imaginary parts)
-    lstm_fastpath: bool = False  # torch's nn.LSTM, which fastpath.py runs a faster way on a CPU
-    takes_packed: bool = False  # the layer takes a PackedSequence of the real steps alone, as torch's RNNs do
 
 
 def linear_recurrence(a: torch.Tensor, b: torch.Tensor, h: torch.Tensor, scan_min_length: dict[str, int],
@@ -155,40 +148,3 @@ class LRU(nn.Module):
             last = hs[:, -1:].transpose(0, 1)  # (N, 1, H, 2) -> (1, N, H, 2)
         y = F.gelu(self.C(hs.transpose(-1, -2).flatten(-2)) + self.D(inputs))  # (.., H, 2) -> (.., 2H) -> (.., H)
         return (x._replace(data=y) if packed else y), (last[..., 0], last[..., 1])
-
-
-class Stack(nn.Module):
-    """One-layer cores stacked: each layer's outputs are the next one's inputs; the state (layers, N, H) per part."""
-
-    def __init__(self, layers: list[nn.Module]):
-        super().__init__()
-        self.layers = nn.ModuleList(layers)
-
-    def forward(self, x: torch.Tensor, state):
-        parts = state if isinstance(state, tuple) else (state,)
-        finals = []
-        for k, layer in enumerate(self.layers):
-            h = tuple(part[k:k + 1] for part in parts)  # (layers, N, H) -> this layer's (1, N, H)
-            x, h = layer(x, h if len(h) > 1 else h[0])
-            finals.append(h if isinstance(h, tuple) else (h,))
-        final = tuple(torch.cat(part) for part in zip(*finals))  # layers x (1, N, H) -> (layers, N, H) per part
-        return x, final if len(final) > 1 else final[0]
-
-
-def build(core: Core, input_size: int, hidden_size: int, num_layers: int) -> nn.Module:
-    """torch's own RNNs stack their layers: layer(F, H, num_layers=, batch_first=True). Any other core is built one
-    layer at a time as layer(F, H), and its layers stacked here."""
-    if issubclass(core.layer, nn.RNNBase):
-        return core.layer(input_size, hidden_size, num_layers=num_layers, batch_first=True)
-    if num_layers == 1:
-        return core.layer(input_size, hidden_size)
-    return Stack([core.layer(input_size if k == 0 else hidden_size, hidden_size) for k in range(num_layers)])
-
-
-# recurrence.layer_type -> its core
-CORES = {
-    "gru": Core(nn.GRU, state_parts=1, takes_packed=True),
-    "lstm": Core(nn.LSTM, state_parts=2, lstm_fastpath=True, takes_packed=True),
-    "mingru": Core(MinGRU, state_parts=1, takes_packed=True),
-    "lru": Core(LRU, state_parts=2, takes_packed=True),
-}

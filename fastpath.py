@@ -1,5 +1,5 @@
 """torch's LSTM a faster way on a CPU, for model.py behind one switch (applies), for the cores whose entry in
-cores.CORES says lstm_fastpath. There torch's LSTM runs oneDNN's kernel, whose backward is slow for an image
+model.CORES says lstm_fastpath. There torch's LSTM runs oneDNN's kernel, whose backward is slow for an image
 encoder's wide input (docs/results.md): a step goes through torch's lstm_cell, a packed sequence through one input
 projection and then one time step at a time."""
 from __future__ import annotations

@@ -3,7 +3,7 @@ the recurrent state along as one tensor (B, S), S = cores x layers x parts x H (
 from __future__ import annotations
 
 import contextlib
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -14,9 +14,12 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
 
 import cores
 import fastpath
-from config import ConfigError, InitializationConfig, RecurrenceConfig
 from distributions import make_distribution
+from errors import ConfigError
 from spaces import EnvSpaces, Layout, Part, layout
+
+if TYPE_CHECKING:  # the configs' types alone: config.py reads CORES to check recurrence.layer_type
+    from config import InitializationConfig, RecurrenceConfig
 
 
 # On a CPU the training pass feeds the cores the real steps alone (a PackedSequence; torch's LSTM runs it in
@@ -24,6 +27,50 @@ from spaces import EnvSpaces, Layout, Part, layout
 # encoder's: their padded kernels are the slower ones there.
 PACK_MIN_WIDTH = 2048
 PACK_MIN_PADDING = 0.5
+
+
+class Core(NamedTuple):
+    layer: type  # an nn.Module class: see build_core()
+    state_parts: int  # tensors in its state: 1, or 2 (an LSTM's h and c, the LRU's real and imaginary parts)
+    lstm_fastpath: bool = False  # torch's nn.LSTM, which fastpath.py runs a faster way on a CPU
+    takes_packed: bool = False  # the layer takes a PackedSequence of the real steps alone, as torch's RNNs do
+
+
+class Stack(nn.Module):
+    """One-layer cores stacked: each layer's outputs are the next one's inputs; the state (layers, N, H) per part."""
+
+    def __init__(self, layers: list[nn.Module]):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+
+    def forward(self, x: torch.Tensor, state):
+        parts = state if isinstance(state, tuple) else (state,)
+        finals = []
+        for k, layer in enumerate(self.layers):
+            h = tuple(part[k:k + 1] for part in parts)  # (layers, N, H) -> this layer's (1, N, H)
+            x, h = layer(x, h if len(h) > 1 else h[0])
+            finals.append(h if isinstance(h, tuple) else (h,))
+        final = tuple(torch.cat(part) for part in zip(*finals))  # layers x (1, N, H) -> (layers, N, H) per part
+        return x, final if len(final) > 1 else final[0]
+
+
+def build_core(core: Core, input_size: int, hidden_size: int, num_layers: int) -> nn.Module:
+    """torch's own RNNs stack their layers: layer(F, H, num_layers=, batch_first=True). Any other core is built one
+    layer at a time as layer(F, H), and its layers stacked here."""
+    if issubclass(core.layer, nn.RNNBase):
+        return core.layer(input_size, hidden_size, num_layers=num_layers, batch_first=True)
+    if num_layers == 1:
+        return core.layer(input_size, hidden_size)
+    return Stack([core.layer(input_size if k == 0 else hidden_size, hidden_size) for k in range(num_layers)])
+
+
+# recurrence.layer_type -> its core
+CORES = {
+    "gru": Core(nn.GRU, state_parts=1, takes_packed=True),
+    "lstm": Core(nn.LSTM, state_parts=2, lstm_fastpath=True, takes_packed=True),
+    "mingru": Core(cores.MinGRU, state_parts=1, takes_packed=True),
+    "lru": Core(cores.LRU, state_parts=2, takes_packed=True),
+}
 
 
 class ActOutput(NamedTuple):
@@ -175,10 +222,9 @@ def compute_dtype(device_type: str) -> torch.dtype:
 
 class ActorCritic(nn.Module):
     def __init__(self, observation: Layout | gym.Space, action_space: gym.Space, hidden_layer_size: int,
-                 recurrence: RecurrenceConfig, vector_encoder_size: int = 0,
-                 initialization: InitializationConfig | None = None):
+                 recurrence: RecurrenceConfig, vector_encoder_size: int = 0, *, initialization: InitializationConfig):
         super().__init__()
-        init = _Init(initialization or InitializationConfig())
+        init = _Init(initialization)
         gains, width = init.config, hidden_layer_size
         if isinstance(observation, gym.Space):
             observation = layout(observation)
@@ -190,13 +236,13 @@ class ActorCritic(nn.Module):
                               + int(recurrence.previous_reward))
         self._recurrence = recurrence
         self.hidden_size, self.layers = recurrence.hidden_state_size, recurrence.num_layers
-        entry = cores.CORES[recurrence.layer_type]
+        entry = CORES[recurrence.layer_type]
         self._parts, self._lstm_fastpath = entry.state_parts, entry.lstm_fastpath
         self._takes_packed = entry.takes_packed
         self._input_size = self.encoder.out_features + self.previous_size
 
         def new_core() -> nn.Module:
-            return init.core(cores.build(entry, self._input_size, self.hidden_size, self.layers), gains.recurrent_gain)
+            return init.core(build_core(entry, self._input_size, self.hidden_size, self.layers), gains.recurrent_gain)
         self.core = new_core()
         self.hidden = init(nn.Linear(self.hidden_size, width), gains.hidden_gain)
         self.critic_core = self.critic_hidden = None
@@ -358,7 +404,7 @@ def build_model(config, spaces: EnvSpaces) -> ActorCritic:
     """The model a config describes; parameters too large to allocate are a ConfigError, not a crash."""
     try:
         return ActorCritic(spaces.observation, spaces.action_space, config.hidden_layer_size, config.recurrence,
-                           config.vector_encoder_size, config.initialization)
+                           config.vector_encoder_size, initialization=config.initialization)
     except (MemoryError, RuntimeError) as error:
         if not isinstance(error, MemoryError) and "alloc" not in str(error) and "overflow" not in str(error):
             raise

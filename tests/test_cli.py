@@ -8,7 +8,7 @@ import torch
 import yaml
 
 from checkpoint import load_checkpoint
-from config import config_from_dict
+from config import InitializationConfig, config_from_dict
 from model import ActorCritic
 from worker import VecEnv
 from tests.hang import HANG_S
@@ -37,7 +37,7 @@ def test_train_two_updates_writes_checkpoint_and_summaries(tmp_path):
     config = config_from_dict(checkpoint["config"])
     vec = VecEnv(config.environment, [0], processes=0)
     model = ActorCritic(vec.spaces.observation, vec.spaces.action_space, config.hidden_layer_size,
-                        config.recurrence, config.vector_encoder_size)
+                        config.recurrence, config.vector_encoder_size, initialization=InitializationConfig())
     model.load_state_dict(checkpoint["model"])
     vec.close()
     assert all(torch.isfinite(p).all() for p in model.parameters())

@@ -9,9 +9,8 @@ import pytest
 import torch
 from torch.nn.utils.rnn import pack_padded_sequence
 
-import cores
 import model
-from config import ConfigError, RecurrenceConfig, config_from_dict
+from config import ConfigError, InitializationConfig, RecurrenceConfig, config_from_dict
 from model import ActorCritic
 from tests.devices import BFLOAT16_DEVICES, DEVICES
 from trainer import PhaseTimes, Trainer
@@ -40,7 +39,7 @@ def small_config(env: str, layer: str, L: int, reset: bool, seed: int = 0):
 @pytest.mark.parametrize("env", ["PocMemoryEnv", "CartPoleMasked"])
 @pytest.mark.parametrize("reset", [True, False])
 @pytest.mark.parametrize("L", [8, 0])
-@pytest.mark.parametrize("layer", list(cores.CORES))
+@pytest.mark.parametrize("layer", list(model.CORES))
 @pytest.mark.parametrize("device", DEVICES)
 def test_recomputed_log_probs_and_values_match_rollout(tmp_path, device, layer, L, reset, env):
     trainer = Trainer(small_config(env, layer, L, reset), device=device, summaries_dir=tmp_path,
@@ -146,7 +145,7 @@ def test_auto_precision_is_bfloat16_only_on_a_cpu_that_runs_it_natively(monkeypa
 
 
 @pytest.mark.parametrize("packed", [False, True])
-@pytest.mark.parametrize("layer", list(cores.CORES))
+@pytest.mark.parametrize("layer", list(model.CORES))
 @pytest.mark.parametrize("env", ["tests.memory_tasks:CueImage-v0", "tests.memory_tasks:CueDict-v0"])
 @pytest.mark.parametrize("device", BFLOAT16_DEVICES)
 def test_recomputed_log_probs_match_the_rollout_under_bfloat16(tmp_path, monkeypatch, device, env, layer, packed):
@@ -221,19 +220,19 @@ SWITCHES = {
 
 
 @pytest.mark.parametrize("switches", SWITCHES)
-@pytest.mark.parametrize("layer", list(cores.CORES))
+@pytest.mark.parametrize("layer", list(model.CORES))
 def test_every_core_reproduces_its_rollout_under_every_switch(tmp_path, layer, switches):
     check_the_training_pass_reproduces_the_rollout(
         tmp_path, {"environment": {"type": "PocMemoryEnv"}, "recurrence": {"layer_type": layer, **SWITCHES[switches]}})
 
 
-@pytest.mark.parametrize("layer", list(cores.CORES))
+@pytest.mark.parametrize("layer", list(model.CORES))
 def test_encoding_only_real_steps_leaves_outputs_and_gradients_unchanged(layer):
     """evaluate(mask=...) takes the real steps' observations alone and skips the encoder on padding: the same
     outputs on real steps and the same gradients as every slot encoded."""
     torch.manual_seed(0)
     space = gym.spaces.Box(0, 255, (36, 36, 3), np.uint8)
-    model = ActorCritic(space, gym.spaces.Discrete(3), 32, RecurrenceConfig(layer_type=layer, hidden_state_size=16))
+    model = ActorCritic(space, gym.spaces.Discrete(3), 32, RecurrenceConfig(layer_type=layer, hidden_state_size=16), initialization=InitializationConfig())
     N, L = 6, 5
     lengths = torch.tensor([5, 1, 3, 5, 2, 4])
     mask = torch.arange(L) < lengths[:, None]  # (N, L): padding trails each sequence, as the buffer makes it
@@ -255,7 +254,7 @@ def test_encoding_only_real_steps_leaves_outputs_and_gradients_unchanged(layer):
 
 @pytest.mark.parametrize("critic_core", [False, True])
 @pytest.mark.parametrize("layers", [1, 2])
-@pytest.mark.parametrize("layer", list(cores.CORES))
+@pytest.mark.parametrize("layer", list(model.CORES))
 @pytest.mark.parametrize("padded", [False, True])
 @pytest.mark.parametrize("extras", [False, True])  # the previous action and reward, an action mask
 def test_the_packed_way_gives_the_padded_ways_outputs_and_gradients(monkeypatch, layer, layers, critic_core, padded,
@@ -267,7 +266,7 @@ def test_the_packed_way_gives_the_padded_ways_outputs_and_gradients(monkeypatch,
     torch.manual_seed(0)
     recurrence = RecurrenceConfig(layer_type=layer, hidden_state_size=16, num_layers=layers,
                                   separate_critic_core=critic_core, previous_action=extras, previous_reward=extras)
-    net = ActorCritic(gym.spaces.Box(-1, 1, (24,), np.float32), gym.spaces.Discrete(3), 32, recurrence)
+    net = ActorCritic(gym.spaces.Box(-1, 1, (24,), np.float32), gym.spaces.Discrete(3), 32, recurrence, initialization=InitializationConfig())
     N, L = 6, 7
     lengths = torch.tensor([7, 1, 3, 7, 2, 4]) if padded else torch.full((N,), L)
     mask = torch.arange(L) < lengths[:, None]  # (N, L): padding trails each sequence, as the buffer makes it
@@ -303,7 +302,7 @@ def test_the_rule_packs_on_a_cpu_for_half_padding_or_wide_inputs_to_torchs_layer
 
     def packs(width: int, lengths: list[int], masked: bool = True, layer: str = "gru") -> bool:
         net = ActorCritic(gym.spaces.Box(-1, 1, (width,), np.float32), gym.spaces.Discrete(3), 8,
-                          RecurrenceConfig(layer_type=layer, hidden_state_size=4))
+                          RecurrenceConfig(layer_type=layer, hidden_state_size=4), initialization=InitializationConfig())
         mask = torch.arange(4) < torch.tensor(lengths)[:, None]  # (N, L = 4)
         obs = torch.zeros(int(mask.sum()), width) if masked else torch.zeros(len(lengths), 4, width)
         calls.clear()

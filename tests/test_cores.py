@@ -10,19 +10,19 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 import cores
 import model
-from config import RecurrenceConfig
+from config import InitializationConfig, RecurrenceConfig
 from model import ActorCritic
 from tests.devices import BFLOAT16_DEVICES, DEVICES
 
-SCANNED = [name for name, core in cores.CORES.items() if not issubclass(core.layer, nn.RNNBase)]
+SCANNED = [name for name, core in model.CORES.items() if not issubclass(core.layer, nn.RNNBase)]
 PATHS = {"loop": 2 ** 62, "scan": 1}  # the scan_min_length that makes every sequence take the path
 
 
 def take(monkeypatch, name: str, path: str, device: str = "cpu") -> None:
-    monkeypatch.setitem(cores.CORES[name].layer.scan_min_length, torch.device(device).type, PATHS[path])
+    monkeypatch.setitem(model.CORES[name].layer.scan_min_length, torch.device(device).type, PATHS[path])
 
 
-def state(core: cores.Core, layers: int, N: int, H: int, device: str):
+def state(core: model.Core, layers: int, N: int, H: int, device: str):
     parts = tuple(torch.randn(layers, N, H, device=device) * 0.5 for _ in range(core.state_parts))
     return parts if len(parts) > 1 else parts[0]
 
@@ -47,8 +47,8 @@ def stepped(layer: nn.Module, x: torch.Tensor, h):
 def test_a_sequence_equals_its_steps_in_float32(monkeypatch, name, path, L, device):
     torch.manual_seed(0)
     take(monkeypatch, name, path, device)
-    layer = cores.build(cores.CORES[name], 12, 16, 2).to(device)
-    x, h = torch.randn(5, L, 12, device=device), state(cores.CORES[name], 2, 5, 16, device)
+    layer = model.build_core(model.CORES[name], 12, 16, 2).to(device)
+    x, h = torch.randn(5, L, 12, device=device), state(model.CORES[name], 2, 5, 16, device)
     for a, b in zip(flat(*layer(x, h)), flat(*stepped(layer, x, h))):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
 
@@ -56,8 +56,8 @@ def test_a_sequence_equals_its_steps_in_float32(monkeypatch, name, path, L, devi
 @pytest.mark.parametrize("name", SCANNED)
 def test_both_paths_give_the_same_gradients(monkeypatch, name):
     torch.manual_seed(0)
-    layer = cores.build(cores.CORES[name], 12, 16, 1)
-    x, h = torch.randn(4, 100, 12), state(cores.CORES[name], 1, 4, 16, "cpu")
+    layer = model.build_core(model.CORES[name], 12, 16, 1)
+    x, h = torch.randn(4, 100, 12), state(model.CORES[name], 1, 4, 16, "cpu")
     grads = []
     for path in PATHS:
         take(monkeypatch, name, path)
@@ -76,8 +76,8 @@ def test_a_sequence_equals_its_steps_under_bfloat16(monkeypatch, name, path, dev
     """Under autocast the input projections round to bfloat16 alike in both; the recurrence runs in float32."""
     torch.manual_seed(0)
     take(monkeypatch, name, path, device)
-    layer = cores.build(cores.CORES[name], 12, 16, 1).to(device)
-    x, h = torch.randn(3, 512, 12, device=device), state(cores.CORES[name], 1, 3, 16, device)
+    layer = model.build_core(model.CORES[name], 12, 16, 1).to(device)
+    x, h = torch.randn(3, 512, 12, device=device), state(model.CORES[name], 1, 3, 16, device)
     with torch.autocast(torch.device(device).type, dtype=torch.bfloat16):
         whole, steps = flat(*layer(x, h)), flat(*stepped(layer, x, h))
     for a, b in zip(whole, steps):
@@ -89,9 +89,9 @@ def test_packed_sequences_equal_each_sequence_stepped_alone(name):
     """The real steps alone as a PackedSequence, of several lengths (scanned as one flat sequence reset at each
     sequence's start): outputs, last states and gradients as each sequence stepped alone from its own state."""
     torch.manual_seed(0)
-    layer = cores.build(cores.CORES[name], 12, 16, 2)
+    layer = model.build_core(model.CORES[name], 12, 16, 2)
     lengths = torch.tensor([3, 40, 1, 17, 40, 9])
-    x, h = torch.randn(6, 40, 12, requires_grad=True), state(cores.CORES[name], 2, 6, 16, "cpu")
+    x, h = torch.randn(6, 40, 12, requires_grad=True), state(model.CORES[name], 2, 6, 16, "cpu")
     y, last = layer(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False), h)
     y = pad_packed_sequence(y, batch_first=True)[0]  # (6, 40, 16), zeros on padding
     weights, steps_loss = torch.linspace(-1, 1, 16), 0
@@ -139,16 +139,16 @@ class Marked(nn.Module):
 def test_the_model_keeps_a_cores_own_parameters_and_initialises_torchs(monkeypatch):
     """orthogonal initialisation touches torch's own recurrent layers only: a user's core keeps what it made
     (the old rule zeroed every parameter not named weight, and orthogonalised the rest)."""
-    monkeypatch.setitem(cores.CORES, "marked", cores.Core(Marked, state_parts=1))
+    monkeypatch.setitem(model.CORES, "marked", model.Core(Marked, state_parts=1))
     torch.manual_seed(0)
     made = Marked(7, 8).state_dict()
     torch.manual_seed(0)
     net = ActorCritic(gym.spaces.Box(-1, 1, (7,), np.float32), gym.spaces.Discrete(3), 16,
-                      RecurrenceConfig(layer_type="marked", hidden_state_size=8))
+                      RecurrenceConfig(layer_type="marked", hidden_state_size=8), initialization=InitializationConfig())
     for key, value in made.items():
         torch.testing.assert_close(net.core.state_dict()[key], value, atol=0, rtol=0)
     gru = ActorCritic(gym.spaces.Box(-1, 1, (7,), np.float32), gym.spaces.Discrete(3), 16,
-                      RecurrenceConfig(layer_type="gru", hidden_state_size=8)).core
+                      RecurrenceConfig(layer_type="gru", hidden_state_size=8), initialization=InitializationConfig()).core
     assert not gru.bias_ih_l0.any()  # the reference's way: zero biases, orthogonal weights
     torch.testing.assert_close(gru.weight_hh_l0.T @ gru.weight_hh_l0, torch.eye(8), atol=1e-5, rtol=0)
 
@@ -157,9 +157,9 @@ def test_the_model_keeps_a_cores_own_parameters_and_initialises_torchs(monkeypat
 def test_one_layer_cores_are_stacked(name):
     """num_layers 3 of a one-layer core: three layers, each fed the last one's outputs, the state of each its own."""
     torch.manual_seed(0)
-    stack = cores.build(cores.CORES[name], 12, 16, 3)
-    assert isinstance(stack, cores.Stack) and len(stack.layers) == 3
-    x, h = torch.randn(2, 5, 12), state(cores.CORES[name], 3, 2, 16, "cpu")
+    stack = model.build_core(model.CORES[name], 12, 16, 3)
+    assert isinstance(stack, model.Stack) and len(stack.layers) == 3
+    x, h = torch.randn(2, 5, 12), state(model.CORES[name], 3, 2, 16, "cpu")
     y, final = stack(x, h)
     parts = h if isinstance(h, tuple) else (h,)
     for k, layer in enumerate(stack.layers):

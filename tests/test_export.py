@@ -12,7 +12,6 @@ import pytest
 import torch
 from torch import nn
 
-import cores
 import export
 import fastpath
 import model
@@ -135,7 +134,7 @@ def test_a_shipped_model_steps_in_onnxruntime_as_in_torch_at_any_batch(name, tmp
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("core", list(cores.CORES))
+@pytest.mark.parametrize("core", list(model.CORES))
 def test_every_core_exports_or_is_refused_in_one_line_naming_it(core):
     agent = fresh_agent({"environment": {"type": "PocMemoryEnv"}, "recurrence": {"layer_type": core}})
     try:
@@ -202,7 +201,7 @@ class Branchy(nn.GRU):
 
 
 def test_a_core_torch_cannot_export_is_refused_in_one_line_naming_it(monkeypatch):
-    monkeypatch.setitem(cores.CORES, "branchy", cores.Core(Branchy, state_parts=1))
+    monkeypatch.setitem(model.CORES, "branchy", model.Core(Branchy, state_parts=1))
     agent = fresh_agent({"environment": {"type": "PocMemoryEnv"}, "recurrence": {"layer_type": "branchy"}})
     with pytest.raises(export.ExportError) as refused:
         export.to_onnx(agent)

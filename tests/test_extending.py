@@ -36,7 +36,7 @@ class MyGRU(nn.Module):
         return torch.stack(outputs, dim=1), h[None]  # (N, L, H), (1, N, H)
 
 
-CORES = {"rnn": cores.Core(nn.RNN, state_parts=1), "mygru": cores.Core(MyGRU, state_parts=1)}
+CORES = {"rnn": model.Core(nn.RNN, state_parts=1), "mygru": model.Core(MyGRU, state_parts=1)}
 
 
 def trainer_for(tmp_path, overrides=(), config=POC) -> Trainer:
@@ -53,7 +53,7 @@ def test_a_third_core_is_one_entry_and_the_training_pass_reproduces_its_rollout(
     training pass recomputes the rollout's log-probs and values from the stored states. packed: torch's nn.RNN
     runs the real steps alone as a PackedSequence; the user's module, which takes none, is never packed. Two
     layers: nn.RNN stacks its own, the model stacks two of the user's one-layer module."""
-    monkeypatch.setitem(cores.CORES, name, CORES[name])
+    monkeypatch.setitem(model.CORES, name, CORES[name])
     monkeypatch.setattr(model, "PACK_MIN_PADDING", 0.0 if packed else 1.0)
     trainer = trainer_for(tmp_path, [f"recurrence.layer_type={name}", f"recurrence.num_layers={layers}"])
     try:
@@ -78,10 +78,10 @@ def test_a_third_core_is_one_entry_and_the_training_pass_reproduces_its_rollout(
 
 def test_an_unknown_layer_type_is_refused_with_the_cores_there_are(monkeypatch):
     from config import ConfigError
-    names = ", ".join(cores.CORES)
+    names = ", ".join(model.CORES)
     with pytest.raises(ConfigError, match=f"'recurrence.layer_type' = 'rnn' is not allowed: one of {names}$"):
         load_config(POC, ["recurrence.layer_type=rnn"])
-    monkeypatch.setitem(cores.CORES, "rnn", CORES["rnn"])
+    monkeypatch.setitem(model.CORES, "rnn", CORES["rnn"])
     assert load_config(POC, ["recurrence.layer_type=rnn"]).recurrence.layer_type == "rnn"
 
 
@@ -89,7 +89,7 @@ def test_an_unknown_layer_type_is_refused_with_the_cores_there_are(monkeypatch):
 @pytest.mark.parametrize("name", CORES)
 def test_the_poc_config_learns_with_a_third_core(tmp_path, monkeypatch, name):
     """As test_learning's GRU run (seed 0), with torch's vanilla RNN or the user's GRU module."""
-    monkeypatch.setitem(cores.CORES, name, CORES[name])
+    monkeypatch.setitem(model.CORES, name, CORES[name])
     config = load_config(POC, [f"recurrence.layer_type={name}", "torch_threads=1"])  # as test_learning.load
     trainer = Trainer(config, summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
     history = trainer.run()
@@ -168,9 +168,10 @@ def naming(name: str) -> set[str]:
 def test_each_example_touches_only_the_files_this_page_names():
     """docs/extending.md says where each change goes; the examples it points to are there and nowhere else."""
     page = (Path(__file__).resolve().parent.parent / "docs/extending.md").read_text()
-    assert "one entry in `cores.py`" in page and "`losses.py`, and its coefficient in `config.py`" in page
+    assert "its module in `cores.py`, one entry in `model.CORES`" in page
+    assert "`losses.py`, and its coefficient in `config.py`" in page
     for core in ("MinGRU", "LRU"):
-        assert naming(core) == {"cores.py"}, core
+        assert naming(core) == {"cores.py", "model.py"}, core
     assert naming("activation_penalty") == {"losses.py", "config.py"}
     assert {f for f in naming("PocMemoryEnv") if not f.startswith("environments/")} <= {"config.py", "stats.py"}
     assert {f for f in naming("make_minigrid") if not f.startswith("environments/")} == set()

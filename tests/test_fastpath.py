@@ -5,10 +5,9 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-import cores
 import fastpath
 import model
-from config import RecurrenceConfig
+from config import InitializationConfig, RecurrenceConfig
 from model import ActorCritic
 
 
@@ -56,15 +55,15 @@ def test_only_the_cores_whose_entry_says_so_take_the_fast_path(monkeypatch):
     without the flag included) is called as it is; and only a step or a packed sequence on a CPU takes it."""
     class MyLSTM(nn.LSTM):
         pass
-    monkeypatch.setitem(cores.CORES, "mylstm", cores.Core(MyLSTM, state_parts=2))
+    monkeypatch.setitem(model.CORES, "mylstm", model.Core(MyLSTM, state_parts=2))
     calls, run = [], fastpath.run
     monkeypatch.setattr(fastpath, "run", lambda *args: calls.append(type(args[0])) or run(*args))
-    for name in cores.CORES:
+    for name in model.CORES:
         net = ActorCritic(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(4), 16,
-                          RecurrenceConfig(layer_type=name, hidden_state_size=8))
+                          RecurrenceConfig(layer_type=name, hidden_state_size=8), initialization=InitializationConfig())
         calls.clear()
         net.act(torch.randn(2, 3), net.initial_state(2))
-        assert bool(calls) == cores.CORES[name].lstm_fastpath == (name == "lstm"), name
+        assert bool(calls) == model.CORES[name].lstm_fastpath == (name == "lstm"), name
     assert not fastpath.applies(torch.randn(3, 5, 4))  # a padded sequence: torch's own layer
 
 
@@ -74,7 +73,7 @@ def test_model_with_and_without_fastpath(monkeypatch, layers):
     torch.manual_seed(0)
     net = ActorCritic(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(4), 16,
                       RecurrenceConfig(layer_type="lstm", hidden_state_size=8, num_layers=layers,
-                                       separate_critic_core=True))
+                                       separate_critic_core=True), initialization=InitializationConfig())
     mask = torch.arange(7)[None] < LENGTHS[:, None]  # (5, 7)
     obs, state = torch.randn(int(mask.sum()), 3), torch.randn(5, net.state_size)
     actions = torch.randint(0, 4, (5, 7, 1))

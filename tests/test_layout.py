@@ -107,12 +107,16 @@ def test_no_measurement_logs_in_the_programs_comments():
 
 def test_the_program_has_no_import_circle():
     """No module of the program imports, at its top or inside a function, one that imports it back by some way
-    (environments/ counted as one module): each can be read, and loaded, after what it builds on."""
+    (environments/ counted as one module): each can be read, and loaded, after what it builds on. An import under
+    `if TYPE_CHECKING:` names types for the reader and never runs."""
     ours = {p.stem for p in ROOT.glob("*.py")} | {"environments"}
     imports = {}
     for path in PROGRAM:
         module = "environments" if path.parent.name == "environments" else path.stem
-        for node in ast.walk(ast.parse(path.read_text())):
+        tree = ast.parse(path.read_text())
+        typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                       and getattr(node.test, "id", "") == "TYPE_CHECKING" for n in ast.walk(node)}
+        for node in (n for n in ast.walk(tree) if id(n) not in typing_only):
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
             imports.setdefault(module, set()).update(n.split(".")[0] for n in names if n.split(".")[0] in ours)

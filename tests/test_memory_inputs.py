@@ -6,9 +6,8 @@ import pytest
 import torch
 
 from buffer import episode_starts
-from config import RecurrenceConfig, config_from_dict
-from cores import CORES
-from model import ActorCritic, BurnIn
+from config import InitializationConfig, RecurrenceConfig, config_from_dict
+from model import CORES, ActorCritic, BurnIn
 from trainer import PhaseTimes, Trainer
 
 SPACES = {
@@ -22,7 +21,7 @@ SPACES = {
 def model_for(action_space, layer="gru", **recurrence) -> ActorCritic:
     torch.manual_seed(0)
     config = RecurrenceConfig(layer_type=layer, hidden_state_size=8, **recurrence)
-    return ActorCritic(gym.spaces.Box(-1.0, 1.0, (3,), np.float32), action_space, 16, config)
+    return ActorCritic(gym.spaces.Box(-1.0, 1.0, (3,), np.float32), action_space, 16, config, initialization=InitializationConfig())
 
 
 # ------------------------------------------------------------------ previous input

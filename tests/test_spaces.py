@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from config import ConfigError, EnvironmentConfig, RecurrenceConfig, config_from_dict
+from config import ConfigError, EnvironmentConfig, InitializationConfig, RecurrenceConfig, config_from_dict
 from distributions import Bernoulli, Categorical, Gaussian, make_distribution
 from environments import spaces_of
 from model import ActorCritic
@@ -125,7 +125,7 @@ def test_dict_observation_is_packed_and_each_key_gets_its_own_encoder():
     assert [p.key for p in spaces.observation.parts] == ["clock", "cue"]
     np.testing.assert_array_equal(obs, pack(env.unwrapped._obs(), spaces.observation_space))
     model = ActorCritic(spaces.observation, env.action_space, 16, RecurrenceConfig(hidden_state_size=8),
-                        vector_encoder_size=5)
+                        vector_encoder_size=5, initialization=InitializationConfig())
     assert len(model.encoder.encoders) == 2 and model.encoder.out_features == 10
     with pytest.raises(SpaceError, match="not supported"):
         layout(gym.spaces.Dict({"a": gym.spaces.Text(5)}))
@@ -158,7 +158,7 @@ def test_every_observation_space_has_a_layout_and_packs_to_it():
 
 
 def test_categorical_parts_are_one_hot_encoded():
-    model = ActorCritic(NESTED, gym.spaces.Discrete(2), 16, RecurrenceConfig(hidden_state_size=8))
+    model = ActorCritic(NESTED, gym.spaces.Discrete(2), 16, RecurrenceConfig(hidden_state_size=8), initialization=InitializationConfig())
     assert model.encoder.out_features == 3 + (2 + 3) + 2 + 4
     obs = torch.tensor([[1, 0, 1, 1, 2, 0.5, -0.25, 2]], dtype=torch.float32)
     features = model.encoder(obs)
@@ -170,13 +170,13 @@ def test_channels_first_and_last_images_give_the_same_features():
     hwc = gym.spaces.Box(0, 255, (36, 36, 3), np.uint8)
     chw = gym.spaces.Box(0, 255, (3, 36, 36), np.uint8)
     torch.manual_seed(0)
-    a = ActorCritic(hwc, gym.spaces.Discrete(2), 16, RecurrenceConfig(hidden_state_size=8))
-    b = ActorCritic(chw, gym.spaces.Discrete(2), 16, RecurrenceConfig(hidden_state_size=8))
+    a = ActorCritic(hwc, gym.spaces.Discrete(2), 16, RecurrenceConfig(hidden_state_size=8), initialization=InitializationConfig())
+    b = ActorCritic(chw, gym.spaces.Discrete(2), 16, RecurrenceConfig(hidden_state_size=8), initialization=InitializationConfig())
     b.load_state_dict(a.state_dict())
     image = torch.randint(0, 256, (2, 36, 36, 3), dtype=torch.uint8)
     torch.testing.assert_close(a.encoder(image), b.encoder(image.permute(0, 3, 1, 2)))
     floats = gym.spaces.Box(0.0, 1.0, (36, 36, 3), np.float32)  # float images are taken as they are
-    c = ActorCritic(floats, gym.spaces.Discrete(2), 16, RecurrenceConfig(hidden_state_size=8))
+    c = ActorCritic(floats, gym.spaces.Discrete(2), 16, RecurrenceConfig(hidden_state_size=8), initialization=InitializationConfig())
     c.load_state_dict(a.state_dict())
     torch.testing.assert_close(c.encoder(image.float() / 255), a.encoder(image))
 

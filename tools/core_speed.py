@@ -27,16 +27,15 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import cores  # noqa: E402
-from config import RecurrenceConfig  # noqa: E402
-from model import ActorCritic, autocast  # noqa: E402
+from config import InitializationConfig, RecurrenceConfig  # noqa: E402
+from model import CORES, ActorCritic, autocast  # noqa: E402
 
 FEATURES = 64  # the observation's width
 
 
 def paths(name: str) -> list[str]:
     """The paths of a core: loop and scan for those that run cores.linear_recurrence, torch's own call otherwise."""
-    return ["torch"] if issubclass(cores.CORES[name].layer, torch.nn.RNNBase) else ["loop", "scan"]
+    return ["torch"] if issubclass(CORES[name].layer, torch.nn.RNNBase) else ["loop", "scan"]
 
 
 def sequence_mask(steps: int, L: int, episodes: bool, device: torch.device) -> torch.Tensor:
@@ -80,7 +79,7 @@ def step_timed(model: ActorCritic, W: int, precision: str, device: torch.device)
 
 def build(names: list[str], hidden: int, device: torch.device) -> dict[str, ActorCritic]:
     return {name: ActorCritic(gym.spaces.Box(-1, 1, (FEATURES,), np.float32), gym.spaces.Discrete(4), 512,
-                              RecurrenceConfig(layer_type=name, hidden_state_size=hidden)).to(device)
+                              RecurrenceConfig(layer_type=name, hidden_state_size=hidden), initialization=InitializationConfig()).to(device)
             for name in names}
 
 
@@ -110,7 +109,7 @@ def measure(names: list[str], lengths: list[int], hidden: int, steps: int, repea
         for round_ in range(repeats + 1):  # round 0 warms up (allocations, oneDNN's kernels), then is dropped
             for name, path in runs:
                 if path != "torch":
-                    cores.CORES[name].layer.scan_min_length[device.type] = 1 if path == "scan" else 2 ** 62
+                    CORES[name].layer.scan_min_length[device.type] = 1 if path == "scan" else 2 ** 62
                 took = timed(models[name], mask, precision, device)
                 if round_:
                     seconds[(name, path)].append(took)
@@ -123,7 +122,7 @@ def measure(names: list[str], lengths: list[int], hidden: int, steps: int, repea
 
 def markdown(rows: list[dict], steps: list[dict], meta: dict) -> str:
     lengths = sorted({r["L"] for r in rows})
-    columns = sorted({(r["core"], r["path"]) for r in rows}, key=lambda c: (list(cores.CORES).index(c[0]), c[1]))
+    columns = sorted({(r["core"], r["path"]) for r in rows}, key=lambda c: (list(CORES).index(c[0]), c[1]))
     table = {(r["core"], r["path"], r["L"]): r["median_s"] for r in rows}
     lines = [f"# Training pass per core and path: {meta['device']}, {meta['precision']}", "",
              f"model.evaluate() forward and backward over {meta['steps']} real steps per call ("
@@ -147,7 +146,7 @@ def markdown(rows: list[dict], steps: list[dict], meta: dict) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cores", nargs="+", default=list(cores.CORES), choices=list(cores.CORES))
+    parser.add_argument("--cores", nargs="+", default=list(CORES), choices=list(CORES))
     parser.add_argument("--lengths", nargs="+", type=int, default=[8, 64, 256, 512])
     parser.add_argument("--hidden", type=int, default=256, help="recurrence.hidden_state_size")
     parser.add_argument("--steps", type=int, default=2048, help="real steps per call (a minibatch)")

@@ -37,6 +37,7 @@ from torch.nn.utils.rnn import PackedSequence  # noqa: E402
 
 import cores  # noqa: E402
 from config import load_config  # noqa: E402
+from model import CORES  # noqa: E402
 from trainer import Trainer  # noqa: E402
 
 T_MAX = 100.0
@@ -83,14 +84,14 @@ def spread_time_constants(model: nn.Module) -> None:
 def train(variant: str, seed: int, folder: Path) -> list[float]:
     config = load_config(ROOT / "configs/cartpole_masked.yaml",
                          ["recurrence.layer_type=mingru", f"seed={seed}", "checkpoint_interval=0"])
-    shipped = cores.CORES["mingru"]
+    shipped = CORES["mingru"]
     if VARIANTS[variant].skip:
-        cores.CORES["mingru"] = shipped._replace(layer=MinGRUSkip)
+        CORES["mingru"] = shipped._replace(layer=MinGRUSkip)
     try:
         trainer = Trainer(config, run_id=f"{variant}_seed{seed}", summaries_dir=folder, models_dir=folder,
                           verbose=False)
     finally:
-        cores.CORES["mingru"] = shipped
+        CORES["mingru"] = shipped
     if VARIANTS[variant].spread:
         torch.manual_seed(seed)
         spread_time_constants(trainer.model)

@@ -34,6 +34,7 @@ for s in 0 1 2; do
   done
 done
 
-# Mortar Mayhem B Grid, one seed of the LRU (the better new core on masked CartPole) at 8,192,000 steps, at b8904c8
+# Mortar Mayhem B Grid, one seed of the LRU (the better new core on masked CartPole and MiniGrid) at 8,192,000
+# steps, at bf03bff (the chunked scan)
 $PY train.py --config configs/mortar_mayhem_b_grid.yaml --set recurrence.layer_type=lru --set updates=500 \
     --set checkpoint_interval=5 --run-id mmb_grid_lru_seed0

@@ -24,7 +24,7 @@ def applies(x: torch.Tensor | PackedSequence) -> bool:
     return x.data.device.type == "cpu" and (step or isinstance(x, PackedSequence))
 
 
-def run(core: nn.LSTM, x: torch.Tensor | PackedSequence, state: tuple[torch.Tensor, torch.Tensor]):
+def run(core: nn.Module, x: torch.Tensor | PackedSequence, state: tuple[torch.Tensor, torch.Tensor]):
     """core(x, (h, c)) for x (B, 1, F) or packed (R, F), h and c (layers, B, H)."""
     h, c = state
     if isinstance(x, torch.Tensor):  # a step: (B, 1, F) -> (B, F), one cell per layer

@@ -232,7 +232,8 @@ def test_encoding_only_real_steps_leaves_outputs_and_gradients_unchanged(layer):
     outputs on real steps and the same gradients as every slot encoded."""
     torch.manual_seed(0)
     space = gym.spaces.Box(0, 255, (36, 36, 3), np.uint8)
-    model = ActorCritic(space, gym.spaces.Discrete(3), 32, RecurrenceConfig(layer_type=layer, hidden_state_size=16), initialization=InitializationConfig())
+    model = ActorCritic(space, gym.spaces.Discrete(3), 32, RecurrenceConfig(layer_type=layer, hidden_state_size=16),
+                        initialization=InitializationConfig())
     N, L = 6, 5
     lengths = torch.tensor([5, 1, 3, 5, 2, 4])
     mask = torch.arange(L) < lengths[:, None]  # (N, L): padding trails each sequence, as the buffer makes it
@@ -266,7 +267,8 @@ def test_the_packed_way_gives_the_padded_ways_outputs_and_gradients(monkeypatch,
     torch.manual_seed(0)
     recurrence = RecurrenceConfig(layer_type=layer, hidden_state_size=16, num_layers=layers,
                                   separate_critic_core=critic_core, previous_action=extras, previous_reward=extras)
-    net = ActorCritic(gym.spaces.Box(-1, 1, (24,), np.float32), gym.spaces.Discrete(3), 32, recurrence, initialization=InitializationConfig())
+    net = ActorCritic(gym.spaces.Box(-1, 1, (24,), np.float32), gym.spaces.Discrete(3), 32, recurrence,
+                      initialization=InitializationConfig())
     N, L = 6, 7
     lengths = torch.tensor([7, 1, 3, 7, 2, 4]) if padded else torch.full((N,), L)
     mask = torch.arange(L) < lengths[:, None]  # (N, L): padding trails each sequence, as the buffer makes it
@@ -302,7 +304,8 @@ def test_the_rule_packs_on_a_cpu_for_half_padding_or_wide_inputs_to_torchs_layer
 
     def packs(width: int, lengths: list[int], masked: bool = True, layer: str = "gru") -> bool:
         net = ActorCritic(gym.spaces.Box(-1, 1, (width,), np.float32), gym.spaces.Discrete(3), 8,
-                          RecurrenceConfig(layer_type=layer, hidden_state_size=4), initialization=InitializationConfig())
+                          RecurrenceConfig(layer_type=layer, hidden_state_size=4),
+                          initialization=InitializationConfig())
         mask = torch.arange(4) < torch.tensor(lengths)[:, None]  # (N, L = 4)
         obs = torch.zeros(int(mask.sum()), width) if masked else torch.zeros(len(lengths), 4, width)
         calls.clear()

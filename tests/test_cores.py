@@ -148,7 +148,8 @@ def test_the_model_keeps_a_cores_own_parameters_and_initialises_torchs(monkeypat
     for key, value in made.items():
         torch.testing.assert_close(net.core.state_dict()[key], value, atol=0, rtol=0)
     gru = ActorCritic(gym.spaces.Box(-1, 1, (7,), np.float32), gym.spaces.Discrete(3), 16,
-                      RecurrenceConfig(layer_type="gru", hidden_state_size=8), initialization=InitializationConfig()).core
+                      RecurrenceConfig(layer_type="gru", hidden_state_size=8),
+                      initialization=InitializationConfig()).core
     assert not gru.bias_ih_l0.any()  # the reference's way: zero biases, orthogonal weights
     torch.testing.assert_close(gru.weight_hh_l0.T @ gru.weight_hh_l0, torch.eye(8), atol=1e-5, rtol=0)
 

@@ -13,7 +13,8 @@ SEEDS = [0, 1, 2]
 
 
 def load(config_path: str, *overrides: str):
-    """One torch thread: with torch_threads 0 the thread count follows the machine's load, and the sums' order with it."""
+    """One torch thread: with torch_threads 0 the thread count follows the machine's load, and the sums' order
+    with it."""
     return load_config(config_path, [*overrides, "torch_threads=1"])
 
 

@@ -21,7 +21,8 @@ SPACES = {
 def model_for(action_space, layer="gru", **recurrence) -> ActorCritic:
     torch.manual_seed(0)
     config = RecurrenceConfig(layer_type=layer, hidden_state_size=8, **recurrence)
-    return ActorCritic(gym.spaces.Box(-1.0, 1.0, (3,), np.float32), action_space, 16, config, initialization=InitializationConfig())
+    return ActorCritic(gym.spaces.Box(-1.0, 1.0, (3,), np.float32), action_space, 16, config,
+                       initialization=InitializationConfig())
 
 
 # ------------------------------------------------------------------ previous input

@@ -139,6 +139,11 @@ NESTED = gym.spaces.Dict({
 })
 
 
+
+def small_model(observation) -> ActorCritic:
+    return ActorCritic(observation, gym.spaces.Discrete(2), 16, RecurrenceConfig(hidden_state_size=8),
+                       initialization=InitializationConfig())
+
 def test_every_observation_space_has_a_layout_and_packs_to_it():
     """Discrete and MultiDiscrete are stored as category indices (minus their start), MultiBinary
     as 0/1, Tuple like Dict in order; nested, in storage order (Dict keys sorted)."""
@@ -158,7 +163,7 @@ def test_every_observation_space_has_a_layout_and_packs_to_it():
 
 
 def test_categorical_parts_are_one_hot_encoded():
-    model = ActorCritic(NESTED, gym.spaces.Discrete(2), 16, RecurrenceConfig(hidden_state_size=8), initialization=InitializationConfig())
+    model = small_model(NESTED)
     assert model.encoder.out_features == 3 + (2 + 3) + 2 + 4
     obs = torch.tensor([[1, 0, 1, 1, 2, 0.5, -0.25, 2]], dtype=torch.float32)
     features = model.encoder(obs)
@@ -170,13 +175,13 @@ def test_channels_first_and_last_images_give_the_same_features():
     hwc = gym.spaces.Box(0, 255, (36, 36, 3), np.uint8)
     chw = gym.spaces.Box(0, 255, (3, 36, 36), np.uint8)
     torch.manual_seed(0)
-    a = ActorCritic(hwc, gym.spaces.Discrete(2), 16, RecurrenceConfig(hidden_state_size=8), initialization=InitializationConfig())
-    b = ActorCritic(chw, gym.spaces.Discrete(2), 16, RecurrenceConfig(hidden_state_size=8), initialization=InitializationConfig())
+    a = small_model(hwc)
+    b = small_model(chw)
     b.load_state_dict(a.state_dict())
     image = torch.randint(0, 256, (2, 36, 36, 3), dtype=torch.uint8)
     torch.testing.assert_close(a.encoder(image), b.encoder(image.permute(0, 3, 1, 2)))
     floats = gym.spaces.Box(0.0, 1.0, (36, 36, 3), np.float32)  # float images are taken as they are
-    c = ActorCritic(floats, gym.spaces.Discrete(2), 16, RecurrenceConfig(hidden_state_size=8), initialization=InitializationConfig())
+    c = small_model(floats)
     c.load_state_dict(a.state_dict())
     torch.testing.assert_close(c.encoder(image.float() / 255), a.encoder(image))
 

@@ -79,7 +79,8 @@ def step_timed(model: ActorCritic, W: int, precision: str, device: torch.device)
 
 def build(names: list[str], hidden: int, device: torch.device) -> dict[str, ActorCritic]:
     return {name: ActorCritic(gym.spaces.Box(-1, 1, (FEATURES,), np.float32), gym.spaces.Discrete(4), 512,
-                              RecurrenceConfig(layer_type=name, hidden_state_size=hidden), initialization=InitializationConfig()).to(device)
+                              RecurrenceConfig(layer_type=name, hidden_state_size=hidden),
+                              initialization=InitializationConfig()).to(device)
             for name in names}
 
 
@@ -124,11 +125,12 @@ def markdown(rows: list[dict], steps: list[dict], meta: dict) -> str:
     lengths = sorted({r["L"] for r in rows})
     columns = sorted({(r["core"], r["path"]) for r in rows}, key=lambda c: (list(CORES).index(c[0]), c[1]))
     table = {(r["core"], r["path"], r["L"]): r["median_s"] for r in rows}
+    sequences = ("whole-episode sequences: one of L real steps, the others 1 to L / 2, padded to L; the model packs "
+                 "them" if meta["episodes"] else "N = steps / L sequences of L")
     lines = [f"# Training pass per core and path: {meta['device']}, {meta['precision']}", "",
-             f"model.evaluate() forward and backward over {meta['steps']} real steps per call ("
-             + ("whole-episode sequences: one of L real steps, the others 1 to L / 2, padded to L; the model packs them"
-                if meta.get("episodes") else "N = steps / L sequences of L") + f"), a {FEATURES}-wide vector observation, hidden_state_size {meta['hidden']}, "
-             f"hidden_layer_size 512; median of {meta['repeats']} alternated calls, in milliseconds.", "",
+             f"model.evaluate() forward and backward over {meta['steps']} real steps per call ({sequences}), a "
+             f"{FEATURES}-wide vector observation, hidden_state_size {meta['hidden']}, hidden_layer_size 512; "
+             f"median of {meta['repeats']} alternated calls, in milliseconds.", "",
              f"Machine: {meta['machine']}; torch {meta['torch']}; {meta['threads']} threads. Command: "
              f"`{meta['command']}`", "",
              "| L | N | " + " | ".join(f"{c} {p}" for c, p in columns) + " |",

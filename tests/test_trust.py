@@ -402,9 +402,10 @@ def test_a_branch_stopped_at_once_names_no_checkpoint_of_its_own(tmp_path):
     assert not (tmp_path / "models/branch.pt").exists()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def busy_core():
-    """One core kept busy, as on a loaded machine: start-up is slower and its moments spread out."""
+    """One core kept busy while the test runs, as on a loaded machine: start-up is slower and its moments spread
+    out."""
     process = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     yield
     process.kill()

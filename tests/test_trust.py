@@ -7,6 +7,7 @@ import hashlib
 import os
 import pickle
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -42,12 +43,21 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.fixture
-def trained(tmp_path):
-    """A finished tiny run: models/first.pt at update 2."""
-    config = write_config(tmp_path, "configs/poc_memory_env.yaml", **TINY)
-    result = script(tmp_path, "train.py", "--config", config, "--run-id", "first")
+@pytest.fixture(scope="module")
+def trained_once(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("trained")
+    config = write_config(folder, "configs/poc_memory_env.yaml", **TINY)
+    result = script(folder, "train.py", "--config", config, "--run-id", "first")
     assert result.returncode == 0, result.stderr
+    return folder, config
+
+
+@pytest.fixture
+def trained(tmp_path, trained_once):
+    """A finished tiny run in this test's folder: its config, models/first.pt at update 2 and its summaries (a copy
+    of one run per module: the checkpoint names its summaries by a relative path)."""
+    folder, config = trained_once
+    shutil.copytree(folder, tmp_path, dirs_exist_ok=True)
     return config, tmp_path / "models/first.pt"
 
 

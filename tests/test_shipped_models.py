@@ -80,19 +80,23 @@ def test_enjoy_scores_fresh_episodes_by_default_not_those_the_run_picked_its_mod
 
 def test_plot_script_writes_a_png_with_the_reference(tmp_path):
     from config import load_config
+    from tools.plot import read_run
     from trainer import Trainer
     for seed in (0, 1):
-        config = load_config(ROOT / "configs/poc_memory_env.yaml", ["updates=3", f"seed={seed}"])
+        config = load_config(ROOT / "configs/poc_memory_env.yaml", ["updates=3", f"seed={seed}",
+                                                                     "evaluation.interval=2", "evaluation.episodes=4"])
         Trainer(config, run_id=f"seed{seed}", summaries_dir=tmp_path, models_dir=tmp_path, verbose=False).run()
-    out = tmp_path / "curve.png"
+    steps_per_update = config.n_workers * config.worker_steps
+    assert list(read_run(tmp_path / "seed0")[0]) == [steps_per_update * u for u in (1, 2, 3)]
+    assert list(read_run(tmp_path / "seed0", "eval/reward_mean")[0]) == [steps_per_update * u for u in (2, 3)]
     reference = ROOT.parent / "shared/reference/poc_memory_env.csv"  # shared/ sits beside the checkout
-    command = [sys.executable, str(ROOT / "tools/plot.py"), "--runs", str(tmp_path / "seed0"),
-               str(tmp_path / "seed1"), "--out", str(out)]
-    if reference.exists():
-        command += ["--reference", str(reference)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=HANG_S)
-    assert result.returncode == 0, result.stderr
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    plot = [sys.executable, str(ROOT / "tools/plot.py"), "--runs", str(tmp_path / "seed0"), str(tmp_path / "seed1")]
+    for out, options in (("curve.png", ["--reference", str(reference)] if reference.exists() else []),
+                         ("held_out.png", ["--tag", "eval/reward_mean"])):
+        result = subprocess.run([*plot, *options, "--out", str(tmp_path / out)], capture_output=True, text=True,
+                                timeout=HANG_S)
+        assert result.returncode == 0, result.stderr
+        assert (tmp_path / out).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_run_summary_counts_a_resumed_run_once_and_averages_its_last_updates(tmp_path):

@@ -10,6 +10,8 @@ The curve is `episode/reward_mean_last100`: the mean return of the last 100
 episodes, the reference baseline's definition of its reward_mean, so both sets
 of curves can be read at equal environment steps. The reference CSV holds the
 baseline's published 10-run curves (update, env_steps, mean, min, max).
+`--tag eval/reward_mean` draws the held-out evaluations instead, at the updates
+that made one.
 """
 from __future__ import annotations
 
@@ -30,12 +32,12 @@ sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name
 from stats import TAG, read_scalars  # noqa: E402
 
 
-def read_run(folder: Path) -> tuple[np.ndarray, np.ndarray]:
-    """(env steps, reward) per update of one run."""
-    by_update = read_scalars(folder, {TAG: "reward", "time/env_steps": "steps"})
+def read_run(folder: Path, tag: str = TAG) -> tuple[np.ndarray, np.ndarray]:
+    """(env steps, reward) per update of one run that wrote the tag."""
+    by_update = read_scalars(folder, {tag: "reward", "time/env_steps": "steps"})
     rows = sorted((u, v["steps"], v["reward"]) for u, v in by_update.items() if {"steps", "reward"} <= v.keys())
     if not rows:
-        raise SystemExit(f"{folder}: no '{TAG}' summaries found")
+        raise SystemExit(f"{folder}: no '{tag}' summaries found")
     _, steps, rewards = map(np.array, zip(*rows))
     return steps, rewards
 
@@ -46,16 +48,20 @@ def main():
                         help="one summaries folder per run (seed); repeat --runs for another group of runs")
     parser.add_argument("--label", action="append", help="one per --runs group, in order")
     parser.add_argument("--reference", help="the reference baseline's curve (CSV)")
+    parser.add_argument("--tag", default=TAG, help=f"the summary drawn (default {TAG}; eval/reward_mean: "
+                        "the held-out evaluations)")
     parser.add_argument("--title", default="")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     if args.label and len(args.label) != len(args.runs):
         parser.error(f"{len(args.label)} --label for {len(args.runs)} --runs groups")
+    if args.reference and args.tag != TAG:
+        parser.error(f"--reference holds the baseline's {TAG}, not {args.tag}")
 
     figure, axes = plt.subplots(figsize=(7, 4))
     colors = ["tab:blue", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:gray"]
     for i, folders in enumerate(args.runs):
-        runs = [read_run(Path(folder)) for folder in folders]
+        runs = [read_run(Path(folder), args.tag) for folder in folders]
         n = min(len(steps) for steps, _ in runs)  # updates every run of the group reached
         steps = runs[0][0][:n]
         rewards = np.stack([r[:n] for _, r in runs])  # (runs, updates)
@@ -73,7 +79,7 @@ def main():
         axes.fill_between(x, [float(r["reward_min_over_runs"]) for r in ref],
                           [float(r["reward_max_over_runs"]) for r in ref], color="tab:orange", alpha=0.25)
     axes.set_xlabel("environment steps")
-    axes.set_ylabel("mean return, last 100 episodes")
+    axes.set_ylabel("mean return, last 100 episodes" if args.tag == TAG else args.tag)
     axes.set_title(args.title)
     axes.legend(loc="lower right")
     axes.grid(alpha=0.3)

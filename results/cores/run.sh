@@ -33,6 +33,19 @@ for s in 0 1 2; do
     $PY enjoy.py --model models/minigrid_${core}_seed$s-best.pt --episodes 150 > "$out/minigrid_${core}_seed${s}_fresh.log"
   done
 done
+# where the final model's held-out score fell from its best, or the best was sampled below it: more scores
+$PY enjoy.py --model models/minigrid_lru_seed1-best.pt --episodes 150 --deterministic \
+    > "$out/minigrid_lru_seed1_fresh_deterministic.log"
+for run in minigrid_lru_seed1 minigrid_mingru_seed1; do
+  $PY enjoy.py --model models/$run.pt --episodes 150 > "$out/${run}_final_fresh.log"
+done
+# the training curves, then the held-out evaluations of the same runs
+groups=(--runs results/minigrid/runs/minigrid5_beta/seed* --label "lstm, the shipped config"
+        --runs "$out"/runs/minigrid_mingru_seed* --label mingru --runs "$out"/runs/minigrid_lru_seed* --label lru)
+$PY tools/plot.py "${groups[@]}" --reference results/reference/minigrid_memory_s9.csv \
+    --title "MiniGrid-MemoryS9, training reward (last 100 episodes)" --out "$out/minigrid_cores.png"
+$PY tools/plot.py "${groups[@]}" --tag eval/reward_mean \
+    --title "MiniGrid-MemoryS9, held-out evaluation (64 episodes, unlimited layouts)" --out "$out/minigrid_cores_heldout.png"
 
 # Mortar Mayhem B Grid, one seed of the LRU (the better new core on masked CartPole and MiniGrid) at 8,192,000
 # steps, at bf03bff (the chunked scan)

@@ -78,7 +78,7 @@ def test_enjoy_scores_fresh_episodes_by_default_not_those_the_run_picked_its_mod
     assert own != fresh and result.stdout.splitlines()[-1] == fresh
 
 
-def test_plot_script_writes_a_png_with_the_reference(tmp_path):
+def test_plot_script_draws_the_training_curve_with_the_reference_and_the_held_out_one(tmp_path):
     from config import load_config
     from tools.plot import read_run
     from trainer import Trainer

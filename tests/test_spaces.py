@@ -139,10 +139,10 @@ NESTED = gym.spaces.Dict({
 })
 
 
-
 def small_model(observation) -> ActorCritic:
     return ActorCritic(observation, gym.spaces.Discrete(2), 16, RecurrenceConfig(hidden_state_size=8),
                        initialization=InitializationConfig())
+
 
 def test_every_observation_space_has_a_layout_and_packs_to_it():
     """Discrete and MultiDiscrete are stored as category indices (minus their start), MultiBinary

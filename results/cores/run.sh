@@ -34,9 +34,10 @@ for s in 0 1 2; do
   done
 done
 # where the final model's held-out score fell from its best, or the best was sampled below it: more scores
-$PY enjoy.py --model models/minigrid_lru_seed1-best.pt --episodes 150 --deterministic \
-    > "$out/minigrid_lru_seed1_fresh_deterministic.log"
-for run in minigrid_mingru_seed0 minigrid_lru_seed1 minigrid_mingru_seed1; do
+for run in minigrid_lru_seed1 minigrid_lru_seed2; do
+  $PY enjoy.py --model models/$run-best.pt --episodes 150 --deterministic > "$out/${run}_fresh_deterministic.log"
+done
+for run in minigrid_mingru_seed0 minigrid_lru_seed1 minigrid_mingru_seed1 minigrid_lru_seed2; do
   $PY enjoy.py --model models/$run.pt --episodes 150 > "$out/${run}_final_fresh.log"
 done
 # the training curves, then the held-out evaluations of the same runs

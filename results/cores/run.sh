@@ -33,13 +33,22 @@ for s in 0 1 2; do
     $PY enjoy.py --model models/minigrid_${core}_seed$s-best.pt --episodes 150 > "$out/minigrid_${core}_seed${s}_fresh.log"
   done
 done
-# where the final model's held-out score fell from its best, or the best was sampled below it: more scores
+# the LRU's best models that scored below their held-out figure sampled, deterministic too; then every final model
 for run in minigrid_lru_seed1 minigrid_lru_seed2; do
   $PY enjoy.py --model models/$run-best.pt --episodes 150 --deterministic > "$out/${run}_fresh_deterministic.log"
 done
-for run in minigrid_mingru_seed0 minigrid_lru_seed1 minigrid_mingru_seed1 minigrid_lru_seed2; do
-  $PY enjoy.py --model models/$run.pt --episodes 150 > "$out/${run}_final_fresh.log"
+for core in mingru lru; do
+  for s in 0 1 2; do
+    $PY enjoy.py --model models/minigrid_${core}_seed$s.pt --episodes 150 > "$out/minigrid_${core}_seed${s}_final_fresh.log"
+  done
+  $PY tools/episode_interval.py --seeds "$out"/minigrid_${core}_seed{0,1,2}_fresh.log
+  $PY tools/episode_interval.py --seeds "$out"/minigrid_${core}_seed{0,1,2}_final_fresh.log
 done
+# over seeds beside the shipped LSTM's five, and each run's large updates and the falls after them
+$PY stats.py --runs results/minigrid/runs/minigrid5_beta "$out"/runs/minigrid_mingru_seed* "$out"/runs/minigrid_lru_seed* \
+    --final-updates 10 --out "$out/minigrid_cores_seeds"
+$PY tools/kl_spikes.py --runs results/minigrid/runs/minigrid5_beta/seed* "$out"/runs/minigrid_lru_seed* \
+    "$out"/runs/minigrid_mingru_seed* --out "$out/kl_spikes"
 # the training curves, then the held-out evaluations of the same runs
 groups=(--runs results/minigrid/runs/minigrid5_beta/seed* --label "lstm, the shipped config"
         --runs "$out"/runs/minigrid_mingru_seed* --label mingru --runs "$out"/runs/minigrid_lru_seed* --label lru)

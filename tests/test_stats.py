@@ -502,3 +502,6 @@ def test_kl_spikes_names_each_fall_of_the_return_and_the_largest_kl_before_it(tm
     assert (update, at) == (7, 6) and lowest == pytest.approx(0.1) and kl == pytest.approx(0.8)
     kl_spikes.main(["--runs", str(tmp_path / "run"), "--out", str(tmp_path / "kl")])
     assert "| 7: 0.10, 0.800 (6) |" in (tmp_path / "kl.md").read_text()
+    with pytest.raises(SystemExit) as refused:
+        kl_spikes.main(["--runs", str(tmp_path / "no-such-run"), "--out", str(tmp_path / "kl")])
+    assert refused.value.code == 2

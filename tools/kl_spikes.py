@@ -21,6 +21,8 @@ TAGS = {"training/approx_kl": "kl", "episode/reward_mean": "reward"}
 def spikes_and_falls(run: Path, spike: float, high: float, low: float, window: int) -> dict:
     scalars = stats.read_scalars(run, TAGS)
     updates = np.array(sorted(u for u in scalars if {"kl", "reward"} <= scalars[u].keys()))
+    if not len(updates):
+        raise ValueError(f"no update has both {' and '.join(TAGS)}")
     kl = np.array([scalars[u]["kl"] for u in updates])
     reward = np.array([scalars[u]["reward"] for u in updates])
     reached = np.maximum.accumulate(reward) >= high
@@ -47,7 +49,10 @@ def main(argv: list[str] | None = None) -> int:
              "| run | median KL | spikes | largest KL (update) | falls: update, lowest return, KL before (update) |",
              "|---|---:|---:|---:|---|"]
     for run in args.runs:
-        r = spikes_and_falls(Path(run), args.spike, args.high, args.low, args.window)
+        try:
+            r = spikes_and_falls(Path(run), args.spike, args.high, args.low, args.window)
+        except ValueError as error:
+            parser.error(f"{run}: {error}")
         falls = "; ".join(f"{u}: {low:.2f}, {kl:.3f} ({at})" for u, low, kl, at in r["falls"]) or "none"
         lines.append(f"| {run} | {r['median']:.4f} | {r['spikes']} of {r['updates']} | "
                      f"{r['max'][0]:.3f} ({r['max'][1]}) | {falls} |")

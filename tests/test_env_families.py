@@ -105,6 +105,24 @@ def test_memory_gym_wrapper_passes_reset_params_to_every_reset(monkeypatch):
         env.close()
 
 
+MEMORY_GYM_CONFIGS = sorted(p.stem for p in CONFIGS.glob("*.yaml")
+                            if load_config(p).environment.type == "MemoryGym")
+
+
+@pytest.mark.parametrize("name", MEMORY_GYM_CONFIGS)
+def test_memory_gym_configs_score_on_seeds_they_never_train_on(name):
+    """Held-out evaluation and enjoy.py draw episode seeds from a range disjoint from the training one, as
+    the Memory Gym authors score on novel seeds."""
+    environment = load_config(CONFIGS / f"{name}.yaml").environment
+    ranges = []
+    for env_config in (environment, environment.for_evaluation()):
+        env = make_memory_gym(env_config.name, env_config.reset_params)
+        ranges.append(range(env.start, env.start + env.count))
+        env.close()
+    training, held_out = ranges
+    assert training.stop <= held_out.start or held_out.stop <= training.start, (training, held_out)
+
+
 def test_reset_params_change_the_environment():
     # Mystery Path's time limit: every episode, autoreset ones included, is cut at max_steps
     # and reported as a truncation (the agent is not shown the clock).

@@ -12,6 +12,7 @@ if __name__ == "__main__":
 
 import importlib.util
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ import torch
 from atomic import write_atomically
 from checkpoint import CheckpointError
 from cli import ArgumentParser, console, failed, number, start_up_warnings
-from config import MAX_EPISODES, SEEDS, ConfigError
+from config import MAX_EPISODES, SEEDS, Config, ConfigError
 from files import reason
 
 
@@ -37,6 +38,9 @@ def parser() -> ArgumentParser:
         "checkpoint's evaluation.seed + 1, fresh episodes (its evaluation.seed replays those its run's evaluations "
         "played and picked the best model on)")
     add("--deterministic", action="store_true", help="take the most probable action, not a sample")
+    add("--training-levels", action="store_true", help="play the levels training drew from (the config's "
+        "environment section without its evaluation_kwargs / evaluation_reset_params: MiniGrid's seed_pool, Memory "
+        "Gym's training seeds), not held-out ones: beside the default score, the generalisation gap")
     add("--max-steps", type=number(int, 0, 2 ** 31 - 1), help="cut an episode at this many steps, scored as it "
         "stood (a line says so); 0: the environment's time limit, else 100,000. Default: the config's "
         "evaluation.max_steps")
@@ -167,6 +171,15 @@ def check_options(args):
     return None
 
 
+def on_training_levels(config: Config, model: str) -> Config:
+    """The config with its held-out levels replaced by training's; refused where the two are one set of levels."""
+    environment = config.environment
+    if not environment.evaluation_kwargs and not environment.evaluation_reset_params:
+        raise ConfigError(f"--training-levels: {model}'s config has no evaluation_kwargs or evaluation_reset_params, "
+                          "so its levels are its training seeds, which enjoy.py never plays")
+    return replace(config, environment=replace(environment, evaluation_kwargs={}, evaluation_reset_params={}))
+
+
 def main(argv=None) -> int:
     from agent import Agent
     from spaces import SpaceError
@@ -176,6 +189,8 @@ def main(argv=None) -> int:
                 args = parser().parse_args(argv)
                 window = check_options(args)
                 agent = Agent.load(args.model)
+                if args.training_levels:
+                    agent.config = on_training_levels(agent.config, args.model)
                 if args.seed is None:  # not the episodes the run's own evaluations played (--help)
                     args.seed = (agent.config.evaluation.seed + 1) % SEEDS
             stop.working()

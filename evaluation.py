@@ -41,16 +41,18 @@ def evaluation_envs(config: Config, episodes: int, seed: int, workers: int | Non
 
 
 def evaluate(agent, episodes: int, seed: int = 0, deterministic: bool = False, workers: int | None = None,
-             on_episode=None, envs=None, max_steps: int | None = None) -> list[dict]:
+             on_episode=None, envs=None, max_steps: int | None = None,
+             state: torch.Tensor | None = None) -> list[dict]:
     """Runs `episodes` held-out episodes; their stats (reward, length[, success], capped) in the order they
-    ended. envs: from evaluation_envs(), reset here and left open; else made and closed here."""
+    ended. envs: from evaluation_envs(), reset here and left open; else made and closed here. state: the
+    recurrent state (W, S) the environments' first episodes start from, if not the initial one."""
     torch.manual_seed(seed)  # the same command samples the same actions
     own = envs is None
     if own:
         envs = evaluation_envs(agent.config, episodes, seed, workers, max_steps)
     W = envs.n
     quota = [episodes // W + (w < episodes % W) for w in range(W)]
-    results, state, actions, rewards = [], None, None, None
+    results, actions, rewards = [], None, None
     obs, start = envs.reset(), np.ones(W, dtype=bool)
     try:
         while len(results) < episodes:

@@ -11,8 +11,8 @@ import yaml
 
 from agent import Agent
 from checkpoint import load_checkpoint, save_checkpoint
-from config import config_from_dict
-from enjoy import record, write_video
+from config import ConfigError, config_from_dict
+from enjoy import on_training_levels, record, write_video
 from environments import HELD_OUT
 from evaluation import evaluate, evaluation_seeds
 from trainer import PhaseTimes, Trainer
@@ -173,6 +173,8 @@ def test_bad_model_files_are_one_line_and_exit_2(tmp_path):
         result = run_enjoy(tmp_path, "--model", name)
         assert result.returncode == 2, result.stdout
         assert words in result.stderr and result.stderr.count("\n") == 1
+    result = run_enjoy(tmp_path, "--model", "poc.pt", "--training-levels")  # PoC has no other levels
+    assert result.returncode == 2 and "--training-levels" in result.stderr and result.stderr.count("\n") == 1
 
 
 @pytest.mark.parametrize("environment,previous", [
@@ -212,6 +214,74 @@ def test_evaluation_and_recording_build_the_environment_with_evaluation_kwargs(t
     evaluate(agent, episodes=2, workers=2)
     record(agent, episodes=1)
     assert seen and all(kwargs == {"length": 7} for kwargs in seen)
+
+
+def test_training_levels_are_the_training_section_and_refused_where_there_are_no_other_levels(tmp_path, monkeypatch):
+    """enjoy.py --training-levels plays environment.kwargs / reset_params without their evaluation_* overrides
+    (MiniGrid's seed pool, Memory Gym's training seeds); a config without overrides has no other levels."""
+    import environments
+    path = trained(tmp_path, updates=1)
+    agent = Agent.load(path)
+    with pytest.raises(ConfigError, match="--training-levels: .*no evaluation_kwargs or evaluation_reset_params"):
+        on_training_levels(agent.config, str(path))
+    agent.config.environment.kwargs = {"length": 5}
+    agent.config.environment.evaluation_kwargs = {"length": 7}
+    agent.config.environment.evaluation_reset_params = {"start-seed": 100000}
+    agent.config = on_training_levels(agent.config, str(path))
+    assert agent.config.environment.for_evaluation().reset_params == {}
+    seen = []
+    real_make_env = environments.make_env
+
+    def spy(family, name, kwargs, *args):
+        seen.append(dict(kwargs))
+        return real_make_env(family, name, {}, *args)
+
+    monkeypatch.setattr(environments, "make_env", spy)
+    evaluate(agent, episodes=2, workers=2)
+    assert seen and all(kwargs == {"length": 5} for kwargs in seen)
+
+
+def test_evaluate_starts_the_environments_from_a_given_state(tmp_path):
+    agent = Agent.load(trained(tmp_path, updates=1))
+    given, first = agent.initial_state(2) + 0.5, []
+    act = agent.act
+
+    def spy(obs, state, *args, **kwargs):
+        first.append(state)
+        return act(obs, state, *args, **kwargs)
+
+    agent.act = spy
+    evaluate(agent, episodes=2, workers=2, state=given)
+    evaluate(agent, episodes=2, workers=2)
+    starts = [state for state in first if state is None or torch.equal(state, given)]
+    assert len(starts) == 2 and torch.equal(starts[0], given) and starts[1] is None
+
+
+@pytest.mark.slow
+def test_carried_state_scores_both_starts_from_the_checkpoints_rollout_state(tmp_path, monkeypatch, capsys):
+    """tools/carried_state.py: one row of the run's saved rollout state per environment; refused, exit 2, where
+    there is none (an --inference-only checkpoint) or too few episodes for its rows."""
+    from tools import carried_state
+    path = trained(tmp_path, updates=1, n_workers=4, worker_steps=32, n_mini_batch=2)
+    states = []
+
+    def spy(*args, state=None, **kwargs):
+        states.append(state)
+        return evaluate(*args, state=state, **kwargs)
+
+    monkeypatch.setattr(carried_state, "evaluate", spy)
+    assert carried_state.main(["--model", str(path), "--episodes", "8"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["held-out levels, from initial state",
+                                                     "held-out levels, from the run's rollout state"]
+    assert all("8 episodes: return" in line for line in lines)
+    assert states[0] is None and torch.equal(states[1], load_checkpoint(path)["state"].float())
+    assert carried_state.main(["--model", str(path), "--episodes", "3"]) == 2
+    assert "at least 4" in capsys.readouterr().err
+    subprocess.run([sys.executable, str(ROOT / "checkpoint.py"), "--inference-only", str(path),
+                    str(tmp_path / "small.pt")], check=True, capture_output=True, timeout=HANG_S)
+    assert carried_state.main(["--model", str(tmp_path / "small.pt")]) == 2
+    assert "holds no rollout state" in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -56,6 +56,13 @@ $PY tools/plot.py "${groups[@]}" --reference results/reference/minigrid_memory_s
     --title "MiniGrid-MemoryS9, training reward (last 100 episodes)" --out "$out/minigrid_cores.png"
 $PY tools/plot.py "${groups[@]}" --tag eval/reward_mean \
     --title "MiniGrid-MemoryS9, held-out evaluation (64 episodes, unlimited layouts)" --out "$out/minigrid_cores_heldout.png"
+# the final and -best checkpoints from the initial state (as every evaluation) and from the run's own rollout state,
+# on the training layouts and on held-out ones (the MiniGrid config never resets the state in training), at 7d8945e
+mkdir -p "$out/carried_state"
+for core in mingru lru; do for s in 0 1 2; do for kind in "" -best; do
+  $PY tools/carried_state.py --model models/minigrid_${core}_seed$s$kind.pt --episodes 160 \
+      > "$out/carried_state/minigrid_${core}_seed$s$kind.txt"
+done; done; done
 
 # Mortar Mayhem B Grid, one seed of the LRU (the better new core on masked CartPole and MiniGrid) at 8,192,000
 # steps, at bf03bff (the chunked scan)

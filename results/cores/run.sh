@@ -56,13 +56,23 @@ $PY tools/plot.py "${groups[@]}" --reference results/reference/minigrid_memory_s
     --title "MiniGrid-MemoryS9, training reward (last 100 episodes)" --out "$out/minigrid_cores.png"
 $PY tools/plot.py "${groups[@]}" --tag eval/reward_mean \
     --title "MiniGrid-MemoryS9, held-out evaluation (64 episodes, unlimited layouts)" --out "$out/minigrid_cores_heldout.png"
-# the final and -best checkpoints from the initial state (as every evaluation) and from the run's own rollout state,
+# each checkpoint on its 99 training layouts (enjoy.py --training-levels), and the shipped LSTM on both, at afa41e9
+mkdir -p "$out/levels"
+for m in minigrid_{mingru,lru}_seed{0,1,2}{,-best}; do
+  $PY enjoy.py --model models/$m.pt --episodes 150 --training-levels > "$out/levels/${m}_training_levels.log"
+done
+$PY enjoy.py --model models/minigrid.pt --episodes 150 --training-levels > "$out/levels/minigrid_lstm_shipped_training_levels.log"
+$PY enjoy.py --model models/minigrid.pt --episodes 150 > "$out/levels/minigrid_lstm_shipped_fresh.log"
+# the final checkpoints from the initial state (as every evaluation) and from the run's own rollout state,
 # on the training layouts and on held-out ones (the MiniGrid config never resets the state in training), at 7d8945e
 mkdir -p "$out/carried_state"
-for core in mingru lru; do for s in 0 1 2; do for kind in "" -best; do
-  $PY tools/carried_state.py --model models/minigrid_${core}_seed$s$kind.pt --episodes 160 \
-      > "$out/carried_state/minigrid_${core}_seed$s$kind.txt"
-done; done; done
+for core in mingru lru; do for s in 0 1 2; do
+  $PY tools/carried_state.py --model models/minigrid_${core}_seed$s.pt --episodes 160 > "$out/carried_state/minigrid_${core}_seed$s.txt"
+done; done
+# which of minGRU's units hold what its policy needs from that state, at 51839a3
+for s in 1 2 0; do
+  $PY tools/mingru_slow_units.py --model models/minigrid_mingru_seed$s.pt --out "$out/mingru_slow_units_seed$s"
+done
 
 # Mortar Mayhem B Grid, one seed of the LRU (the better new core on masked CartPole and MiniGrid) at 8,192,000
 # steps, at bf03bff (the chunked scan)

@@ -63,12 +63,12 @@ for m in minigrid_{mingru,lru}_seed{0,1,2}{,-best}; do
 done
 $PY enjoy.py --model models/minigrid.pt --episodes 150 --training-levels > "$out/levels/minigrid_lstm_shipped_training_levels.log"
 $PY enjoy.py --model models/minigrid.pt --episodes 150 > "$out/levels/minigrid_lstm_shipped_fresh.log"
-# the final checkpoints from the initial state (as every evaluation) and from the run's own rollout state,
+# the final and -best checkpoints from the initial state (as every evaluation) and from the run's own rollout state,
 # on the training layouts and on held-out ones (the MiniGrid config never resets the state in training), at 7d8945e
 mkdir -p "$out/carried_state"
-for core in mingru lru; do for s in 0 1 2; do
-  $PY tools/carried_state.py --model models/minigrid_${core}_seed$s.pt --episodes 160 > "$out/carried_state/minigrid_${core}_seed$s.txt"
-done; done
+for m in minigrid_{mingru,lru}_seed{0,1,2}{,-best}; do
+  $PY tools/carried_state.py --model models/$m.pt --episodes 160 > "$out/carried_state/$m.txt"
+done
 # which of minGRU's units hold what its policy needs from that state, at 51839a3
 for s in 1 2 0; do
   $PY tools/mingru_slow_units.py --model models/minigrid_mingru_seed$s.pt --out "$out/mingru_slow_units_seed$s"

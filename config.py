@@ -34,6 +34,11 @@ class EnvironmentConfig:
     # merged over reset_params likewise, e.g. {start-seed: 100000}: Memory Gym scored on novel seeds
     evaluation_reset_params: dict = field(default_factory=dict)
 
+    @property
+    def has_evaluation_levels(self) -> bool:
+        """Evaluations play other levels than training's (evaluation_kwargs / evaluation_reset_params)."""
+        return bool(self.evaluation_kwargs or self.evaluation_reset_params)
+
     def for_evaluation(self) -> "EnvironmentConfig":
         return replace(self, kwargs={**self.kwargs, **self.evaluation_kwargs},
                        reset_params={**self.reset_params, **self.evaluation_reset_params})
@@ -106,6 +111,11 @@ class EvaluationConfig:
     seed: int = 0  # the evaluation seed (as enjoy.py --seed): the same held-out episodes at every evaluation
     # cut an episode at this many steps, scored as it stood (as enjoy.py --max-steps); 0: its time limit, else 100,000
     max_steps: int = 0
+
+    @property
+    def fresh_seed(self) -> int:
+        """enjoy.py's default seed: episodes that neither training nor the run's own evaluations played."""
+        return (self.seed + 1) % SEEDS
 
 
 @dataclass

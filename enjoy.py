@@ -174,7 +174,7 @@ def check_options(args):
 def on_training_levels(config: Config, model: str) -> Config:
     """The config with its held-out levels replaced by training's; refused where the two are one set of levels."""
     environment = config.environment
-    if not environment.evaluation_kwargs and not environment.evaluation_reset_params:
+    if not environment.has_evaluation_levels:
         raise ConfigError(f"--training-levels: {model}'s config has no evaluation_kwargs or evaluation_reset_params, "
                           "so its levels are its training seeds, which enjoy.py never plays")
     return replace(config, environment=replace(environment, evaluation_kwargs={}, evaluation_reset_params={}))
@@ -192,7 +192,7 @@ def main(argv=None) -> int:
                 if args.training_levels:
                     agent.config = on_training_levels(agent.config, args.model)
                 if args.seed is None:  # not the episodes the run's own evaluations played (--help)
-                    args.seed = (agent.config.evaluation.seed + 1) % SEEDS
+                    args.seed = agent.config.evaluation.fresh_seed
             stop.working()
             return play(agent, args, window)
         except (CheckpointError, ConfigError, SpaceError) as error:

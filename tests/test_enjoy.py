@@ -196,21 +196,26 @@ def test_evaluate_and_record_every_space(tmp_path, environment, previous):
         assert len(frames) == results[0]["length"] + 1
 
 
-def test_evaluation_and_recording_build_the_environment_with_evaluation_kwargs(tmp_path, monkeypatch):
-    """environment.evaluation_kwargs is merged over kwargs for scoring and recording (e.g. MiniGrid's
-    training seed pool switched off, so scores come from unlimited held-out layouts), never for training."""
+def kwargs_made(monkeypatch) -> list[dict]:
+    """The kwargs of every environment made from now on; each is made as the plain PoC environment."""
     import environments
-    agent = Agent.load(trained(tmp_path, updates=1))
-    agent.config.environment.kwargs = {"length": 5}
-    agent.config.environment.evaluation_kwargs = {"length": 7}
-    seen = []
-    real_make_env = environments.make_env
+    seen, real_make_env = [], environments.make_env
 
     def spy(family, name, kwargs, *args):
         seen.append(dict(kwargs))
-        return real_make_env(family, name, {}, *args)  # the plain PoC env
+        return real_make_env(family, name, {}, *args)
 
     monkeypatch.setattr(environments, "make_env", spy)
+    return seen
+
+
+def test_evaluation_and_recording_build_the_environment_with_evaluation_kwargs(tmp_path, monkeypatch):
+    """environment.evaluation_kwargs is merged over kwargs for scoring and recording (e.g. MiniGrid's
+    training seed pool switched off, so scores come from unlimited held-out layouts), never for training."""
+    agent = Agent.load(trained(tmp_path, updates=1))
+    agent.config.environment.kwargs = {"length": 5}
+    agent.config.environment.evaluation_kwargs = {"length": 7}
+    seen = kwargs_made(monkeypatch)
     evaluate(agent, episodes=2, workers=2)
     record(agent, episodes=1)
     assert seen and all(kwargs == {"length": 7} for kwargs in seen)
@@ -219,7 +224,6 @@ def test_evaluation_and_recording_build_the_environment_with_evaluation_kwargs(t
 def test_training_levels_are_the_training_section_and_refused_where_there_are_no_other_levels(tmp_path, monkeypatch):
     """enjoy.py --training-levels plays environment.kwargs / reset_params without their evaluation_* overrides
     (MiniGrid's seed pool, Memory Gym's training seeds); a config without overrides has no other levels."""
-    import environments
     path = trained(tmp_path, updates=1)
     agent = Agent.load(path)
     with pytest.raises(ConfigError, match="--training-levels: .*no evaluation_kwargs or evaluation_reset_params"):
@@ -229,14 +233,7 @@ def test_training_levels_are_the_training_section_and_refused_where_there_are_no
     agent.config.environment.evaluation_reset_params = {"start-seed": 100000}
     agent.config = on_training_levels(agent.config, str(path))
     assert agent.config.environment.for_evaluation().reset_params == {}
-    seen = []
-    real_make_env = environments.make_env
-
-    def spy(family, name, kwargs, *args):
-        seen.append(dict(kwargs))
-        return real_make_env(family, name, {}, *args)
-
-    monkeypatch.setattr(environments, "make_env", spy)
+    seen = kwargs_made(monkeypatch)
     evaluate(agent, episodes=2, workers=2)
     assert seen and all(kwargs == {"length": 5} for kwargs in seen)
 

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repositor
 
 from agent import Agent  # noqa: E402
 from checkpoint import CheckpointError, load_checkpoint  # noqa: E402
-from config import SEEDS, ConfigError  # noqa: E402
+from config import ConfigError  # noqa: E402
 from enjoy import on_training_levels  # noqa: E402
 from evaluation import evaluate, summary  # noqa: E402
 
@@ -37,19 +37,19 @@ def main(argv=None) -> int:
         carried = load_checkpoint(args.model).get("state")
         if carried is None:
             raise ConfigError(f"{args.model} holds no rollout state: an --inference-only checkpoint")
+        carried = carried.float()  # (W, S), as act() takes a state
         if args.episodes < len(carried):
             raise ConfigError(f"--episodes {args.episodes}: at least {len(carried)}, one environment per saved row")
         levels = {"held-out levels": agent.config}
-        environment = agent.config.environment
-        if environment.evaluation_kwargs or environment.evaluation_reset_params:  # else one set of levels
+        if agent.config.environment.has_evaluation_levels:  # else training's levels are the held-out ones
             levels = {"training levels": on_training_levels(agent.config, args.model), **levels}
     except (CheckpointError, ConfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    seed = (agent.config.evaluation.seed + 1) % SEEDS if args.seed is None else args.seed
+    seed = agent.config.evaluation.fresh_seed if args.seed is None else args.seed
     for name, config in levels.items():
         agent.config = config
-        for start, state in (("initial state", None), ("the run's rollout state", carried.float())):
+        for start, state in (("initial state", None), ("the run's rollout state", carried)):
             results = evaluate(agent, args.episodes, seed, args.deterministic, workers=len(carried), state=state)
             print(f"{name}, from {start}: {summary(results)}", flush=True)
     return 0

@@ -60,7 +60,7 @@ def main(argv=None) -> int:
         return 2
     carried = carried.float()  # (W, H)
     largest = gates(agent, carried, args.steps)
-    seed = agent.config.evaluation.seed + 1  # enjoy.py's default: fresh held-out episodes
+    seed = agent.config.evaluation.fresh_seed
 
     def score(state: torch.Tensor | None) -> str:
         s = scores(evaluate(agent, args.episodes, seed, workers=len(carried), state=state))

@@ -78,3 +78,10 @@ done
 # steps, at bf03bff (the chunked scan)
 $PY train.py --config configs/mortar_mayhem_b_grid.yaml --set recurrence.layer_type=lru --set updates=500 \
     --set checkpoint_interval=5 --run-id mmb_grid_lru_seed0
+cp -r summaries/mmb_grid_lru_seed0 "$out/runs/"
+$PY tools/run_summary.py --run "$out/runs/mmb_grid_lru_seed0" --last 10 --out "$out/mmb_grid_lru_seed0" \
+    --command "python train.py --config configs/mortar_mayhem_b_grid.yaml --set recurrence.layer_type=lru --set updates=500 --set checkpoint_interval=5 --run-id mmb_grid_lru_seed0 (at bf03bff)"
+$PY stats.py --runs results/memory_gym/runs/mmb_grid_seed{0,1,2,3,4} "$out/runs/mmb_grid_lru_seed0" --final-updates 10 \
+    --published "8192000:0.42:GRU, Memory Gym authors" --out "$out/mmb_grid_cores"
+$PY enjoy.py --model models/mmb_grid_lru_seed0-best.pt --episodes 150 > "$out/mmb_grid_lru_seed0_fresh.log"
+$PY tools/episode_interval.py "$out/mmb_grid_lru_seed0_fresh.log"

@@ -85,3 +85,20 @@ $PY stats.py --runs results/memory_gym/runs/mmb_grid_seed{0,1,2,3,4} "$out/runs/
     --published "8192000:0.42:GRU, Memory Gym authors" --out "$out/mmb_grid_cores"
 $PY enjoy.py --model models/mmb_grid_lru_seed0-best.pt --episodes 150 > "$out/mmb_grid_lru_seed0_fresh.log"
 $PY tools/episode_interval.py "$out/mmb_grid_lru_seed0_fresh.log"
+
+# minGRU seed 1 on MiniGrid with the state reset at every episode (the config's reset_hidden_state: false
+# otherwise), at 4a3958f: does its held-out score then follow its training return?
+id=minigrid_mingru_reset_seed1
+$PY train.py --config configs/minigrid.yaml --set recurrence.layer_type=mingru --seed 1 \
+    --set recurrence.reset_hidden_state=true --set checkpoint_interval=5 --run-id $id
+cp -r summaries/$id "$out/runs/"
+$PY tools/run_summary.py --run "$out/runs/$id" --last 10 --reference results/reference/minigrid_memory_s9.csv \
+    --out "$out/$id" --command "python train.py --config configs/minigrid.yaml --set recurrence.layer_type=mingru --seed 1 --set recurrence.reset_hidden_state=true --set checkpoint_interval=5 --run-id $id (at 4a3958f)"
+$PY enjoy.py --model models/$id-best.pt --episodes 150 > "$out/${id}_fresh.log"
+$PY enjoy.py --model models/$id.pt --episodes 150 > "$out/${id}_final_fresh.log"
+$PY tools/plot.py --runs "$out/runs/minigrid_mingru_seed1" --label "mingru seed 1, reset_hidden_state: false (the config's)" \
+    --runs "$out/runs/$id" --label "mingru seed 1, reset_hidden_state: true" --tag eval/reward_mean \
+    --title "MiniGrid-MemoryS9, minGRU seed 1, held-out evaluation (64 episodes)" --out "$out/minigrid_mingru_reset_heldout.png"
+$PY tools/plot.py --runs "$out/runs/minigrid_mingru_seed1" --label "mingru seed 1, reset_hidden_state: false (the config's)" \
+    --runs "$out/runs/$id" --label "mingru seed 1, reset_hidden_state: true" --reference results/reference/minigrid_memory_s9.csv \
+    --title "MiniGrid-MemoryS9, minGRU seed 1, training reward (last 100 episodes)" --out "$out/minigrid_mingru_reset.png"

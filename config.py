@@ -58,7 +58,9 @@ class RecurrenceConfig:
     sequence_length: int = 8  # steps per training sequence (truncated BPTT); <= 0: whole episodes
     hidden_state_size: int = 32  # units of the recurrent layer
     layer_type: str = "gru"  # the core, a key of model.CORES: gru, lstm, mingru (minGRU) or lru (LRU)
-    reset_hidden_state: bool = True  # zero the recurrent state when an episode starts
+    # zero the recurrent state when an episode starts; false: it runs on into the next episode, while evaluations
+    # and enjoy.py start from zeros, so a core can score lower there than in training (docs/results.md, minGRU)
+    reset_hidden_state: bool = True
     num_layers: int = 1  # stacked recurrent layers
     separate_critic_core: bool = False  # the value function gets its own recurrent core (sb3-contrib's option)
     previous_action: bool = False  # the core also sees the last action (zeros at an episode's start)

@@ -15,7 +15,7 @@ import numpy as np
 import onnxruntime
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository's environment builders
-from config import SEEDS, EnvironmentConfig  # noqa: E402
+from config import EnvironmentConfig, EvaluationConfig  # noqa: E402
 from environments import HELD_OUT  # noqa: E402
 from spaces import env_actions  # noqa: E402
 from worker import environment_seeds  # noqa: E402
@@ -34,14 +34,15 @@ def main() -> None:
     graph = onnxruntime.InferenceSession(args.model, providers=["CPUExecutionProvider"])
     metadata = graph.get_modelmeta().custom_metadata_map
     config = json.loads(metadata["config"])  # the training config, as a checkpoint keeps it
-    environment, evaluation = EnvironmentConfig(**config["environment"]).for_evaluation(), config["evaluation"]
+    environment = EnvironmentConfig(**config["environment"]).for_evaluation()
+    evaluation = EvaluationConfig(**config["evaluation"])
     inputs = {i.name: i for i in graph.get_inputs()}  # obs, state, episode_start, [previous_*], [action_mask]
-    seed = (evaluation["seed"] + 1) % SEEDS if args.seed is None else args.seed
+    seed = evaluation.fresh_seed if args.seed is None else args.seed
 
     # As enjoy.py: W environments seeded in the held-out half of the seeds, each playing a fixed quota of episodes.
     W = max(1, min(config["n_workers"], args.episodes))
     quota = [args.episodes // W + (w < args.episodes % W) for w in range(W)]
-    envs = [environment.make(max_steps=evaluation["max_steps"]) for _ in range(W)]
+    envs = [environment.make(max_steps=evaluation.max_steps) for _ in range(W)]
     obs, infos = zip(*(env.reset(seed=HELD_OUT + s) for env, s in zip(envs, environment_seeds(seed, W))))
     obs, infos = list(obs), list(infos)
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# results/memory_gym/: Mortar Mayhem B Grid (configs/mortar_mayhem_b_grid.yaml), from the repository root.
+# results/memory_gym/: Memory Gym (Mortar Mayhem B Grid and Grid, Mystery Path Grid, Searing Spotlights), from the repository root.
 set -euo pipefail
 PY=${PY:-.venv/bin/python}
 # a uniform random policy, scored by the config's own held-out evaluation (150 novel-seed episodes)
@@ -26,3 +26,13 @@ SDL_VIDEODRIVER=dummy $PY tools/random_policy.py --config configs/mortar_mayhem_
 # issue 41: Mortar Mayhem Grid with the reference's config, seed 0, its first 500 updates, at dda0431
 # SDL_VIDEODRIVER=dummy nice $PY train.py --config configs/mortar_mayhem_grid.yaml --set updates=500 \
 #     --set checkpoint_interval=5 --run-id mm_grid_seed0
+# issue 60: Mystery Path Grid with the reference's config, seed 0, its first 500 updates, at b8904c8
+# (resumed from its checkpoint with the second command after each interrupted session)
+# SDL_VIDEODRIVER=dummy nice $PY train.py --config configs/mystery_path_grid.yaml --set updates=500 \
+#     --set checkpoint_interval=5 --run-id mpg_grid_seed0
+# SDL_VIDEODRIVER=dummy nice $PY train.py --resume models/mpg_grid_seed0.pt
+# its best model, shipped as models/mystery_path_grid.pt, on 150 fresh episodes each way:
+# SDL_VIDEODRIVER=dummy python enjoy.py --model models/mystery_path_grid.pt --episodes 150 [--deterministic]
+# issue 60: Searing Spotlights, seed 0, 500 updates (8,192,000 steps), at fcbc80b
+# SDL_VIDEODRIVER=dummy nice $PY train.py --config configs/searing_spotlights.yaml --set updates=500 \
+#     --set checkpoint_interval=5 --run-id ss_seed0

@@ -31,7 +31,7 @@ SDL_VIDEODRIVER=dummy $PY tools/random_policy.py --config configs/mortar_mayhem_
 # SDL_VIDEODRIVER=dummy nice $PY train.py --config configs/mystery_path_grid.yaml --set updates=500 \
 #     --set checkpoint_interval=5 --run-id mpg_grid_seed0
 # SDL_VIDEODRIVER=dummy nice $PY train.py --resume models/mpg_grid_seed0.pt
-# its best model (models/mpg_grid_seed0-best.pt, update 425; to ship as models/mystery_path_grid.pt) on 150 fresh
+# its best model (models/mpg_grid_seed0-best.pt, update 425; lost with the machine before it was shipped) on 150 fresh
 # episodes each way (results/shipped/mystery_path_grid{,_det}.log), on two more fresh sets and on the run's own
 # evaluation set (seed 0); the final model (models/mpg_grid_seed0.pt) on the three fresh sets:
 # SDL_VIDEODRIVER=dummy python enjoy.py --model models/mpg_grid_seed0-best.pt --episodes 150 [--deterministic]
@@ -41,6 +41,10 @@ SDL_VIDEODRIVER=dummy $PY tools/random_policy.py --config configs/mortar_mayhem_
 #     > results/memory_gym/mpg_grid_seed0_final_fresh_seed$s.log  (s = 2, 3; s = 1: ..._final_fresh.log)
 # python tools/episode_interval.py --pool results/shipped/mystery_path_grid.log \
 #     results/memory_gym/mpg_grid_seed0_best_fresh_seed{2,3}.log   (450 fresh episodes: 0.091 [0.064, 0.118])
+# issue 60: Mystery Path Grid seed 1, the same at the same commit (its best model is the one to ship)
+# SDL_VIDEODRIVER=dummy nice $PY train.py --config configs/mystery_path_grid.yaml --set updates=500 \
+#     --set checkpoint_interval=5 --seed 1 --run-id mpg_grid_seed1
+# SDL_VIDEODRIVER=dummy nice $PY train.py --resume models/mpg_grid_seed1.pt
 # issue 60: Searing Spotlights, seed 0, 500 updates (8,192,000 steps), at fcbc80b
 # SDL_VIDEODRIVER=dummy nice $PY train.py --config configs/searing_spotlights.yaml --set updates=500 \
 #     --set checkpoint_interval=5 --run-id ss_seed0

@@ -32,14 +32,15 @@ SDL_VIDEODRIVER=dummy $PY tools/random_policy.py --config configs/mortar_mayhem_
 #     --set checkpoint_interval=5 --run-id mpg_grid_seed0
 # SDL_VIDEODRIVER=dummy nice $PY train.py --resume models/mpg_grid_seed0.pt
 # its best model (models/mpg_grid_seed0-best.pt, update 425; lost with the machine before it was shipped) on 150 fresh
-# episodes each way (results/shipped/mystery_path_grid{,_det}.log), on two more fresh sets and on the run's own
+# episodes each way (results/memory_gym/mpg_grid_seed0_best_fresh_seed1{,_det}.log), on two more fresh sets and on the run's own
 # evaluation set (seed 0); the final model (models/mpg_grid_seed0.pt) on the three fresh sets:
 # SDL_VIDEODRIVER=dummy python enjoy.py --model models/mpg_grid_seed0-best.pt --episodes 150 [--deterministic]
+#     > results/memory_gym/mpg_grid_seed0_best_fresh_seed1[_det].log   (enjoy's default seed, 1)
 # SDL_VIDEODRIVER=dummy python enjoy.py --model models/mpg_grid_seed0-best.pt --episodes 150 --seed $s
 #     > results/memory_gym/mpg_grid_seed0_best_fresh_seed$s.log   (s = 2, 3; s = 0: ..._best_on_eval_seed0.log)
 # SDL_VIDEODRIVER=dummy python enjoy.py --model models/mpg_grid_seed0.pt --episodes 150 --seed $s
 #     > results/memory_gym/mpg_grid_seed0_final_fresh_seed$s.log  (s = 2, 3; s = 1: ..._final_fresh.log)
-# python tools/episode_interval.py --pool results/shipped/mystery_path_grid.log \
+# python tools/episode_interval.py --pool results/memory_gym/mpg_grid_seed0_best_fresh_seed1.log \
 #     results/memory_gym/mpg_grid_seed0_best_fresh_seed{2,3}.log   (450 fresh episodes: 0.091 [0.064, 0.118])
 # issue 60: Mystery Path Grid seed 1, the same at the same commit (its best model is the one to ship)
 # SDL_VIDEODRIVER=dummy nice $PY train.py --config configs/mystery_path_grid.yaml --set updates=500 \

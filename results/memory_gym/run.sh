@@ -42,10 +42,20 @@ SDL_VIDEODRIVER=dummy $PY tools/random_policy.py --config configs/mortar_mayhem_
 #     > results/memory_gym/mpg_grid_seed0_final_fresh_seed$s.log  (s = 2, 3; s = 1: ..._final_fresh.log)
 # python tools/episode_interval.py --pool results/memory_gym/mpg_grid_seed0_best_fresh_seed1.log \
 #     results/memory_gym/mpg_grid_seed0_best_fresh_seed{2,3}.log   (450 fresh episodes: 0.091 [0.064, 0.118])
-# issue 60: Mystery Path Grid seed 1, the same at the same commit (its best model is the one to ship)
+# issue 60: Mystery Path Grid seed 1, the same at the same commit
 # SDL_VIDEODRIVER=dummy nice $PY train.py --config configs/mystery_path_grid.yaml --set updates=500 \
 #     --set checkpoint_interval=5 --seed 1 --run-id mpg_grid_seed1
 # SDL_VIDEODRIVER=dummy nice $PY train.py --resume models/mpg_grid_seed1.pt
+# stopped by SIGTERM after update 145 (it had not learned; docs/results.md); its summary, and both seeds' curves:
+# python tools/run_summary.py --run results/memory_gym/runs/mpg_grid_seed1 --last 10 --command "..." \
+#     --out results/memory_gym/mpg_grid_seed1
+# for t in episode/success_mean training/entropy; do python tools/plot.py --runs results/memory_gym/runs/mpg_grid_seed0 \
+#     --runs results/memory_gym/runs/mpg_grid_seed1 --label "seed 0 (500 updates)" --label "seed 1 (stopped at 145)" \
+#     --tag $t --out results/memory_gym/mpg_grid_seeds01_$(basename $t).png; done
+# issue 60: seed 0 run again (the first run's weights were lost), the same command at the same commit, its best model to ship
+# SDL_VIDEODRIVER=dummy nice $PY train.py --config configs/mystery_path_grid.yaml --set updates=500 \
+#     --set checkpoint_interval=5 --run-id mpg_grid_seed0_rerun
+# SDL_VIDEODRIVER=dummy nice $PY train.py --resume models/mpg_grid_seed0_rerun.pt
 # issue 60: Searing Spotlights, seed 0, 500 updates (8,192,000 steps), at fcbc80b
 # SDL_VIDEODRIVER=dummy nice $PY train.py --config configs/searing_spotlights.yaml --set updates=500 \
 #     --set checkpoint_interval=5 --run-id ss_seed0

@@ -31,6 +31,12 @@ SDL_VIDEODRIVER=dummy $PY tools/random_policy.py --config configs/mortar_mayhem_
 # SDL_VIDEODRIVER=dummy nice $PY train.py --config configs/mystery_path_grid.yaml --set updates=500 \
 #     --set checkpoint_interval=5 --run-id mpg_grid_seed0
 # SDL_VIDEODRIVER=dummy nice $PY train.py --resume models/mpg_grid_seed0.pt
+# its summary and curve (mpg_grid_seed0.md, mpg_grid_seed0_curve.md), from its summaries copied to runs/mpg_grid_seed0:
+# python tools/run_summary.py --run results/memory_gym/runs/mpg_grid_seed0 --last 10 --command "python train.py \
+#     --config configs/mystery_path_grid.yaml --set updates=500 --set checkpoint_interval=5 --run-id mpg_grid_seed0 \
+#     (at b8904c8)" --out results/memory_gym/mpg_grid_seed0
+# python stats.py --runs results/memory_gym/runs/mpg_grid_seed0 --out results/memory_gym/mpg_grid_seed0_curve \
+#     --published "8192000:0.117:GRU, Memory Gym authors"
 # its best model (models/mpg_grid_seed0-best.pt, update 425; lost with the machine before it was shipped) on 150 fresh
 # episodes each way (results/memory_gym/mpg_grid_seed0_best_fresh_seed1{,_det}.log), on two more fresh sets and on the run's own
 # evaluation set (seed 0); the final model (models/mpg_grid_seed0.pt) on the three fresh sets:
@@ -47,8 +53,9 @@ SDL_VIDEODRIVER=dummy $PY tools/random_policy.py --config configs/mortar_mayhem_
 #     --set checkpoint_interval=5 --seed 1 --run-id mpg_grid_seed1
 # SDL_VIDEODRIVER=dummy nice $PY train.py --resume models/mpg_grid_seed1.pt
 # stopped by SIGTERM after update 145 (it had not learned; docs/results.md); its summary, and both seeds' curves:
-# python tools/run_summary.py --run results/memory_gym/runs/mpg_grid_seed1 --last 10 --command "..." \
-#     --out results/memory_gym/mpg_grid_seed1
+# python tools/run_summary.py --run results/memory_gym/runs/mpg_grid_seed1 --last 10 --command "python train.py \
+#     --config configs/mystery_path_grid.yaml --set updates=500 --set checkpoint_interval=5 --seed 1 --run-id mpg_grid_seed1 \
+#     (at b8904c8; stopped by SIGTERM after update 145)" --out results/memory_gym/mpg_grid_seed1
 # for t in episode/success_mean training/entropy; do python tools/plot.py --runs results/memory_gym/runs/mpg_grid_seed0 \
 #     --runs results/memory_gym/runs/mpg_grid_seed1 --label "seed 0 (500 updates)" --label "seed 1 (stopped at 145)" \
 #     --tag $t --out results/memory_gym/mpg_grid_seeds01_$(basename $t).png; done

@@ -66,3 +66,19 @@ SDL_VIDEODRIVER=dummy $PY tools/random_policy.py --config configs/mortar_mayhem_
 # issue 60: Searing Spotlights, seed 0, 500 updates (8,192,000 steps), at fcbc80b
 # SDL_VIDEODRIVER=dummy nice $PY train.py --config configs/searing_spotlights.yaml --set updates=500 \
 #     --set checkpoint_interval=5 --run-id ss_seed0
+# its summary and curve, from its summaries copied to runs/mpg_grid_seed0_rerun:
+# python tools/run_summary.py --run results/memory_gym/runs/mpg_grid_seed0_rerun --last 10 --command "python train.py \
+#     --config configs/mystery_path_grid.yaml --set updates=500 --set checkpoint_interval=5 --run-id mpg_grid_seed0_rerun \
+#     (at b8904c8)" --out results/memory_gym/mpg_grid_seed0_rerun
+# python stats.py --runs results/memory_gym/runs/mpg_grid_seed0_rerun --out results/memory_gym/mpg_grid_seed0_rerun_curve \
+#     --published "8192000:0.117:GRU, Memory Gym authors"
+# its best model (update 425), shipped as models/mystery_path_grid.pt, on fresh sets 2 and 3 and on the run's own
+# evaluation set (seed 0); set 1 is the shipped score (results/shipped/mystery_path_grid{,_det}.log, results/shipped_models.md):
+# python checkpoint.py --inference-only models/mpg_grid_seed0_rerun-best.pt models/mystery_path_grid.pt
+# SDL_VIDEODRIVER=dummy python enjoy.py --model models/mystery_path_grid.pt --episodes 150 --seed $s
+#     > results/memory_gym/mpg_grid_seed0_rerun_best_fresh_seed$s.log   (s = 2, 3; s = 0: ..._best_on_eval_seed0.log)
+# python tools/episode_interval.py --pool results/shipped/mystery_path_grid.log \
+#     results/memory_gym/mpg_grid_seed0_rerun_best_fresh_seed{2,3}.log   (450 fresh episodes: 0.084 [0.060, 0.111])
+# the final model (update 500) on the same three fresh sets:
+# SDL_VIDEODRIVER=dummy python enjoy.py --model models/mpg_grid_seed0_rerun.pt --episodes 150 --seed $s
+#     > results/memory_gym/mpg_grid_seed0_rerun_final_fresh_seed$s.log   (s = 1, 2, 3; pooled 0.082 [0.058, 0.109])

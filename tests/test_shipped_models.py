@@ -59,6 +59,15 @@ def test_mortar_mayhem_grid_model_remembers_the_commands_on_novel_seeds():
     assert mean_return("mortar_mayhem_grid", 32, deterministic=True) >= 0.10
 
 
+def test_mystery_path_grid_model_reaches_the_goal_on_novel_seeds():
+    """Mystery Path Grid with the reference's config: the share of episodes that reach the goal, on seeds no
+    training episode had. These 150 episodes scored 0.073 [0.033, 0.120]; 0.02 sits 2.5 standard errors under
+    it and 5 times an untrained agent's 0.004 (the Memory Gym authors')."""
+    agent = Agent.load(ROOT / "models/mystery_path_grid.pt")
+    assert agent.config.environment.for_evaluation().reset_params.get("start-seed", 0) >= 100000
+    assert mean_return("mystery_path_grid", 150, deterministic=True) >= 0.02
+
+
 def test_breakout_model_scores_at_least_cleanrls_45_on_fresh_games():
     """BreakoutNoFrameskip-v4 in CleanRL's setting, whole sampled games in the game's points (CleanRL's
     ppo_atari_lstm: about 45 at 2M steps). These 32 games scored 72.9 [63.8, 83.6] here; a CPU whose

@@ -63,9 +63,6 @@ SDL_VIDEODRIVER=dummy $PY tools/random_policy.py --config configs/mortar_mayhem_
 # SDL_VIDEODRIVER=dummy nice $PY train.py --config configs/mystery_path_grid.yaml --set updates=500 \
 #     --set checkpoint_interval=5 --run-id mpg_grid_seed0_rerun
 # SDL_VIDEODRIVER=dummy nice $PY train.py --resume models/mpg_grid_seed0_rerun.pt
-# issue 60: Searing Spotlights, seed 0, 500 updates (8,192,000 steps), at fcbc80b
-# SDL_VIDEODRIVER=dummy nice $PY train.py --config configs/searing_spotlights.yaml --set updates=500 \
-#     --set checkpoint_interval=5 --run-id ss_seed0
 # its summary and curve, from its summaries copied to runs/mpg_grid_seed0_rerun:
 # python tools/run_summary.py --run results/memory_gym/runs/mpg_grid_seed0_rerun --last 10 --command "python train.py \
 #     --config configs/mystery_path_grid.yaml --set updates=500 --set checkpoint_interval=5 --run-id mpg_grid_seed0_rerun \
@@ -82,3 +79,6 @@ SDL_VIDEODRIVER=dummy $PY tools/random_policy.py --config configs/mortar_mayhem_
 # the final model (update 500) on the same three fresh sets:
 # SDL_VIDEODRIVER=dummy python enjoy.py --model models/mpg_grid_seed0_rerun.pt --episodes 150 --seed $s
 #     > results/memory_gym/mpg_grid_seed0_rerun_final_fresh_seed$s.log   (s = 1, 2, 3; pooled 0.082 [0.058, 0.109])
+# issue 60: Searing Spotlights, seed 0, 500 updates (8,192,000 steps), at fcbc80b
+# SDL_VIDEODRIVER=dummy nice $PY train.py --config configs/searing_spotlights.yaml --set updates=500 \
+#     --set checkpoint_interval=5 --run-id ss_seed0

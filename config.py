@@ -57,7 +57,8 @@ class EnvironmentConfig:
 class RecurrenceConfig:
     sequence_length: int = 8  # steps per training sequence (truncated BPTT); <= 0: whole episodes
     hidden_state_size: int = 32  # units of the recurrent layer
-    layer_type: str = "gru"  # the core, a key of model.CORES: gru, lstm, mingru (minGRU) or lru (LRU)
+    layer_type: str = "gru"  # the core, a key of model.CORES: gru, lstm, mingru (minGRU), lru (LRU) or trxl
+    # (Transformer-XL: hidden_state_size is its width, num_layers its blocks)
     # zero the recurrent state when an episode starts; false: it runs on into the next episode, while evaluations
     # and enjoy.py start from zeros, so a core can score lower there than in training (docs/results.md, minGRU)
     reset_hidden_state: bool = True
@@ -69,6 +70,9 @@ class RecurrenceConfig:
     previous_reward_clip: float | None = None  # then clips it to [-clip, clip]; None: none; only with previous_reward
     burn_in: int = 0  # steps before each sequence unrolled without gradient to warm its state (R2D2); 0: none
     refresh_states: bool = False  # before each epoch, recompute every stored state with the current parameters
+    memory_length: int = 64  # trxl: the steps before this one each block attends over (its state holds them)
+    attention_heads: int = 4  # trxl: attention heads per block; they divide hidden_state_size
+    gated: bool = False  # trxl: GTrXL's gates in place of the blocks' residual sums (Parisotto et al. 2020)
 
 
 @dataclass
@@ -332,7 +336,8 @@ MAX_EPISODES = 10 ** 6  # per evaluation: every episode's stats are kept, one he
 SCHEDULES = ("learning_rate_schedule", "beta_schedule", "clip_range_schedule")
 # Bounds of single keys (docs/config.md says what 0 or null means where it means something)
 POSITIVE = ("updates", "epochs", "n_workers", "worker_steps", "n_mini_batch", "hidden_layer_size", "max_grad_norm",
-            "recurrence.hidden_state_size", "recurrence.previous_reward_scale", "recurrence.previous_reward_clip",
+            "recurrence.hidden_state_size", "recurrence.memory_length", "recurrence.attention_heads",
+            "recurrence.previous_reward_scale", "recurrence.previous_reward_clip",
             "value_clip_range", "target_kl", "normalization.observation_clip", "normalization.reward_clip",
             "optimizer.eps", "environment.reward_scale", "environment.reward_clip", "learning_rate_schedule.initial",
             "clip_range_schedule.final", *(f"{s}.{key}" for s in SCHEDULES for key in ("power", "max_decay_steps")))
@@ -371,6 +376,14 @@ def validate(config: Config) -> None:
     need(0 < rec.num_layers <= MAX_LAYERS, "recurrence.num_layers", rec.num_layers,
          f"from 1 to {MAX_LAYERS} (torch builds and steps stacked layers one by one)")
     need(rec.layer_type in CORES, "recurrence.layer_type", rec.layer_type, f"one of {', '.join(CORES)}")
+    own_keys = getattr(CORES[rec.layer_type].layer, "config_keys", ())
+    for name, core in CORES.items():  # a core's own keys (a transformer's memory_length) apply to that core only
+        for key in getattr(core.layer, "config_keys", ()):
+            need(key in own_keys or getattr(rec, key) == getattr(RecurrenceConfig, key), f"recurrence.{key}",
+                 getattr(rec, key), f"it applies only with recurrence.layer_type: {name}")
+    need("attention_heads" not in own_keys or rec.hidden_state_size % rec.attention_heads == 0,
+         "recurrence.attention_heads", rec.attention_heads,
+         f"must divide recurrence.hidden_state_size ({rec.hidden_state_size})")
     need(rec.sequence_length <= config.worker_steps, "recurrence.sequence_length", rec.sequence_length,
          f"at most worker_steps ({config.worker_steps}); <= 0 means whole episodes")
     for key, value, default in (("previous_reward_scale", rec.previous_reward_scale, 1.0),
@@ -421,6 +434,7 @@ def _get(tree: dict, key: str):
 # Keys a resumed run cannot change: the model, the environments and the normalisers' statistics depend on them
 FIXED_ON_RESUME = ("environment", "n_workers", "hidden_layer_size", "vector_encoder_size",
                    "recurrence.hidden_state_size", "recurrence.layer_type", "recurrence.num_layers",
+                   "recurrence.memory_length", "recurrence.attention_heads", "recurrence.gated",
                    "recurrence.separate_critic_core", "recurrence.previous_action", "recurrence.previous_reward",
                    "recurrence.previous_reward_scale", "recurrence.previous_reward_clip", "normalization.observations",
                    "normalization.rewards", "normalization.value_targets", "initialization", "seed")

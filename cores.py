@@ -148,3 +148,92 @@ class LRU(nn.Module):
             last = hs[:, -1:].transpose(0, 1)  # (N, 1, H, 2) -> (1, N, H, 2)
         y = F.gelu(self.C(hs.transpose(-1, -2).flatten(-2)) + self.D(inputs))  # (.., H, 2) -> (.., 2H) -> (.., H)
         return (x._replace(data=y) if packed else y), (last[..., 0], last[..., 1])
+
+
+def sinusoid(positions: torch.Tensor, width: int) -> torch.Tensor:
+    """The absolute positional encoding of Vaswani et al. 2017 (sec. 3.5), for positions (...) -> (..., width)."""
+    frequencies = 10000.0 ** (-torch.arange(0, width, 2, device=positions.device) / width)  # (width / 2,)
+    angles = positions.float()[..., None] * frequencies  # (..., width / 2)
+    return torch.cat((angles.sin(), angles.cos()), dim=-1)[..., :width]
+
+
+class Gate(nn.Module):
+    """GTrXL's GRU-type gate in place of a residual sum (Parisotto et al. 2020, eq. 8-11):
+        r = sigmoid(W_r y + U_r x),  z = sigmoid(W_z y + U_z x - b_g),  h = tanh(W_g y + U_g (r * x)),
+        g(x, y) = (1 - z) * x + z * h,
+    with b_g = 2 at the start, so that a block starts close to the identity."""
+
+    def __init__(self, width: int, bias: float = 2.0):
+        super().__init__()
+        self.W = nn.Linear(width, 3 * width)  # W_r, W_z, W_g side by side
+        self.U = nn.Linear(width, 2 * width, bias=False)  # U_r, U_z
+        self.U_g = nn.Linear(width, width, bias=False)
+        self.bias = bias
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        wr, wz, wg = self.W(y).chunk(3, dim=-1)
+        ur, uz = self.U(x).chunk(2, dim=-1)
+        r, z = torch.sigmoid(wr + ur), torch.sigmoid(wz + uz - self.bias)
+        return (1 - z) * x + z * torch.tanh(wg + self.U_g(r * x))
+
+
+class Block(nn.Module):
+    """One pre-layer-norm Transformer block: attention from the queries over the keys and values, then a
+    position-wise feed-forward layer, each added to its input (or gated in, GTrXL)."""
+
+    def __init__(self, width: int, heads: int, gated: bool):
+        super().__init__()
+        self.heads = heads
+        self.norm_q, self.norm_kv, self.norm_ff = nn.LayerNorm(width), nn.LayerNorm(width), nn.LayerNorm(width)
+        self.q, self.kv, self.out = nn.Linear(width, width), nn.Linear(width, 2 * width), nn.Linear(width, width)
+        self.ff = nn.Sequential(nn.Linear(width, width), nn.ReLU())
+        self.gates = nn.ModuleList((Gate(width), Gate(width))) if gated else None
+
+    def forward(self, x: torch.Tensor, context: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """x (N, L, D) queries, context (N, K, D) keys and values, mask (N, L, K) True where a query may look."""
+        (N, L, D), K = x.shape, context.shape[1]
+        q = self.q(self.norm_q(x)).view(N, L, self.heads, -1).transpose(1, 2)  # (N, L, D) -> (N, heads, L, D / heads)
+        k, v = (t.view(N, K, self.heads, -1).transpose(1, 2) for t in self.kv(self.norm_kv(context)).chunk(2, dim=-1))
+        attended = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None])  # (N, heads, L, D / heads)
+        a = self.out(attended.transpose(1, 2).reshape(N, L, D))  # -> (N, L, heads, D / heads) -> (N, L, D)
+        x = x + a if self.gates is None else self.gates[0](x, torch.relu(a))
+        y = self.ff(self.norm_ff(x))
+        return x + y if self.gates is None else self.gates[1](x, torch.relu(y))
+
+
+class TransformerXL(nn.Module):
+    """Transformer-XL as a memory (Dai et al. 2019, sec. 3.2: each block attends over the cached inputs of the steps
+    before, held without gradient), over a sliding window as the Memory Gym paper uses it (Pleines et al. 2025):
+    step t's query in block b is its input x_t^b; its keys and values are x^b of steps t - W .. t, each plus the
+    absolute positional encoding of its step in the episode; the blocks are pre-layer-norm, gated as GTrXL's with
+    `gated`. The state of each row is its step counter, then each block's inputs of the last W steps, oldest first:
+    a sequence of L steps attends over that window and its own earlier steps, so it equals L single steps."""
+    config_keys = ("memory_length", "attention_heads", "gated")  # the recurrence config's keys it reads
+
+    def __init__(self, input_size: int, recurrence):
+        super().__init__()
+        D, self.W, self.layers = recurrence.hidden_state_size, recurrence.memory_length, recurrence.num_layers
+        self.width = D
+        self.project = nn.Linear(input_size, D)
+        self.blocks = nn.ModuleList(Block(D, recurrence.attention_heads, recurrence.gated) for _ in range(self.layers))
+        self.state_size = 1 + self.layers * self.W * D
+
+    def forward(self, x: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """x (N, L, F), state (N, 1 + layers x W x D) -> outputs (N, L, D), state."""
+        (N, L, _), W, D = x.shape, self.W, self.width
+        counter = state[:, :1]  # (N, 1): the steps taken since the state was zeros
+        memory = state[:, 1:].view(N, self.layers, W, D)  # (N, layers x W x D) -> (N, layers, W, D)
+        # key k of the window and the sequence, [memory slots 0..W-1, steps 0..L-1], is `back` steps before query s
+        key = torch.arange(W + L, device=x.device)
+        back = torch.arange(L, device=x.device)[:, None] + W - key  # (L, W + L)
+        positions = counter - W + key  # (N, W + L): the keys' steps in the episode; < 0: a slot that holds nothing
+        mask = (back >= 0) & (back <= W) & ((positions[:, None] >= 0) | (key >= W))  # (N, L, W + L)
+        encoding = sinusoid(positions, D)  # (N, W + L, D)
+        h, inputs = self.project(x), []
+        for b, block in enumerate(self.blocks):
+            inputs.append(h)
+            context = torch.cat((memory[:, b].to(h.dtype), h), dim=1)  # (N, W + L, D)
+            h = block(h, context + encoding.to(h.dtype), mask)
+        new_memory = torch.stack([torch.cat((memory[:, b], i.float()), dim=1)[:, -W:] for b, i in enumerate(inputs)],
+                                 dim=1)  # layers x (N, W, D) -> (N, layers, W, D)
+        return h, torch.cat((counter + L, new_memory.flatten(1)), dim=1)  # (N, 1 + layers x W x D)

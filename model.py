@@ -34,6 +34,9 @@ class Core(NamedTuple):
     state_parts: int  # tensors in its state: 1, or 2 (an LSTM's h and c, the LRU's real and imaginary parts)
     lstm_fastpath: bool = False  # torch's nn.LSTM, which fastpath.py runs a faster way on a CPU
     takes_packed: bool = False  # the layer takes a PackedSequence of the real steps alone, as torch's RNNs do
+    # the layer is every layer of the core at once, built as layer(F, recurrence), its state one (N, layer.state_size)
+    # tensor of its own layout (a transformer's window of memory)
+    whole: bool = False
 
 
 class Stack(nn.Module):
@@ -54,9 +57,12 @@ class Stack(nn.Module):
         return x, final if len(final) > 1 else final[0]
 
 
-def build_core(core: Core, input_size: int, hidden_size: int, num_layers: int) -> nn.Module:
-    """torch's own RNNs stack their layers: layer(F, H, num_layers=, batch_first=True). Any other core is built one
-    layer at a time as layer(F, H), and its layers stacked here."""
+def build_core(core: Core, input_size: int, recurrence: RecurrenceConfig) -> nn.Module:
+    """torch's own RNNs stack their layers: layer(F, H, num_layers=, batch_first=True). A whole core reads its keys
+    from the recurrence config itself. Any other core is built one layer at a time as layer(F, H), and stacked here."""
+    hidden_size, num_layers = recurrence.hidden_state_size, recurrence.num_layers
+    if core.whole:
+        return core.layer(input_size, recurrence)
     if issubclass(core.layer, nn.RNNBase):
         return core.layer(input_size, hidden_size, num_layers=num_layers, batch_first=True)
     if num_layers == 1:
@@ -70,6 +76,7 @@ CORES = {
     "lstm": Core(nn.LSTM, state_parts=2, lstm_fastpath=True, takes_packed=True),
     "mingru": Core(cores.MinGRU, state_parts=1, takes_packed=True),
     "lru": Core(cores.LRU, state_parts=2, takes_packed=True),
+    "trxl": Core(cores.TransformerXL, state_parts=1, whole=True),
 }
 
 
@@ -238,11 +245,11 @@ class ActorCritic(nn.Module):
         self.hidden_size, self.layers = recurrence.hidden_state_size, recurrence.num_layers
         entry = CORES[recurrence.layer_type]
         self._parts, self._lstm_fastpath = entry.state_parts, entry.lstm_fastpath
-        self._takes_packed = entry.takes_packed
+        self._takes_packed, self._whole = entry.takes_packed, entry.whole
         self._input_size = self.encoder.out_features + self.previous_size
 
         def new_core() -> nn.Module:
-            return init.core(build_core(entry, self._input_size, self.hidden_size, self.layers), gains.recurrent_gain)
+            return init.core(build_core(entry, self._input_size, recurrence), gains.recurrent_gain)
         self.core = new_core()
         self.hidden = init(nn.Linear(self.hidden_size, width), gains.hidden_gain)
         self.critic_core = self.critic_hidden = None
@@ -261,7 +268,8 @@ class ActorCritic(nn.Module):
 
     @property
     def state_size(self) -> int:
-        return len(self._cores) * self.layers * self._parts * self.hidden_size
+        per_core = self.core.state_size if self._whole else self.layers * self._parts * self.hidden_size
+        return len(self._cores) * per_core
 
     def initial_state(self, batch: int, device=None) -> torch.Tensor:
         return torch.zeros(batch, self.state_size, device=device)
@@ -303,6 +311,11 @@ class ActorCritic(nn.Module):
         """Every core over x (N, L, F + P) or packed (R, F + P) from state (N, S) -> outputs (.., cores x H), state."""
         N, outputs, states = state.shape[0], [], []
         for index, core in enumerate(self._cores):
+            if self._whole:  # (N, S) -> (N, cores, S / cores) -> this core's (N, S / cores)
+                y, h = core(x, state.view(N, len(self._cores), -1)[:, index])
+                outputs.append(y)
+                states.append(h)
+                continue
             # (N, S) -> (N, cores, layers, parts, H) -> this core's (parts, layers, N, H)
             h = state.view(N, -1, self.layers, self._parts, self.hidden_size)[:, index].permute(2, 1, 0, 3)
             h = tuple(part.contiguous() for part in h) if self._parts > 1 else h[0].contiguous()

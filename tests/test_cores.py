@@ -14,8 +14,15 @@ from config import InitializationConfig, RecurrenceConfig
 from model import ActorCritic
 from tests.devices import BFLOAT16_DEVICES, DEVICES
 
-SCANNED = [name for name, core in model.CORES.items() if not issubclass(core.layer, nn.RNNBase)]
+# cores are selected by what they declare: a scan_min_length (cores.linear_recurrence), a packed path, a whole core
+SCANNED = [name for name, core in model.CORES.items() if hasattr(core.layer, "scan_min_length")]
+PACKED = [name for name, core in model.CORES.items() if core.takes_packed and not issubclass(core.layer, nn.RNNBase)]
+STACKED = [name for name, core in model.CORES.items() if not core.whole and not issubclass(core.layer, nn.RNNBase)]
 PATHS = {"loop": 2 ** 62, "scan": 1}  # the scan_min_length that makes every sequence take the path
+
+
+def build(name: str, layers: int, F: int = 12, H: int = 16, **keys) -> nn.Module:
+    return model.build_core(model.CORES[name], F, RecurrenceConfig(hidden_state_size=H, num_layers=layers, **keys))
 
 
 def take(monkeypatch, name: str, path: str, device: str = "cpu") -> None:
@@ -47,7 +54,7 @@ def stepped(layer: nn.Module, x: torch.Tensor, h):
 def test_a_sequence_equals_its_steps_in_float32(monkeypatch, name, path, L, device):
     torch.manual_seed(0)
     take(monkeypatch, name, path, device)
-    layer = model.build_core(model.CORES[name], 12, 16, 2).to(device)
+    layer = build(name, 2).to(device)
     x, h = torch.randn(5, L, 12, device=device), state(model.CORES[name], 2, 5, 16, device)
     for a, b in zip(flat(*layer(x, h)), flat(*stepped(layer, x, h))):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
@@ -56,7 +63,7 @@ def test_a_sequence_equals_its_steps_in_float32(monkeypatch, name, path, L, devi
 @pytest.mark.parametrize("name", SCANNED)
 def test_both_paths_give_the_same_gradients(monkeypatch, name):
     torch.manual_seed(0)
-    layer = model.build_core(model.CORES[name], 12, 16, 1)
+    layer = build(name, 1)
     x, h = torch.randn(4, 100, 12), state(model.CORES[name], 1, 4, 16, "cpu")
     grads = []
     for path in PATHS:
@@ -76,7 +83,7 @@ def test_a_sequence_equals_its_steps_under_bfloat16(monkeypatch, name, path, dev
     """Under autocast the input projections round to bfloat16 alike in both; the recurrence runs in float32."""
     torch.manual_seed(0)
     take(monkeypatch, name, path, device)
-    layer = model.build_core(model.CORES[name], 12, 16, 1).to(device)
+    layer = build(name, 1).to(device)
     x, h = torch.randn(3, 512, 12, device=device), state(model.CORES[name], 1, 3, 16, device)
     with torch.autocast(torch.device(device).type, dtype=torch.bfloat16):
         whole, steps = flat(*layer(x, h)), flat(*stepped(layer, x, h))
@@ -84,12 +91,12 @@ def test_a_sequence_equals_its_steps_under_bfloat16(monkeypatch, name, path, dev
         torch.testing.assert_close(a, b, atol=1e-2, rtol=0)
 
 
-@pytest.mark.parametrize("name", SCANNED)
+@pytest.mark.parametrize("name", PACKED)
 def test_packed_sequences_equal_each_sequence_stepped_alone(name):
     """The real steps alone as a PackedSequence, of several lengths (scanned as one flat sequence reset at each
     sequence's start): outputs, last states and gradients as each sequence stepped alone from its own state."""
     torch.manual_seed(0)
-    layer = model.build_core(model.CORES[name], 12, 16, 2)
+    layer = build(name, 2)
     lengths = torch.tensor([3, 40, 1, 17, 40, 9])
     x, h = torch.randn(6, 40, 12, requires_grad=True), state(model.CORES[name], 2, 6, 16, "cpu")
     y, last = layer(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False), h)
@@ -154,11 +161,11 @@ def test_the_model_keeps_a_cores_own_parameters_and_initialises_torchs(monkeypat
     torch.testing.assert_close(gru.weight_hh_l0.T @ gru.weight_hh_l0, torch.eye(8), atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize("name", SCANNED)
+@pytest.mark.parametrize("name", STACKED)
 def test_one_layer_cores_are_stacked(name):
     """num_layers 3 of a one-layer core: three layers, each fed the last one's outputs, the state of each its own."""
     torch.manual_seed(0)
-    stack = model.build_core(model.CORES[name], 12, 16, 3)
+    stack = build(name, 3)
     assert isinstance(stack, model.Stack) and len(stack.layers) == 3
     x, h = torch.randn(2, 5, 12), state(model.CORES[name], 3, 2, 16, "cpu")
     y, final = stack(x, h)
@@ -169,3 +176,71 @@ def test_one_layer_cores_are_stacked(name):
         for a, b in zip(h_k if isinstance(h_k, tuple) else (h_k,), final if isinstance(final, tuple) else (final,)):
             torch.testing.assert_close(a, b[k:k + 1])
     torch.testing.assert_close(x, y)
+
+
+def trxl_state(core: cores.TransformerXL, counters: list[int]) -> torch.Tensor:
+    """A state (N, S) whose rows have taken `counters` steps: a window filled as far as those steps, random inputs."""
+    state = torch.randn(len(counters), core.state_size)
+    state[:, 0] = torch.tensor(counters, dtype=torch.float32)
+    return state
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("W", [5, 600])
+@pytest.mark.parametrize("L", [1, 7, 64, 512])
+@pytest.mark.parametrize("gated", [False, True])
+def test_transformer_xl_on_a_sequence_equals_its_steps(W, L, gated, device):
+    """A window W smaller and larger than L, rows whose windows are empty, part filled and full (the slots before
+    the first step masked), two blocks; outputs and state to 1e-5 in float32."""
+    torch.manual_seed(0)
+    core = build("trxl", 2, memory_length=W, gated=gated).to(device)
+    x, state = torch.randn(4, L, 12, device=device), trxl_state(core, [0, 3, W, 10 * W]).to(device)
+    for a, b in zip(flat(*core(x, state)), flat(*stepped(core, x, state))):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+
+
+def test_transformer_xl_sequences_cut_from_a_stream_equal_the_stream_stepped():
+    """As the buffer cuts a rollout: one stream of 200 steps per row stepped with the state zeroed at episode starts,
+    then cut into sequences at the episode starts and every L steps, each run from the state stored before its
+    first step. The windows cross sequence starts (W > L) and the episode starts reset them."""
+    torch.manual_seed(0)
+    core, (N, T, L) = build("trxl", 2, memory_length=24), (3, 200, 16)
+    x = torch.randn(N, T, 12)
+    starts = torch.rand(N, T) < 0.03  # an episode begins at these steps: the state before them is zeros
+    states, outputs, h = [], [], torch.zeros(N, core.state_size)
+    for t in range(T):
+        h = torch.where(starts[:, t:t + 1], torch.zeros_like(h), h)
+        states.append(h)
+        y, h = core(x[:, t:t + 1], h)
+        outputs.append(y)
+    outputs = torch.cat(outputs, dim=1)  # (N, T, D)
+    for n in range(N):
+        cuts = sorted({0, *range(0, T, L), *starts[n].nonzero().flatten().tolist(), T})
+        pieces = [(a, min(b, a + L)) for a, b in zip(cuts, cuts[1:])]
+        for a, b in pieces:
+            y, _ = core(x[n:n + 1, a:b], states[a][n:n + 1])
+            torch.testing.assert_close(y, outputs[n:n + 1, a:b], atol=1e-5, rtol=0)
+
+
+def test_transformer_xl_looks_back_memory_length_steps_per_block_and_no_further():
+    """One block: step t's output depends on the inputs of steps t - W .. t and on no earlier one; the window held in
+    the state reaches the first step's output."""
+    torch.manual_seed(0)
+    W, L = 6, 20
+    core = build("trxl", 1, memory_length=W)
+    x = torch.randn(1, L, 12, requires_grad=True)
+    state = trxl_state(core, [W]).requires_grad_()
+    y, _ = core(x, state)
+    grad = torch.autograd.grad(y[0, -1].sum(), x, retain_graph=True)[0][0].abs().sum(-1)  # (L,)
+    assert (grad[L - 1 - W:] > 0).all() and not grad[:L - 1 - W].any()
+    window = torch.autograd.grad(y[0, 0].sum(), state)[0]
+    assert window[0, 1:].any()  # the first step attends over the stored window
+
+
+def test_a_whole_core_is_built_from_the_recurrence_config_and_holds_its_window():
+    config = RecurrenceConfig(layer_type="trxl", hidden_state_size=16, num_layers=3, memory_length=10,
+                              attention_heads=2, gated=True)
+    net = ActorCritic(gym.spaces.Box(-1, 1, (7,), np.float32), gym.spaces.Discrete(3), 16, config,
+                      initialization=InitializationConfig())
+    assert len(net.core.blocks) == 3 and net.core.blocks[0].heads == 2 and net.core.blocks[0].gates is not None
+    assert net.state_size == 1 + 3 * 10 * 16

@@ -176,6 +176,12 @@ SPACES = {
                                            "recurrence": {"layer_type": "lstm", "num_layers": 2,
                                                           "separate_critic_core": True,
                                                           "reset_hidden_state": False}},
+    # a window shorter than the steps between starts: full windows, then emptied at an episode's start
+    "trxl-window-4-two-gated-blocks-critic-core": {"environment": {"type": "CartPoleMasked"},
+                                                   "recurrence": {"layer_type": "trxl", "memory_length": 4,
+                                                                  "num_layers": 2, "gated": True,
+                                                                  "separate_critic_core": True,
+                                                                  "previous_action": True}},
 }
 
 
@@ -183,7 +189,8 @@ SPACES = {
 @pytest.mark.parametrize("case", SPACES)
 def test_every_space_and_memory_input_exports(case):
     """Masks, MultiDiscrete, MultiBinary and Box actions, category observations, the previous action and reward,
-    the observation and value normalisers, two cores of two layers, a state that episodes do not reset."""
+    the observation and value normalisers, two cores of two layers, a state that episodes do not reset, a
+    transformer's window."""
     agent = fresh_agent(SPACES[case])
     graph = runtime(export.to_onnx(agent))
     names = {i.name for i in graph.get_inputs()}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# results/trxl/: the Transformer-XL core (recurrence.layer_type: trxl) on the shipped configs with their hyperparameters
+# unchanged apart from the core and its own keys (issue 71 point 3). From the root of a clone of main outside the work
+# tree, niced, in the background; an interrupted run goes on with train.py --resume models/<run-id>.pt, a sweep with
+# sweep.py --resume sweeps/<sweep-id>.
+set -euo pipefail
+PY=${PY:-.venv/bin/python}
+out=results/trxl
+copy() { cp "sweeps/$1/stats.md" "$out/$1.md"; cp "sweeps/$1/stats.json" "$out/$1.json"; cp "sweeps/$1/stats.png" "$out/$1.png"
+         mkdir -p "$out/runs"; cp -r "summaries/$1" "$out/runs/"; }
+export SDL_VIDEODRIVER=dummy
+
+# PoC and masked CartPole, 10 seeds each, beside the four recurrent cores' sweeps in results/cores/ (at 7c93242)
+[ -f "$out/trxl_poc10.md" ] || { $PY sweep.py --config configs/poc_memory_env.yaml --seeds 10 \
+    --set recurrence.layer_type=trxl --threshold 1.1 --sweep-id trxl_poc10; copy trxl_poc10; }
+[ -f "$out/trxl_cartpole10.md" ] || { $PY sweep.py --config configs/cartpole_masked.yaml --seeds 10 \
+    --set recurrence.layer_type=trxl --threshold 190 --sweep-id trxl_cartpole10; copy trxl_cartpole10; }
+
+# MiniGrid-MemoryS9, 3 seeds at the shipped budget, held-out evaluation on (the window, 64 steps, holds an episode)
+for s in 0 1 2; do
+  run=minigrid_trxl_seed$s
+  [ -f "$out/$run.md" ] && continue
+  if [ -f "models/$run.pt" ]; then $PY train.py --resume "models/$run.pt"
+  else $PY train.py --config configs/minigrid.yaml --set recurrence.layer_type=trxl --seed $s \
+      --set checkpoint_interval=10 --run-id $run; fi
+  mkdir -p "$out/runs"; cp -r "summaries/$run" "$out/runs/"
+  $PY tools/run_summary.py --run "summaries/$run" --last 10 --reference results/reference/minigrid_memory_s9.csv \
+      --out "$out/$run" --command "python train.py --config configs/minigrid.yaml --set recurrence.layer_type=trxl --seed $s"
+done
+
+# Mortar Mayhem B Grid, seed 0, 8,192,000 steps (500 updates); a window of 96 steps holds a whole episode
+run=mmb_grid_trxl_seed0
+if [ ! -f "$out/$run.md" ]; then
+  if [ -f "models/$run.pt" ]; then $PY train.py --resume "models/$run.pt"
+  else $PY train.py --config configs/mortar_mayhem_b_grid.yaml --set updates=500 --set checkpoint_interval=5 \
+      --set recurrence.layer_type=trxl --set recurrence.memory_length=96 --run-id $run; fi
+  mkdir -p "$out/runs"; cp -r "summaries/$run" "$out/runs/"
+  $PY tools/run_summary.py --run "summaries/$run" --last 10 --out "$out/$run" --command "python train.py --config \
+configs/mortar_mayhem_b_grid.yaml --set updates=500 --set recurrence.layer_type=trxl --set recurrence.memory_length=96"
+fi

@@ -148,6 +148,9 @@ class Config:
     # weight of the mean square of the recurrent cores' outputs over the real steps, a penalty on large activations
     # (Merity et al. 2017's activation regularisation); 0: none
     activation_penalty: float = 0.0
+    # weight of the observation-reconstruction loss (the Memory Gym paper's auxiliary loss): a decoder from the cores'
+    # outputs back to each real step's observation, trained with the model; 0: no decoder and no loss
+    reconstruction_coefficient: float = 0.0
     value_clip: bool = True  # clip the value loss around the rollout's values (as the reference)
     value_clip_range: float | None = None  # its clip range; None: the policy's clip range of the update
     target_kl: float | None = None  # stop the update's epochs once a minibatch's approx-KL exceeds it; None: never
@@ -341,7 +344,8 @@ POSITIVE = ("updates", "epochs", "n_workers", "worker_steps", "n_mini_batch", "h
             "value_clip_range", "target_kl", "normalization.observation_clip", "normalization.reward_clip",
             "optimizer.eps", "environment.reward_scale", "environment.reward_clip", "learning_rate_schedule.initial",
             "clip_range_schedule.final", *(f"{s}.{key}" for s in SCHEDULES for key in ("power", "max_decay_steps")))
-AT_LEAST_0 = ("vector_encoder_size", "value_loss_coefficient", "activation_penalty", "worker_processes",
+AT_LEAST_0 = ("vector_encoder_size", "value_loss_coefficient", "activation_penalty", "reconstruction_coefficient",
+              "worker_processes",
               "torch_threads", "checkpoint_interval", "recurrence.burn_in", "optimizer.weight_decay",
               "evaluation.interval", *(f"{s}.{key}" for s in SCHEDULES for key in ("initial", "final")))
 
@@ -440,10 +444,15 @@ FIXED_ON_RESUME = ("environment", "n_workers", "hidden_layer_size", "vector_enco
                    "normalization.rewards", "normalization.value_targets", "initialization", "seed")
 
 
+ON_OR_OFF_ON_RESUME = ("reconstruction_coefficient",)
+
+
 def check_resume_overrides(saved: dict, config: Config) -> None:
     saved = _build(Config, saved, prefix="").to_dict()  # keys added since the checkpoint was written: defaults
     now = config.to_dict()
     changed = [key for key in FIXED_ON_RESUME if _get(saved, key) != _get(now, key)]
+    # a loss term's own head (model.AUXILIARY_HEADS) exists while its coefficient is above 0: it cannot come or go
+    changed += [f"{key} (0 or not)" for key in ON_OR_OFF_ON_RESUME if (_get(saved, key) > 0) != (_get(now, key) > 0)]
     if changed:
         raise ConfigError(f"{', '.join(changed)} cannot change on --resume (the checkpoint's model, "
                           "environments and statistics depend on them); start a new run instead")

@@ -28,6 +28,7 @@ class Losses(NamedTuple):
     v_loss: torch.Tensor
     entropy: torch.Tensor
     activation: torch.Tensor  # the mean square of the cores' outputs
+    reconstruction: torch.Tensor  # the observation-reconstruction loss; 0 when off
     approx_kl: torch.Tensor
     clip_frac: torch.Tensor
 
@@ -53,12 +54,15 @@ def ppo_loss(out: EvaluateOutput, mb: Minibatch, *, config: Config, clip_range: 
     entropy = (out.entropy * w).sum()
     # activation regularisation (Merity et al. 2017, "Revisiting Activation Regularization for Language RNNs")
     activation = (out.core_outputs.float().square().mean(-1) * w).sum()
-    total = pg_loss + config.value_loss_coefficient * v_loss - beta * entropy + config.activation_penalty * activation
+    # the decoder's loss of each real step, from the model's own head (model.AUXILIARY_HEADS), averaged
+    reconstruction = out.auxiliary["reconstruction"].mean() if "reconstruction" in out.auxiliary else w.new_zeros(())
+    total = (pg_loss + config.value_loss_coefficient * v_loss - beta * entropy + config.activation_penalty * activation
+             + config.reconstruction_coefficient * reconstruction)
     with torch.no_grad():
         approx_kl = ((ratio - 1 - log_ratio) * w).sum()  # the k3 estimator of KL(old || new)
         clip_frac = (((ratio - 1).abs() > clip_range) * w).sum()
     return Losses(total=total, pg_loss=pg_loss, v_loss=v_loss, entropy=entropy, activation=activation,
-                  approx_kl=approx_kl, clip_frac=clip_frac)
+                  reconstruction=reconstruction, approx_kl=approx_kl, clip_frac=clip_frac)
 
 
 class NonFiniteError(RuntimeError):

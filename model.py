@@ -100,6 +100,7 @@ class EvaluateOutput(NamedTuple):
     entropy: torch.Tensor  # (N, L)
     values: torch.Tensor  # (N, L)
     core_outputs: torch.Tensor  # (N, L, cores x H): what the cores gave the heads
+    auxiliary: dict[str, torch.Tensor] = {}  # the loss of each real step (R,) by AUXILIARY_HEADS' name
 
 
 def _scatter(real: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -166,8 +167,8 @@ class _VectorEncoder(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         x = obs.reshape(obs.shape[0], -1)  # (B, *shape) -> (B, size); a Discrete part is (B,)
-        if self._categories:  # (B, k) indices -> (B, sum of the categories), one one-hot block per index
-            x = torch.cat([F.one_hot(i.long(), n) for i, n in zip(x.unbind(1), self._categories)], dim=1)
+        if self._categories:
+            x = _one_hot(x, self._categories)
         return self.net(x.float())
 
 
@@ -187,6 +188,67 @@ class _PartsEncoder(nn.Module):
         parts = [encoder(obs[:, p.start:p.start + p.size].reshape(B, *p.shape))  # (B, D) -> (B, *part's shape)
                  for p, encoder in zip(self.parts, self.encoders)]
         return torch.cat(parts, dim=-1)  # (B, sum of the parts' features)
+
+
+def _one_hot(indices: torch.Tensor, categories: list[int]) -> torch.Tensor:
+    """(B, k) indices -> (B, sum of the categories), one one-hot block per index."""
+    return torch.cat([F.one_hot(i.long(), n) for i, n in zip(indices.unbind(1), categories)], dim=1)
+
+
+class ObservationDecoder(nn.Module):
+    """The observation back from the cores' outputs, for the observation-reconstruction loss of the Memory Gym paper
+    (Pleines et al. 2025): an image part through the image encoder's three layers transposed, to pixels in [0, 1]
+    scored by binary cross-entropy (as the authors' code); any other part through one Linear, scored by its squared
+    error (categories as their one-hot blocks). Called on the real steps' core outputs y (R, F) and observations
+    (R, *obs_shape): the loss of each step (R,), the mean over the parts."""
+
+    def __init__(self, observation: Layout, features: int, init: _Init):
+        super().__init__()
+        self.parts = observation.parts
+        self.decoders = nn.ModuleList(self._image(p, features, init) if p.kind == "image"
+                                      else init(nn.Linear(features, sum(p.categories) or p.size),
+                                                init.config.hidden_gain) for p in self.parts)
+
+    @staticmethod
+    def _image(part: Part, features: int, init: _Init) -> nn.Module:
+        H, W, C = part.shape if part.channels_last else (part.shape[1], part.shape[2], part.shape[0])
+        sizes = [(H, W)]  # the encoder's feature maps: kernel 8 stride 4, 4 stride 2, 3 stride 1
+        for kernel, stride in ((8, 4), (4, 2), (3, 1)):
+            sizes.append(tuple((n - kernel) // stride + 1 for n in sizes[-1]))
+        (H1, W1), (H2, W2), (H3, W3) = sizes[1:]
+        gain = init.config.hidden_gain
+
+        def up(c_in: int, c_out: int, kernel: int, stride: int, size: tuple, before: tuple) -> nn.Module:
+            padding = tuple(n - ((m - 1) * stride + kernel) for n, m in zip(size, before))  # back to the exact size
+            return init(nn.ConvTranspose2d(c_in, c_out, kernel, stride, output_padding=padding), gain)
+        return nn.Sequential(
+            init(nn.Linear(features, 64 * H3 * W3), gain), nn.ReLU(), nn.Unflatten(1, (64, H3, W3)),
+            up(64, 64, 3, 1, (H2, W2), (H3, W3)), nn.ReLU(),
+            up(64, 32, 4, 2, (H1, W1), (H2, W2)), nn.ReLU(),
+            up(32, C, 8, 4, (H, W), (H1, W1)))
+
+    def forward(self, y: torch.Tensor, obs: torch.Tensor) -> torch.Tensor:
+        R, losses = obs.shape[0], []
+        for part, decoder in zip(self.parts, self.decoders):
+            target = obs.reshape(R, -1)[:, part.start:part.start + part.size].reshape(R, *part.shape)
+            predicted = decoder(y).float()
+            if part.kind == "image":
+                target = target.permute(0, 3, 1, 2) if part.channels_last else target  # (R, H, W, C) -> (R, C, H, W)
+                target = (target.float() * part.scale).clamp(0, 1)
+                error = F.binary_cross_entropy_with_logits(predicted, target, reduction="none")
+            else:
+                target = (_one_hot(target.reshape(R, -1), list(part.categories)) if part.categories
+                          else target.reshape(R, -1)).float()
+                error = (predicted - target).square()
+            losses.append(error.flatten(1).mean(1))
+        return torch.stack(losses).mean(0)
+
+
+# Heads that only a loss term reads: the term's name -> its module, built as module(observation layout, width of the
+# cores' outputs, init) when the config's `<name>_coefficient` is above 0. They are the model's own modules, so the
+# optimiser trains them and the checkpoint holds them; the training pass calls each as head(y (R, F), obs (R, ...))
+# and hands losses.py the loss of each real step, EvaluateOutput.auxiliary[name] (R,).
+AUXILIARY_HEADS = {"reconstruction": ObservationDecoder}
 
 
 def bfloat16_is_fast(device: torch.device) -> bool:
@@ -229,7 +291,8 @@ def compute_dtype(device_type: str) -> torch.dtype:
 
 class ActorCritic(nn.Module):
     def __init__(self, observation: Layout | gym.Space, action_space: gym.Space, hidden_layer_size: int,
-                 recurrence: RecurrenceConfig, vector_encoder_size: int = 0, *, initialization: InitializationConfig):
+                 recurrence: RecurrenceConfig, vector_encoder_size: int = 0, *, initialization: InitializationConfig,
+                 auxiliary: tuple[str, ...] = ()):
         super().__init__()
         init = _Init(initialization)
         gains, width = init.config, hidden_layer_size
@@ -265,6 +328,8 @@ class ActorCritic(nn.Module):
             nn.init.zeros_(self.branches.bias)
         self.policy_out = init(nn.Linear(width, self.distribution.n_params), gains.policy_gain)
         self.value_out = init(nn.Linear(width, 1), gains.value_gain)
+        features = len(self._cores) * self.hidden_size
+        self.auxiliary = nn.ModuleDict({name: AUXILIARY_HEADS[name](observation, features, init) for name in auxiliary})
 
     @property
     def state_size(self) -> int:
@@ -380,8 +445,9 @@ class ActorCritic(nn.Module):
         params, values = self._heads(y)
         log_prob, entropy = self.distribution.evaluate(params, actions[mask],
                                                        None if action_mask is None else action_mask[mask])
+        auxiliary = {name: head(y, obs) for name, head in self.auxiliary.items()}
         return EvaluateOutput(_scatter(log_prob, mask), _scatter(entropy, mask), _scatter(values, mask),
-                              _scatter(y, mask))
+                              _scatter(y, mask), auxiliary)
 
     @torch.no_grad()
     def burn_in_state(self, state: torch.Tensor, burn: BurnIn) -> torch.Tensor:
@@ -416,8 +482,9 @@ class ActorCritic(nn.Module):
 def build_model(config, spaces: EnvSpaces) -> ActorCritic:
     """The model a config describes; parameters too large to allocate are a ConfigError, not a crash."""
     try:
+        auxiliary = tuple(name for name in AUXILIARY_HEADS if getattr(config, f"{name}_coefficient", 0) > 0)
         return ActorCritic(spaces.observation, spaces.action_space, config.hidden_layer_size, config.recurrence,
-                           config.vector_encoder_size, initialization=config.initialization)
+                           config.vector_encoder_size, initialization=config.initialization, auxiliary=auxiliary)
     except (MemoryError, RuntimeError) as error:
         if not isinstance(error, MemoryError) and "alloc" not in str(error) and "overflow" not in str(error):
             raise

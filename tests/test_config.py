@@ -314,3 +314,18 @@ def test_model_sizes_whose_bytes_cannot_even_be_counted_are_a_config_error():
         with pytest.raises(ConfigError, match="do not fit in memory"):
             build_model(config, spaces_of(env))
         env.close()
+
+
+def test_resume_refuses_a_loss_term_whose_head_would_come_or_go_and_names_its_key():
+    """reconstruction_coefficient above 0 builds the decoder: switching it on or off on --resume is refused by its
+    key (the checkpoint's parameters would not fit); another value above 0 only reweighs the term."""
+    saved = config_from_dict({"reconstruction_coefficient": 0.1}).to_dict()
+    with pytest.raises(ConfigError, match=r"^reconstruction_coefficient \(0 or not\) cannot change on --resume"):
+        check_resume_overrides(saved, config_from_dict(saved, ["reconstruction_coefficient=0"]))
+    with pytest.raises(ConfigError, match="reconstruction_coefficient"):
+        check_resume_overrides(config_from_dict({}).to_dict(), config_from_dict({"reconstruction_coefficient": 1}))
+    check_resume_overrides(saved, config_from_dict(saved, ["reconstruction_coefficient=0.5"]))
+    for key in ("recurrence.memory_length=8", "recurrence.gated=true"):
+        trxl = config_from_dict({"recurrence": {"layer_type": "trxl"}}).to_dict()
+        with pytest.raises(ConfigError, match=key.split("=")[0]):
+            check_resume_overrides(trxl, config_from_dict(trxl, [key]))

@@ -11,9 +11,12 @@ import pytest
 import torch
 from torch import nn
 
+import checkpoint
 import cores
 import environments
+import losses
 import model
+import trainer as trainer_module
 from config import load_config
 from trainer import PhaseTimes, Trainer
 
@@ -149,6 +152,129 @@ def test_the_activation_penalty_changes_the_gradient_and_is_logged(tmp_path):
     assert activation > 0
 
 
+def reached_parameters(total: torch.Tensor) -> list[torch.Tensor]:
+    """The leaves of total's autograd graph that take a gradient: every parameter the loss depends on."""
+    leaves, seen, todo = [], set(), [total.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if hasattr(node, "variable"):  # an AccumulateGrad: a leaf tensor
+            leaves.append(node.variable)
+        todo.extend(child for child, _ in node.next_functions)
+    return leaves
+
+
+def check_every_parameter_the_loss_reaches_is_trained_and_saved(trainer: Trainer, loss=losses.ppo_loss) -> None:
+    """One minibatch's loss, every term switched on: each parameter it reaches is the optimiser's and the
+    checkpoint's. A head kept anywhere else would take gradients that no step applies and no file holds."""
+    trainer.collect(PhaseTimes())
+    trainer.advantages()
+    mb = next(trainer.buffer.minibatches(2, trainer.model))
+    out = trainer.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask, mb.previous, mb.burn_in)
+    total = loss(out, mb, config=trainer.config, clip_range=0.2, beta=0.01).total
+    optimised = {id(p) for group in trainer.optimizer.param_groups for p in group["params"]}
+    saved = {t.data_ptr() for t in checkpoint.capture(trainer)["model"].values()}
+    reached = reached_parameters(total)
+    assert len(reached) > 4
+    for parameter in reached:
+        assert id(parameter) in optimised and parameter.data_ptr() in saved, f"{tuple(parameter.shape)} not trained"
+
+
+@pytest.mark.parametrize("config", [POC, "configs/minigrid.yaml"])
+@pytest.mark.parametrize("layer", ["gru", "trxl"])
+def test_every_parameter_every_loss_term_reaches_is_trained_and_saved(tmp_path, config, layer):
+    """The activation penalty and the reconstruction loss on, vector and image observations: the decoder is the
+    model's own, so the optimiser steps it and the checkpoint holds it."""
+    trainer = trainer_for(tmp_path, ["activation_penalty=0.1", "reconstruction_coefficient=0.1", "n_workers=2",
+                                     f"recurrence.layer_type={layer}", "evaluation.interval=0", "worker_processes=0"],
+                          config)
+    try:
+        assert len(trainer.model.auxiliary["reconstruction"].decoders) == 1
+        check_every_parameter_the_loss_reaches_is_trained_and_saved(trainer)
+    finally:
+        trainer.close()
+
+
+def test_a_head_kept_outside_the_model_fails_the_check(tmp_path):
+    """The mistake the check is for: a term whose module lives beside the loss, not in the model."""
+    outside = nn.Linear(16, 1)
+
+    def loss(out, mb, **kwargs):
+        terms = losses.ppo_loss(out, mb, **kwargs)
+        return terms._replace(total=terms.total + outside(out.core_outputs[mb.mask]).square().mean())
+
+    trainer = trainer_for(tmp_path, ["recurrence.hidden_state_size=16"])
+    try:
+        with pytest.raises(AssertionError, match="not trained"):
+            check_every_parameter_the_loss_reaches_is_trained_and_saved(trainer, loss)
+    finally:
+        trainer.close()
+
+
+class NextCue(nn.Module):
+    """A user's loss term with a head of its own: predict each step's observation from the core's output (a
+    smaller cousin of the reconstruction loss). Built as the heads of model.AUXILIARY_HEADS are built."""
+
+    def __init__(self, observation, features: int, init):
+        super().__init__()
+        self.linear = nn.Linear(features, observation.shape[0])
+
+    def forward(self, y: torch.Tensor, obs: torch.Tensor) -> torch.Tensor:  # (R, F), (R, obs) -> (R,)
+        return (self.linear(y) - obs).square().mean(-1)
+
+
+def test_a_loss_term_with_parameters_of_its_own_is_trained_saved_and_restored(tmp_path, monkeypatch):
+    """docs/extending.md's three places: the head in model.py (one AUXILIARY_HEADS entry), its coefficient in
+    config.py (`next_cue_coefficient`, set on the config object here), and its term in losses.py (ppo_loss wrapped
+    here). Its parameters move with the updates, are the checkpoint's, and a resumed run has them back."""
+    monkeypatch.setitem(model.AUXILIARY_HEADS, "next_cue", NextCue)
+
+    def loss(out, mb, *, config, **kwargs):
+        terms = losses.ppo_loss(out, mb, config=config, **kwargs)
+        return terms._replace(total=terms.total + config.next_cue_coefficient * out.auxiliary["next_cue"].mean())
+
+    monkeypatch.setattr(trainer_module, "ppo_loss", loss)
+    config = load_config(POC, [*SMALL, "torch_threads=1"])
+    config.next_cue_coefficient = 1.0
+    trainer = Trainer(config, summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
+    try:
+        head = trainer.model.auxiliary["next_cue"]
+        before = [p.detach().clone() for p in head.parameters()]
+        check_every_parameter_the_loss_reaches_is_trained_and_saved(trainer, loss)
+        trainer.run()
+        assert all(not torch.equal(a, b) for a, b in zip(before, head.parameters()))
+        saved = checkpoint.load_checkpoint(trainer.checkpoint_path)["model"]
+        torch.testing.assert_close(saved["auxiliary.next_cue.linear.weight"], head.linear.weight, atol=0, rtol=0)
+        resumed = Trainer(config, summaries_dir=tmp_path, models_dir=tmp_path / "resumed", verbose=False)
+        try:
+            checkpoint.restore(resumed, checkpoint.load_checkpoint(trainer.checkpoint_path))
+            torch.testing.assert_close(resumed.model.auxiliary["next_cue"].linear.weight, head.linear.weight,
+                                       atol=0, rtol=0)
+        finally:
+            resumed.close()
+    finally:
+        trainer.close()
+
+
+def test_the_reconstruction_loss_off_builds_nothing_and_on_trains_its_decoder(tmp_path):
+    """Coefficient 0 (the default): no decoder, no parameter more, a term of 0; above 0 the term is logged and the
+    decoder's loss falls over a few updates on the PoC task."""
+    off = trainer_for(tmp_path, ["torch_threads=1"])
+    on = trainer_for(tmp_path, ["torch_threads=1", "reconstruction_coefficient=1.0", "updates=6"])
+    try:
+        assert not list(off.model.auxiliary.parameters())
+        assert [name for name, _ in on.model.named_parameters() if not name.startswith("auxiliary.")] == \
+            [name for name, _ in off.model.named_parameters()]
+        assert off.one_update().metrics["reconstruction"] == 0.0
+        history = [log.metrics["reconstruction"] for log in on.run()]
+        assert history[-1] < history[0]
+    finally:
+        off.close()
+        on.close()
+
+
 PROGRAM = sorted([*Path(__file__).resolve().parent.parent.glob("*.py"),
                   *Path(__file__).resolve().parent.parent.glob("environments/*.py")])
 
@@ -173,5 +299,8 @@ def test_each_example_touches_only_the_files_this_page_names():
     for core in ("MinGRU", "LRU"):
         assert naming(core) == {"cores.py", "model.py"}, core
     assert naming("activation_penalty") == {"losses.py", "config.py"}
+    assert "A loss term with parameters of its own: its head in `model.py`" in page
+    assert naming("ObservationDecoder") == {"model.py"}
+    assert naming("reconstruction_coefficient") == {"losses.py", "config.py"}
     assert {f for f in naming("PocMemoryEnv") if not f.startswith("environments/")} <= {"config.py", "stats.py"}
     assert {f for f in naming("make_minigrid") if not f.startswith("environments/")} == set()

@@ -425,27 +425,3 @@ def test_load_reads_the_action_space_before_closing_the_environment(monkeypatch)
                         lambda self, *a, **k: NoSpaceOnceClosed(make(self, *a, **k)))
     agent = Agent.load(ROOT / "models/poc_memory_env.pt")
     assert agent.act(np.zeros((1, *agent._obs_shape), np.float32), None, None).actions.shape == (1,)
-
-
-@pytest.mark.slow
-def test_mingru_slow_units_scores_states_built_of_the_saved_rows(tmp_path, capsys):
-    """tools/mingru_slow_units.py: with no unit below the threshold the state is the initial one, with every unit
-    it is the saved rows' mean, so those rows score alike; a checkpoint of another core is refused, exit 2."""
-    from tools import mingru_slow_units
-    recurrence = {"layer_type": "mingru", "hidden_state_size": 16, "reset_hidden_state": False}
-    path = trained(tmp_path, updates=1, n_workers=4, worker_steps=32, n_mini_batch=2, recurrence=recurrence)
-    checkpoint = load_checkpoint(path)
-    torch.manual_seed(0)
-    checkpoint["state"] = 100 * torch.randn_like(checkpoint["state"])  # rows far from zeros and from each other
-    save_checkpoint(path, checkpoint)
-    out = tmp_path / "slow"
-    assert mingru_slow_units.main(["--model", str(path), "--episodes", "8", "--steps", "4",
-                                   "--thresholds", "0", "1.01", "--out", str(out)]) == 0
-    rows = [line.split(" | ") for line in out.with_suffix(".md").read_text().splitlines() if line.startswith("| ")][1:]
-    (_, _, initial), (_, _, rows_own), (_, _, mean), (_, none, zeros), (_, every, all_units) = rows
-    assert (none, every) == ("0 of 16", "16 of 16")
-    assert len({initial, rows_own, mean}) > 1  # the state matters to this policy: the equalities below can fail
-    assert zeros == initial and all_units == mean
-    capsys.readouterr()
-    assert mingru_slow_units.main(["--model", str(trained(tmp_path, name="gru", updates=1)), "--out", str(out)]) == 2
-    assert "not a resumable checkpoint of a one-layer minGRU actor" in capsys.readouterr().err

@@ -69,10 +69,10 @@ mkdir -p "$out/carried_state"
 for m in minigrid_{mingru,lru}_seed{0,1,2}{,-best}; do
   $PY tools/carried_state.py --model models/$m.pt --episodes 160 > "$out/carried_state/$m.txt"
 done
-# which of minGRU's units hold what its policy needs from that state, at 51839a3
-for s in 1 2 0; do
-  $PY tools/mingru_slow_units.py --model models/minigrid_mingru_seed$s.pt --out "$out/mingru_slow_units_seed$s"
-done
+# which of minGRU's units hold what its policy needs from that state, at 51839a3 (mingru_slow_units_seed*.md): each
+# unit's largest z over 64 steps of the 16 training environments played from the run's rollout state, then 160
+# held-out episodes from zeros with the units whose z stayed below a threshold set to the saved rows' mean. Made by
+# tools/mingru_slow_units.py, removed after bb9ca25 (git show bb9ca25:tools/mingru_slow_units.py).
 
 # Mortar Mayhem B Grid, one seed of the LRU (the better new core on masked CartPole and MiniGrid) at 8,192,000
 # steps, at bf03bff (the chunked scan)

@@ -44,11 +44,13 @@ for core in mingru lru; do
   $PY tools/episode_interval.py --seeds "$out"/minigrid_${core}_seed{0,1,2}_fresh.log
   $PY tools/episode_interval.py --seeds "$out"/minigrid_${core}_seed{0,1,2}_final_fresh.log
 done
-# over seeds beside the shipped LSTM's five, and each run's large updates and the falls after them
+# over seeds beside the shipped LSTM's five
 $PY stats.py --runs results/minigrid/runs/minigrid5_beta "$out"/runs/minigrid_mingru_seed* "$out"/runs/minigrid_lru_seed* \
     --final-updates 10 --out "$out/minigrid_cores_seeds"
-$PY tools/kl_spikes.py --runs results/minigrid/runs/minigrid5_beta/seed* "$out"/runs/minigrid_lru_seed* \
-    "$out"/runs/minigrid_mingru_seed* --out "$out/kl_spikes"
+# each of those runs' large updates and the falls after them ($out/kl_spikes.md): from the summaries, the updates
+# whose training/approx_kl is above 0.05, and each update whose episode/reward_mean fell below 0.6 after the run
+# had reached 0.9, with the largest KL of the 5 updates before it. Made by tools/kl_spikes.py, removed after
+# bb9ca25 (git show bb9ca25:tools/kl_spikes.py).
 # the training curves, then the held-out evaluations of the same runs
 groups=(--runs results/minigrid/runs/minigrid5_beta/seed* --label "lstm, the shipped config"
         --runs "$out"/runs/minigrid_mingru_seed* --label mingru --runs "$out"/runs/minigrid_lru_seed* --label lru)

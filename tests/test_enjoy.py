@@ -255,33 +255,6 @@ def test_evaluate_starts_the_environments_from_a_given_state(tmp_path):
 
 
 @pytest.mark.slow
-def test_carried_state_scores_both_starts_from_the_checkpoints_rollout_state(tmp_path, monkeypatch, capsys):
-    """tools/carried_state.py: one row of the run's saved rollout state per environment; refused, exit 2, where
-    there is none (an --inference-only checkpoint) or too few episodes for its rows."""
-    from tools import carried_state
-    path = trained(tmp_path, updates=1, n_workers=4, worker_steps=32, n_mini_batch=2)
-    states = []
-
-    def spy(*args, state=None, **kwargs):
-        states.append(state)
-        return evaluate(*args, state=state, **kwargs)
-
-    monkeypatch.setattr(carried_state, "evaluate", spy)
-    assert carried_state.main(["--model", str(path), "--episodes", "8"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert [line.split(":")[0] for line in lines] == ["held-out levels, from initial state",
-                                                     "held-out levels, from the run's rollout state"]
-    assert all("8 episodes: return" in line for line in lines)
-    assert states[0] is None and torch.equal(states[1], load_checkpoint(path)["state"].float())
-    assert carried_state.main(["--model", str(path), "--episodes", "3"]) == 2
-    assert "at least 4" in capsys.readouterr().err
-    subprocess.run([sys.executable, str(ROOT / "checkpoint.py"), "--inference-only", str(path),
-                    str(tmp_path / "small.pt")], check=True, capture_output=True, timeout=HANG_S)
-    assert carried_state.main(["--model", str(tmp_path / "small.pt")]) == 2
-    assert "holds no rollout state" in capsys.readouterr().err
-
-
-@pytest.mark.slow
 def test_enjoy_ends_on_an_environment_without_a_time_limit_and_says_where_it_cut(tmp_path):
     """A deterministic policy on an environment that never ends an episode: enjoy.py ran forever and
     printed nothing. Each episode is cut at the step cap, with a line, and scored as it stood."""

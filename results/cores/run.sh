@@ -67,10 +67,9 @@ $PY enjoy.py --model models/minigrid.pt --episodes 150 --training-levels > "$out
 $PY enjoy.py --model models/minigrid.pt --episodes 150 > "$out/levels/minigrid_lstm_shipped_fresh.log"
 # the final and -best checkpoints from the initial state (as every evaluation) and from the run's own rollout state,
 # on the training layouts and on held-out ones (the MiniGrid config never resets the state in training), at 7d8945e
-mkdir -p "$out/carried_state"
-for m in minigrid_{mingru,lru}_seed{0,1,2}{,-best}; do
-  $PY tools/carried_state.py --model models/$m.pt --episodes 160 > "$out/carried_state/$m.txt"
-done
+# ($out/carried_state/<model>.txt): 160 sampled episodes of evaluation.py's, with each of the 16 evaluation
+# environments started from one row of the rollout state the checkpoint saved. Made by tools/carried_state.py,
+# removed after bb9ca25 (git show bb9ca25:tools/carried_state.py).
 # which of minGRU's units hold what its policy needs from that state, at 51839a3 (mingru_slow_units_seed*.md): each
 # unit's largest z over 64 steps of the 16 training environments played from the run's rollout state, then 160
 # held-out episodes from zeros with the units whose z stayed below a threshold set to the saved rows' mean. Made by

@@ -7,7 +7,7 @@ resamples, a fixed seed), and the difference of two runs' means with its interva
     python tools/episode_interval.py --seeds seed0.log seed1.log seed2.log  (one file per training seed)
 
 Reads enjoy.py's per-episode lines ("episode N  return R  length L") from its saved output, or the
-"episodes" list of a JSON file (tools/breakout_precision.py's). With --seeds, each file is one training
+"episodes" list of a JSON file (results/atari/gap/bf16_*.json). With --seeds, each file is one training
 seed's model scored on fresh episodes: the mean, median and IQM over seeds of their mean returns, with
 stats.py's interval (percentile bootstrap over seeds), as stats.py aggregates a run's final score.
 """

@@ -12,8 +12,10 @@ G=results/atari/gap
 for s in 1 3 424242 1234567 0; do
   n=$(case $s in 1) echo 100;; 3) echo 200;; 0) echo 16;; *) echo 32;; esac)
   $PY enjoy.py --model $M --episodes $n --seed $s > $G/fp32_seed$s.log
-  $PY $G/score.py --model $M --episodes $n --seed $s --precision bfloat16 --out $G/bf16_seed$s.json > $G/bf16_seed$s.log
 done
+# $G/bf16_seed<s>.json and .log, the same seeds and games: evaluation.evaluate as enjoy.py calls it, the policy
+# under model.autocast("bfloat16"), each game's return and length written as JSON. Made by $G/score.py, later
+# tools/breakout_precision.py, removed after bb9ca25 (git show bb9ca25:tools/breakout_precision.py).
 $PY enjoy.py --model $M --episodes 128 --seed 424242 > $G/fp32_seed424242_128.log  # its first 32 games and 96 more
 $PY enjoy.py --model $M --episodes 100 --seed 5 > $G/fp32_seed5.log
 $PY enjoy.py --model $M --episodes 32 --seed 2 --deterministic > $G/fp32_det_seed2.log

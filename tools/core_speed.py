@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from config import InitializationConfig, RecurrenceConfig  # noqa: E402
 from model import CORES, ActorCritic, autocast  # noqa: E402
+from tools.benchmark import machine  # noqa: E402
 
 FEATURES = 64  # the observation's width
 
@@ -48,33 +49,32 @@ def sequence_mask(steps: int, L: int, episodes: bool, device: torch.device) -> t
     return torch.arange(L, device=device) < lengths[:, None].to(device)  # (N, L)
 
 
+def now(device: torch.device) -> float:
+    """The clock once the device has done the work it was given (a GPU runs it after the call returns)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter()
+
+
 def timed(model: ActorCritic, mask: torch.Tensor, precision: str, device: torch.device) -> float:
     obs = torch.randn(int(mask.sum()), FEATURES, device=device)
     actions = torch.randint(0, 4, (*mask.shape, 1), device=device)
     N = len(mask)
     state = model.initial_state(N, device)
     model.zero_grad()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    start = time.perf_counter()
+    start = now(device)
     with autocast(precision, device):
         out = model.evaluate(obs, state, actions, mask=mask)
     (out.log_probs.sum() + out.values.square().sum()).backward()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    return time.perf_counter() - start
+    return now(device) - start
 
 
 def step_timed(model: ActorCritic, W: int, precision: str, device: torch.device) -> float:
     obs, state = torch.randn(W, FEATURES, device=device), model.initial_state(W, device)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    start = time.perf_counter()
+    start = now(device)
     with autocast(precision, device):
         model.act(obs, state)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    return time.perf_counter() - start
+    return now(device) - start
 
 
 def build(names: list[str], hidden: int, device: torch.device) -> dict[str, ActorCritic]:
@@ -168,13 +168,11 @@ def main() -> int:
     rows = measure(args.cores, args.lengths, args.hidden, args.steps, args.repeats, args.precision, device,
                    args.episodes)
     steps = measure_steps(args.cores, args.workers, args.hidden, args.repeats, args.precision, device)
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), "unknown CPU")
     meta = {"device": args.device, "precision": args.precision, "steps": args.steps, "hidden": args.hidden,
             "episodes": args.episodes,
             "workers": args.workers,
             "repeats": args.repeats, "threads": torch.get_num_threads(), "torch": torch.__version__,
-            "machine": torch.cuda.get_device_name(device) if device.type == "cuda" else cpu,
+            "machine": torch.cuda.get_device_name(device) if device.type == "cuda" else machine()["cpu"],
             "command": "python " + " ".join(["tools/core_speed.py", *sys.argv[1:]])}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

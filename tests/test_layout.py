@@ -63,6 +63,28 @@ def test_every_tool_starts_from_any_folder(tmp_path):
     assert not failed, "\n".join(failed)
 
 
+@pytest.mark.slow
+def test_every_tool_refuses_what_it_cannot_read_in_one_line(tmp_path):
+    """A missing file, config, run or commit: `error: ...`, one line, exit 2, as the scripts answer (issue 72: a
+    tool that stays answers as the scripts do). A value argparse refuses: its usage, then the error, exit 2."""
+    commands = {"benchmark.py": ["--config", "no.yaml"], "episode_interval.py": ["no.log"],
+                "learning.py": ["--config", "no.yaml"], "plot.py": ["--runs", "no-run", "--out", "p.png"],
+                "random_policy.py": ["--config", "no.yaml", "--out", "r"], "size.py": ["--at", "no-commit"],
+                "run_summary.py": ["--run", "no-run", "--command", "c", "--out", "s"],
+                "core_speed.py": ["--lengths", "0", "--out", "c"]}
+    started = {name: subprocess.Popen([sys.executable, str(ROOT / "tools" / name), *args], cwd=tmp_path,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for name, args in commands.items()}
+    wrong = []
+    for name, process in started.items():
+        _, err = process.communicate(timeout=HANG_S)
+        lines = err.splitlines() or [""]
+        one_line = len(lines) == 1 or name == "core_speed.py"  # argparse's refusal: the usage, then the error
+        if process.returncode != 2 or not one_line or "error: " not in lines[-1]:
+            wrong.append(f"{name}: exit {process.returncode}\n{err[-800:]}")
+    assert not wrong and not list(tmp_path.iterdir()), "\n".join(wrong)
+
+
 def test_the_mutation_report_needs_its_extra_only_to_run(tmp_path, monkeypatch, capsys):
     """tools/mutation.py --help prints its usage without mutmut (requirements-mutation.txt, not installed by
     default); the report itself is refused in one line, exit 2, without mutmut or without its results."""

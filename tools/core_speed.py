@@ -27,6 +27,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from cli import number  # noqa: E402
 from config import InitializationConfig, RecurrenceConfig  # noqa: E402
 from model import CORES, ActorCritic, autocast  # noqa: E402
 from tools.benchmark import machine  # noqa: E402
@@ -149,18 +150,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cores", nargs="+", default=list(CORES), choices=list(CORES))
-    parser.add_argument("--lengths", nargs="+", type=int, default=[8, 64, 256, 512])
-    parser.add_argument("--hidden", type=int, default=256, help="recurrence.hidden_state_size")
-    parser.add_argument("--steps", type=int, default=2048, help="real steps per call (a minibatch)")
-    parser.add_argument("--workers", type=int, default=32, help="W of a rollout step")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--lengths", nargs="+", type=number(int, 1), default=[8, 64, 256, 512])
+    parser.add_argument("--hidden", type=number(int, 1), default=256, help="recurrence.hidden_state_size")
+    parser.add_argument("--steps", type=number(int, 1), default=2048, help="real steps per call (a minibatch)")
+    parser.add_argument("--workers", type=number(int, 1), default=32, help="W of a rollout step")
+    parser.add_argument("--repeats", type=number(int, 1), default=5)
     parser.add_argument("--precision", default="float32", choices=["float32", "bfloat16"])
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--threads", type=int, default=0, help="torch threads; 0: torch's default")
+    parser.add_argument("--threads", type=number(int, 0), default=0, help="torch threads; 0: torch's default")
     parser.add_argument("--episodes", action="store_true",
                         help="whole-episode sequences, about 3/4 of the slots padding (as Mortar Mayhem's): packed")
     parser.add_argument("--out", required=True, help="writes OUT.json and OUT.md")
     args = parser.parse_args()
+    if args.episodes and min(args.lengths) < 2:
+        parser.error("--episodes needs --lengths of 2 or more")
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)

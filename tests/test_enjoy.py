@@ -255,33 +255,6 @@ def test_evaluate_starts_the_environments_from_a_given_state(tmp_path):
 
 
 @pytest.mark.slow
-def test_carried_state_scores_both_starts_from_the_checkpoints_rollout_state(tmp_path, monkeypatch, capsys):
-    """tools/carried_state.py: one row of the run's saved rollout state per environment; refused, exit 2, where
-    there is none (an --inference-only checkpoint) or too few episodes for its rows."""
-    from tools import carried_state
-    path = trained(tmp_path, updates=1, n_workers=4, worker_steps=32, n_mini_batch=2)
-    states = []
-
-    def spy(*args, state=None, **kwargs):
-        states.append(state)
-        return evaluate(*args, state=state, **kwargs)
-
-    monkeypatch.setattr(carried_state, "evaluate", spy)
-    assert carried_state.main(["--model", str(path), "--episodes", "8"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert [line.split(":")[0] for line in lines] == ["held-out levels, from initial state",
-                                                     "held-out levels, from the run's rollout state"]
-    assert all("8 episodes: return" in line for line in lines)
-    assert states[0] is None and torch.equal(states[1], load_checkpoint(path)["state"].float())
-    assert carried_state.main(["--model", str(path), "--episodes", "3"]) == 2
-    assert "at least 4" in capsys.readouterr().err
-    subprocess.run([sys.executable, str(ROOT / "checkpoint.py"), "--inference-only", str(path),
-                    str(tmp_path / "small.pt")], check=True, capture_output=True, timeout=HANG_S)
-    assert carried_state.main(["--model", str(tmp_path / "small.pt")]) == 2
-    assert "holds no rollout state" in capsys.readouterr().err
-
-
-@pytest.mark.slow
 def test_enjoy_ends_on_an_environment_without_a_time_limit_and_says_where_it_cut(tmp_path):
     """A deterministic policy on an environment that never ends an episode: enjoy.py ran forever and
     printed nothing. Each episode is cut at the step cap, with a line, and scored as it stood."""
@@ -425,27 +398,3 @@ def test_load_reads_the_action_space_before_closing_the_environment(monkeypatch)
                         lambda self, *a, **k: NoSpaceOnceClosed(make(self, *a, **k)))
     agent = Agent.load(ROOT / "models/poc_memory_env.pt")
     assert agent.act(np.zeros((1, *agent._obs_shape), np.float32), None, None).actions.shape == (1,)
-
-
-@pytest.mark.slow
-def test_mingru_slow_units_scores_states_built_of_the_saved_rows(tmp_path, capsys):
-    """tools/mingru_slow_units.py: with no unit below the threshold the state is the initial one, with every unit
-    it is the saved rows' mean, so those rows score alike; a checkpoint of another core is refused, exit 2."""
-    from tools import mingru_slow_units
-    recurrence = {"layer_type": "mingru", "hidden_state_size": 16, "reset_hidden_state": False}
-    path = trained(tmp_path, updates=1, n_workers=4, worker_steps=32, n_mini_batch=2, recurrence=recurrence)
-    checkpoint = load_checkpoint(path)
-    torch.manual_seed(0)
-    checkpoint["state"] = 100 * torch.randn_like(checkpoint["state"])  # rows far from zeros and from each other
-    save_checkpoint(path, checkpoint)
-    out = tmp_path / "slow"
-    assert mingru_slow_units.main(["--model", str(path), "--episodes", "8", "--steps", "4",
-                                   "--thresholds", "0", "1.01", "--out", str(out)]) == 0
-    rows = [line.split(" | ") for line in out.with_suffix(".md").read_text().splitlines() if line.startswith("| ")][1:]
-    (_, _, initial), (_, _, rows_own), (_, _, mean), (_, none, zeros), (_, every, all_units) = rows
-    assert (none, every) == ("0 of 16", "16 of 16")
-    assert len({initial, rows_own, mean}) > 1  # the state matters to this policy: the equalities below can fail
-    assert zeros == initial and all_units == mean
-    capsys.readouterr()
-    assert mingru_slow_units.main(["--model", str(trained(tmp_path, name="gru", updates=1)), "--out", str(out)]) == 2
-    assert "not a resumable checkpoint of a one-layer minGRU actor" in capsys.readouterr().err

@@ -5,6 +5,7 @@ import io
 import re
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -49,8 +50,8 @@ def test_every_script_a_command_runs_exists():
 @pytest.mark.slow
 def test_every_tool_starts_from_any_folder(tmp_path):
     """`python tools/<name>.py --help` from outside the repository: its imports (the root's modules, other tools)
-    resolve. mutation.py takes no options (it needs mutmut's results)."""
-    scripts = [p for p in TOOLS if '__name__ == "__main__"' in p.read_text() and p.name != "mutation.py"]
+    resolve."""
+    scripts = [p for p in TOOLS if '__name__ == "__main__"' in p.read_text()]
     assert len(scripts) >= 5
     started = {p: subprocess.Popen([sys.executable, str(p), "--help"], cwd=tmp_path, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True) for p in scripts}
@@ -60,6 +61,52 @@ def test_every_tool_starts_from_any_folder(tmp_path):
         if process.returncode != 0 or "usage:" not in out:
             failed.append(f"{path.relative_to(ROOT)}: exit {process.returncode}\n{err[-800:]}")
     assert not failed, "\n".join(failed)
+
+
+@pytest.mark.slow
+def test_every_tool_refuses_what_it_cannot_read_in_one_line(tmp_path):
+    """A missing file, config, run or commit: `error: ...`, one line, exit 2, as the scripts answer (issue 72: a
+    tool that stays answers as the scripts do). A value argparse refuses: its usage, then the error, exit 2."""
+    commands = {"benchmark.py": ["--config", "no.yaml"], "episode_interval.py": ["no.log"],
+                "learning.py": ["--config", "no.yaml"], "plot.py": ["--runs", "no-run", "--out", "p.png"],
+                "random_policy.py": ["--config", "no.yaml", "--out", "r"], "size.py": ["--at", "no-commit"],
+                "run_summary.py": ["--run", "no-run", "--command", "c", "--out", "s"],
+                "core_speed.py": ["--lengths", "0", "--out", "c"]}
+    started = {name: subprocess.Popen([sys.executable, str(ROOT / "tools" / name), *args], cwd=tmp_path,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for name, args in commands.items()}
+    wrong = []
+    for name, process in started.items():
+        _, err = process.communicate(timeout=HANG_S)
+        lines = err.splitlines() or [""]
+        one_line = len(lines) == 1 or name == "core_speed.py"  # argparse's refusal: the usage, then the error
+        if process.returncode != 2 or not one_line or "error: " not in lines[-1]:
+            wrong.append(f"{name}: exit {process.returncode}\n{err[-800:]}")
+    assert not wrong and not list(tmp_path.iterdir()), "\n".join(wrong)
+
+
+def test_the_mutation_report_needs_its_extra_only_to_run(tmp_path, monkeypatch, capsys):
+    """tools/mutation.py --help prints its usage without mutmut (requirements-mutation.txt, not installed by
+    default); the report itself is refused in one line, exit 2, without mutmut or without its results."""
+    from tools import mutation
+    monkeypatch.chdir(tmp_path)  # main() moves to the repository root: back here after the test
+    monkeypatch.setitem(sys.modules, "mutmut", None)  # as where the extra is not installed
+    with pytest.raises(SystemExit) as shown:
+        mutation.main(["--help"])
+    assert shown.value.code == 0 and "usage:" in capsys.readouterr().out
+    assert mutation.main([]) == 2
+    assert capsys.readouterr().err == ("error: mutmut is not installed: `make mutation` installs it "
+                                       "(requirements-mutation.txt)\n")
+    stub = types.ModuleType("mutmut")  # installed, but mutants/ holds no run
+    for name, names in {"mutmut.__main__": ["SourceFileMutationData", "get_diff_for_mutant", "walk_mutatable_files"],
+                        "mutmut.stats": ["status_by_exit_code"]}.items():
+        module = types.ModuleType(name)
+        module.__dict__.update(dict.fromkeys(names))
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setitem(sys.modules, "mutmut", stub)
+    monkeypatch.setattr(mutation, "ROOT", tmp_path)
+    assert mutation.main([]) == 2
+    assert capsys.readouterr().err.startswith("error: no mutmut results in mutants/")
 
 
 def test_no_test_bounds_a_wait_by_a_clock_of_its_own():

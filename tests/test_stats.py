@@ -483,25 +483,3 @@ def test_fresh_scores_of_several_seeds_are_aggregated_over_the_seeds_means(tmp_p
     i = stats.interval(means, stats.iqm)
     assert out.startswith("4 seeds' means (70.000, 110.000, 25.000, 200.000)")
     assert f"iqm {stats.iqm(means):.3f} [{i.low:.3f}, {i.high:.3f}]" in out and "iqm 90.000" in out
-
-
-def test_kl_spikes_names_each_fall_of_the_return_and_the_largest_kl_before_it(tmp_path):
-    """tools/kl_spikes.py: a run reaches 0.95, one update moves the policy by KL 0.8, the return falls."""
-    from torch.utils.tensorboard import SummaryWriter
-    from tools import kl_spikes
-    rewards = [0.2, 0.5, 0.95, 0.96, 0.96, 0.95, 0.1, 0.3, 0.9, 0.95]
-    kls = [0.01, 0.01, 0.01, 0.2, 0.01, 0.8, 0.01, 0.01, 0.01, 0.01]
-    writer = SummaryWriter(str(tmp_path / "run"))
-    for update, (reward, kl) in enumerate(zip(rewards, kls), start=1):
-        writer.add_scalar("episode/reward_mean", reward, update)
-        writer.add_scalar("training/approx_kl", kl, update)
-    writer.close()
-    found = kl_spikes.spikes_and_falls(tmp_path / "run", spike=0.05, high=0.9, low=0.6, window=5)
-    assert found["spikes"] == 2 and found["updates"] == 10 and found["max"] == (pytest.approx(0.8), 6)
-    [(update, lowest, kl, at)] = found["falls"]
-    assert (update, at) == (7, 6) and lowest == pytest.approx(0.1) and kl == pytest.approx(0.8)
-    kl_spikes.main(["--runs", str(tmp_path / "run"), "--out", str(tmp_path / "kl")])
-    assert "| 7: 0.10, 0.800 (6) |" in (tmp_path / "kl.md").read_text()
-    with pytest.raises(SystemExit) as refused:
-        kl_spikes.main(["--runs", str(tmp_path / "no-such-run"), "--out", str(tmp_path / "kl")])
-    assert refused.value.code == 2

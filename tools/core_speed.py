@@ -27,8 +27,10 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from cli import number  # noqa: E402
 from config import InitializationConfig, RecurrenceConfig  # noqa: E402
 from model import CORES, ActorCritic, autocast  # noqa: E402
+from tools.benchmark import machine  # noqa: E402
 
 FEATURES = 64  # the observation's width
 
@@ -48,33 +50,32 @@ def sequence_mask(steps: int, L: int, episodes: bool, device: torch.device) -> t
     return torch.arange(L, device=device) < lengths[:, None].to(device)  # (N, L)
 
 
+def now(device: torch.device) -> float:
+    """The clock once the device has done the work it was given (a GPU runs it after the call returns)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter()
+
+
 def timed(model: ActorCritic, mask: torch.Tensor, precision: str, device: torch.device) -> float:
     obs = torch.randn(int(mask.sum()), FEATURES, device=device)
     actions = torch.randint(0, 4, (*mask.shape, 1), device=device)
     N = len(mask)
     state = model.initial_state(N, device)
     model.zero_grad()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    start = time.perf_counter()
+    start = now(device)
     with autocast(precision, device):
         out = model.evaluate(obs, state, actions, mask=mask)
     (out.log_probs.sum() + out.values.square().sum()).backward()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    return time.perf_counter() - start
+    return now(device) - start
 
 
 def step_timed(model: ActorCritic, W: int, precision: str, device: torch.device) -> float:
     obs, state = torch.randn(W, FEATURES, device=device), model.initial_state(W, device)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    start = time.perf_counter()
+    start = now(device)
     with autocast(precision, device):
         model.act(obs, state)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    return time.perf_counter() - start
+    return now(device) - start
 
 
 def build(names: list[str], hidden: int, device: torch.device) -> dict[str, ActorCritic]:
@@ -149,18 +150,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cores", nargs="+", default=list(CORES), choices=list(CORES))
-    parser.add_argument("--lengths", nargs="+", type=int, default=[8, 64, 256, 512])
-    parser.add_argument("--hidden", type=int, default=256, help="recurrence.hidden_state_size")
-    parser.add_argument("--steps", type=int, default=2048, help="real steps per call (a minibatch)")
-    parser.add_argument("--workers", type=int, default=32, help="W of a rollout step")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--lengths", nargs="+", type=number(int, 1), default=[8, 64, 256, 512])
+    parser.add_argument("--hidden", type=number(int, 1), default=256, help="recurrence.hidden_state_size")
+    parser.add_argument("--steps", type=number(int, 1), default=2048, help="real steps per call (a minibatch)")
+    parser.add_argument("--workers", type=number(int, 1), default=32, help="W of a rollout step")
+    parser.add_argument("--repeats", type=number(int, 1), default=5)
     parser.add_argument("--precision", default="float32", choices=["float32", "bfloat16"])
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--threads", type=int, default=0, help="torch threads; 0: torch's default")
+    parser.add_argument("--threads", type=number(int, 0), default=0, help="torch threads; 0: torch's default")
     parser.add_argument("--episodes", action="store_true",
                         help="whole-episode sequences, about 3/4 of the slots padding (as Mortar Mayhem's): packed")
     parser.add_argument("--out", required=True, help="writes OUT.json and OUT.md")
     args = parser.parse_args()
+    if args.episodes and min(args.lengths) < 2:
+        parser.error("--episodes needs --lengths of 2 or more")
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -168,13 +171,11 @@ def main() -> int:
     rows = measure(args.cores, args.lengths, args.hidden, args.steps, args.repeats, args.precision, device,
                    args.episodes)
     steps = measure_steps(args.cores, args.workers, args.hidden, args.repeats, args.precision, device)
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), "unknown CPU")
     meta = {"device": args.device, "precision": args.precision, "steps": args.steps, "hidden": args.hidden,
             "episodes": args.episodes,
             "workers": args.workers,
             "repeats": args.repeats, "threads": torch.get_num_threads(), "torch": torch.__version__,
-            "machine": torch.cuda.get_device_name(device) if device.type == "cuda" else cpu,
+            "machine": torch.cuda.get_device_name(device) if device.type == "cuda" else machine()["cpu"],
             "command": "python " + " ".join(["tools/core_speed.py", *sys.argv[1:]])}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

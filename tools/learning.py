@@ -20,7 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent  # the repository root
 sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
-from config import load_config  # noqa: E402
+from cli import failed  # noqa: E402
+from config import ConfigError, load_config  # noqa: E402
 from trainer import Trainer  # noqa: E402
 from tools.benchmark import describe_tree, machine  # noqa: E402
 
@@ -51,7 +52,7 @@ def run_seed(config_path: str, seed: int, summaries: str | None) -> dict:
     return {"seed": seed, **summarise(history), "wall_s": wall}
 
 
-def main():
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -60,6 +61,10 @@ def main():
     parser.add_argument("--processes", type=int, default=1,
                         help="seeds trained side by side (for configs with torch_threads: 1)")
     args = parser.parse_args()
+    try:
+        load_config(args.config)  # refused here in one line, not in each seed's process
+    except ConfigError as error:
+        return failed(error)
     rows = []
     jobs = [(args.config, seed, args.summaries) for seed in args.seeds]
     with mp.get_context("spawn").Pool(args.processes) as pool:
@@ -86,7 +91,8 @@ def main():
         lines.append(f"| {r['seed']} | {r['steps']} | {r['final_reward']:.3f} | {r['last5_reward']:.3f} | "
                      f"{r['best_reward']:.3f} | {success} | {r['wall_s']:.1f} |")
     (out / f"learning_{name}.md").write_text("\n".join(lines) + "\n")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -12,6 +12,7 @@ nor named there: each is a test to add or sharpen.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -35,10 +36,19 @@ def equivalent_mutants() -> dict[str, str]:
     return dict(rows)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)
     os.chdir(ROOT)  # mutmut reads its configuration and mutants/ from here
-    from mutmut.__main__ import SourceFileMutationData, get_diff_for_mutant, walk_mutatable_files
-    from mutmut.stats import status_by_exit_code
+    try:  # the extra, after the arguments: --help needs none of it
+        from mutmut.__main__ import SourceFileMutationData, get_diff_for_mutant, walk_mutatable_files
+        from mutmut.stats import status_by_exit_code
+    except ImportError:
+        print("error: mutmut is not installed: `make mutation` installs it (requirements-mutation.txt)",
+              file=sys.stderr)
+        return 2
+    if not Path("mutants").is_dir():
+        print("error: no mutmut results in mutants/: `make mutation` runs mutmut, then this report", file=sys.stderr)
+        return 2
 
     named = equivalent_mutants()
     counts: dict[str, Counter] = {}

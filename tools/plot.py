@@ -29,6 +29,7 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent  # the repository root
 sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
+from cli import failed  # noqa: E402
 from stats import TAG, read_scalars  # noqa: E402
 
 
@@ -37,7 +38,7 @@ def read_run(folder: Path, tag: str = TAG) -> tuple[np.ndarray, np.ndarray]:
     by_update = read_scalars(folder, {tag: "reward", "time/env_steps": "steps"})
     rows = sorted((u, v["steps"], v["reward"]) for u, v in by_update.items() if {"steps", "reward"} <= v.keys())
     if not rows:
-        raise SystemExit(f"{folder}: no '{tag}' summaries found")
+        sys.exit(failed(f"{folder}: no '{tag}' summaries found"))
     _, steps, rewards = map(np.array, zip(*rows))
     return steps, rewards
 

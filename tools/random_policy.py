@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent  # the repository root
 sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
 from agent import AgentStep  # noqa: E402
-from config import load_config  # noqa: E402
+from cli import failed  # noqa: E402
+from config import ConfigError, load_config  # noqa: E402
 from evaluation import evaluate, scores  # noqa: E402
 from tools.benchmark import describe_tree  # noqa: E402
 
@@ -45,14 +46,17 @@ class RandomAgent:
         return AgentStep(actions, state, np.zeros(n, np.float32), np.zeros(n, np.float32))
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True)
     parser.add_argument("--episodes", type=int, help="default: the config's evaluation.episodes")
     parser.add_argument("--seed", type=int, help="the evaluation seed; default: the config's evaluation.seed")
     parser.add_argument("--out", required=True, help="writes <out>.json and <out>.md")
     args = parser.parse_args(argv)
-    config = load_config(args.config)
+    try:
+        config = load_config(args.config)
+    except ConfigError as error:
+        return failed(error)
     episodes = args.episodes or config.evaluation.episodes
     seed = config.evaluation.seed if args.seed is None else args.seed
     results = evaluate(RandomAgent(config, seed), episodes, seed=seed)
@@ -71,7 +75,8 @@ def main(argv: list[str] | None = None) -> None:
              *(f"| {name} | {value:.4f} |" for name, value in summary.items())]
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -21,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent  # the repository root
 sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
+from cli import failed  # noqa: E402
 from tools.benchmark import machine  # noqa: E402
 from stats import TAG, read_events, read_scalars  # noqa: E402
 
@@ -58,7 +59,7 @@ def mean(values):
     return sum(values) / len(values) if values else None
 
 
-def main():
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", required=True, help="the run's summaries folder")
     parser.add_argument("--last", type=int, default=10, help="average over this many final updates")
@@ -70,9 +71,9 @@ def main():
     by_update = read_scalars(Path(args.run), TAGS)
     updates = sorted(u for u, v in by_update.items() if "steps" in v)
     if not updates:
-        raise SystemExit(f"{args.run}: no summaries found")
+        return failed(f"{args.run}: no summaries found")
     if updates != list(range(1, updates[-1] + 1)):
-        raise SystemExit(f"{args.run}: updates are missing from the summaries")
+        return failed(f"{args.run}: updates are missing from the summaries")
     rows = [{"update": u, **by_update[u]} for u in updates]
     last = rows[-args.last:]
     segments = segment_seconds(Path(args.run))
@@ -126,7 +127,8 @@ def main():
                          f"{fmt(reference.get(int(r['steps'])))} |")
     Path(args.out + ".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines[:8]))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -9,6 +9,7 @@ tokenize finds a comment on, or a string standing as a statement (tests/test_lay
 import argparse
 import io
 import subprocess
+import sys
 import tokenize
 from pathlib import Path
 
@@ -48,17 +49,24 @@ def count(text: str) -> tuple[int, int, int]:
     return len(text.splitlines()), len(nonblank), len(commented)
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--at", metavar="COMMIT", help="count the program at this commit instead of the work tree")
     args = parser.parse_args()
-    rows = sorted(((p, *count(text)) for p, text in program_files(args.at).items()), key=lambda r: -r[1])
+    try:
+        files = program_files(args.at)
+    except subprocess.CalledProcessError as error:
+        print(f"error: git could not read {args.at or 'the work tree'}: {' '.join(error.stderr.split())}",
+              file=sys.stderr)
+        return 2
+    rows = sorted(((p, *count(text)) for p, text in files.items()), key=lambda r: -r[1])
     print("| file | lines | comment and docstring share |\n|---|---:|---:|")
     for path, lines, nonblank, comments in rows:
         print(f"| {path} | {lines:,} | {comments / max(nonblank, 1):.0%} |")
     lines, nonblank, comments = (sum(r[i] for r in rows) for i in (1, 2, 3))
     print(f"| **program** | **{lines:,}** | **{comments / nonblank:.1%}** |")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -44,11 +44,13 @@ for core in mingru lru; do
   $PY tools/episode_interval.py --seeds "$out"/minigrid_${core}_seed{0,1,2}_fresh.log
   $PY tools/episode_interval.py --seeds "$out"/minigrid_${core}_seed{0,1,2}_final_fresh.log
 done
-# over seeds beside the shipped LSTM's five, and each run's large updates and the falls after them
+# over seeds beside the shipped LSTM's five
 $PY stats.py --runs results/minigrid/runs/minigrid5_beta "$out"/runs/minigrid_mingru_seed* "$out"/runs/minigrid_lru_seed* \
     --final-updates 10 --out "$out/minigrid_cores_seeds"
-$PY tools/kl_spikes.py --runs results/minigrid/runs/minigrid5_beta/seed* "$out"/runs/minigrid_lru_seed* \
-    "$out"/runs/minigrid_mingru_seed* --out "$out/kl_spikes"
+# each of those runs' large updates and the falls after them ($out/kl_spikes.md): from the summaries, the updates
+# whose training/approx_kl is above 0.05, and each update whose episode/reward_mean fell below 0.6 after the run
+# had reached 0.9, with the largest KL of the 5 updates before it. Made by tools/kl_spikes.py, removed after
+# bb9ca25 (git show bb9ca25:tools/kl_spikes.py).
 # the training curves, then the held-out evaluations of the same runs
 groups=(--runs results/minigrid/runs/minigrid5_beta/seed* --label "lstm, the shipped config"
         --runs "$out"/runs/minigrid_mingru_seed* --label mingru --runs "$out"/runs/minigrid_lru_seed* --label lru)
@@ -65,14 +67,13 @@ $PY enjoy.py --model models/minigrid.pt --episodes 150 --training-levels > "$out
 $PY enjoy.py --model models/minigrid.pt --episodes 150 > "$out/levels/minigrid_lstm_shipped_fresh.log"
 # the final and -best checkpoints from the initial state (as every evaluation) and from the run's own rollout state,
 # on the training layouts and on held-out ones (the MiniGrid config never resets the state in training), at 7d8945e
-mkdir -p "$out/carried_state"
-for m in minigrid_{mingru,lru}_seed{0,1,2}{,-best}; do
-  $PY tools/carried_state.py --model models/$m.pt --episodes 160 > "$out/carried_state/$m.txt"
-done
-# which of minGRU's units hold what its policy needs from that state, at 51839a3
-for s in 1 2 0; do
-  $PY tools/mingru_slow_units.py --model models/minigrid_mingru_seed$s.pt --out "$out/mingru_slow_units_seed$s"
-done
+# ($out/carried_state/<model>.txt): 160 sampled episodes of evaluation.py's, with each of the 16 evaluation
+# environments started from one row of the rollout state the checkpoint saved. Made by tools/carried_state.py,
+# removed after bb9ca25 (git show bb9ca25:tools/carried_state.py).
+# which of minGRU's units hold what its policy needs from that state, at 51839a3 (mingru_slow_units_seed*.md): each
+# unit's largest z over 64 steps of the 16 training environments played from the run's rollout state, then 160
+# held-out episodes from zeros with the units whose z stayed below a threshold set to the saved rows' mean. Made by
+# tools/mingru_slow_units.py, removed after bb9ca25 (git show bb9ca25:tools/mingru_slow_units.py).
 
 # Mortar Mayhem B Grid, one seed of the LRU (the better new core on masked CartPole and MiniGrid) at 8,192,000
 # steps, at bf03bff (the chunked scan)

@@ -244,3 +244,16 @@ def test_a_whole_core_is_built_from_the_recurrence_config_and_holds_its_window()
                       initialization=InitializationConfig())
     assert len(net.core.blocks) == 3 and net.core.blocks[0].heads == 2 and net.core.blocks[0].gates is not None
     assert net.state_size == 1 + 3 * 10 * 16
+
+
+def test_transformer_xl_on_a_sequence_equals_its_steps_under_bfloat16_autocast():
+    """Under autocast the projections and attention round to bfloat16 alike in both ways; the window is kept in
+    float32. Emulated on a CPU without native bfloat16 (the config refuses it there), which rounds as native does."""
+    torch.manual_seed(0)
+    core = build("trxl", 2, memory_length=16, gated=True)
+    x, state = torch.randn(3, 64, 12), trxl_state(core, [0, 5, 40])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        whole, steps = flat(*core(x, state)), flat(*stepped(core, x, state))
+    assert whole[1].dtype == torch.float32
+    for a, b in zip(whole, steps):
+        torch.testing.assert_close(a, b, atol=2e-2, rtol=0)

@@ -36,8 +36,8 @@ FEATURES = 64  # the observation's width
 
 
 def paths(name: str) -> list[str]:
-    """The paths of a core: loop and scan for those that run cores.linear_recurrence, torch's own call otherwise."""
-    return ["torch"] if issubclass(CORES[name].layer, torch.nn.RNNBase) else ["loop", "scan"]
+    """The paths of a core: loop and scan for those that run cores.linear_recurrence, its one call otherwise."""
+    return ["loop", "scan"] if hasattr(CORES[name].layer, "scan_min_length") else ["call"]
 
 
 def sequence_mask(steps: int, L: int, episodes: bool, device: torch.device) -> torch.Tensor:
@@ -110,7 +110,7 @@ def measure(names: list[str], lengths: list[int], hidden: int, steps: int, repea
         seconds = {run: [] for run in runs}
         for round_ in range(repeats + 1):  # round 0 warms up (allocations, oneDNN's kernels), then is dropped
             for name, path in runs:
-                if path != "torch":
+                if path != "call":
                     CORES[name].layer.scan_min_length[device.type] = 1 if path == "scan" else 2 ** 62
                 took = timed(models[name], mask, precision, device)
                 if round_:

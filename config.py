@@ -56,13 +56,12 @@ class EnvironmentConfig:
 @dataclass
 class RecurrenceConfig:
     sequence_length: int = 8  # steps per training sequence (truncated BPTT); <= 0: whole episodes
-    hidden_state_size: int = 32  # units of the recurrent layer
+    hidden_state_size: int = 32  # units of the recurrent layer (a transformer's width)
     layer_type: str = "gru"  # the core, a key of model.CORES: gru, lstm, mingru (minGRU), lru (LRU) or trxl
-    # (Transformer-XL: hidden_state_size is its width, num_layers its blocks)
     # zero the recurrent state when an episode starts; false: it runs on into the next episode, while evaluations
     # and enjoy.py start from zeros, so a core can score lower there than in training (docs/results.md, minGRU)
     reset_hidden_state: bool = True
-    num_layers: int = 1  # stacked recurrent layers
+    num_layers: int = 1  # stacked recurrent layers (a transformer's blocks)
     separate_critic_core: bool = False  # the value function gets its own recurrent core (sb3-contrib's option)
     previous_action: bool = False  # the core also sees the last action (zeros at an episode's start)
     previous_reward: bool = False  # the core also sees the last raw environment reward (0 at an episode's start)
@@ -70,7 +69,7 @@ class RecurrenceConfig:
     previous_reward_clip: float | None = None  # then clips it to [-clip, clip]; None: none; only with previous_reward
     burn_in: int = 0  # steps before each sequence unrolled without gradient to warm its state (R2D2); 0: none
     refresh_states: bool = False  # before each epoch, recompute every stored state with the current parameters
-    memory_length: int = 64  # trxl: the steps before this one each block attends over (its state holds them)
+    memory_length: int = 64  # trxl (Transformer-XL): the steps before this one each block attends over
     attention_heads: int = 4  # trxl: attention heads per block; they divide hidden_state_size
     gated: bool = False  # trxl: GTrXL's gates in place of the blocks' residual sums (Parisotto et al. 2020)
 

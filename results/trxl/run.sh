@@ -47,3 +47,4 @@ if [ ! -f "$out/$run.md" ]; then
   $PY tools/run_summary.py --run "summaries/$run" --last 10 --out "$out/$run" --command "python train.py --config \
 configs/mortar_mayhem_b_grid.yaml --set updates=500 --set recurrence.layer_type=trxl --set recurrence.memory_length=96"
 fi
+

@@ -16,6 +16,15 @@ export SDL_VIDEODRIVER=dummy
 [ -f "$out/trxl_cartpole10.md" ] || { $PY sweep.py --config configs/cartpole_masked.yaml --seeds 10 \
     --set recurrence.layer_type=trxl --threshold 190 --sweep-id trxl_cartpole10; copy trxl_cartpole10; }
 
+# masked CartPole, what was tried after the 10 seeds above (still rising at update 100, none at 190): GTrXL's gates,
+# and a window of 8 steps instead of 64; 3 seeds each, the same hyperparameters otherwise
+[ -f "$out/trxl_cartpole_gated3.md" ] || { $PY sweep.py --config configs/cartpole_masked.yaml --seeds 3 \
+    --set recurrence.layer_type=trxl --set recurrence.gated=true --threshold 190 --sweep-id trxl_cartpole_gated3
+  copy trxl_cartpole_gated3; }
+[ -f "$out/trxl_cartpole_window8_3.md" ] || { $PY sweep.py --config configs/cartpole_masked.yaml --seeds 3 \
+    --set recurrence.layer_type=trxl --set recurrence.memory_length=8 --threshold 190 --sweep-id trxl_cartpole_window8_3
+  copy trxl_cartpole_window8_3; }
+
 # MiniGrid-MemoryS9 at the shipped budget, held-out evaluation on: run-id, then train.py's --set and --seed arguments.
 # The window, 64 steps, holds an episode; with the reconstruction loss on (at 1c0bbc2), a GRU and the transformer,
 # and a GRU without it beside them (the shipped config's core is an LSTM).

@@ -23,9 +23,9 @@ import numpy as np
 import torch
 
 from atomic import write_atomically
-from config import MAX_CONFIG_VALUES, MAX_WORKERS, ConfigError, require_small
+from config import MAX_CONFIG_VALUES, MAX_WORKERS, require_small
 from environments import EpisodeStats
-from losses import NonFiniteError
+from errors import CheckpointError, ConfigError, NonFiniteError
 
 FORMAT = 2  # 1: pickled Python objects, no digest (before weights-only loading)
 # The most values (require_small's count: shared parts as often as referenced) a checkpoint of a config within
@@ -36,10 +36,6 @@ MAX_CHECKPOINT_VALUES = MAX_CONFIG_VALUES + MAX_WORKERS * EpisodeStats.STATE_VAL
 INFERENCE = ("format", "model", "config", "update", "steps", "run_id", "normalization")  # what acting needs
 # and what only a resumed run needs besides; "previous" and "best" are optional (older checkpoints lack them)
 RESUME = ("summaries_path", "summaries", "optimizer", "rng", "environments", "obs", "state")
-
-
-class CheckpointError(ValueError):
-    """A checkpoint file that cannot be used, read or written; the message is one line."""
 
 
 def capture(trainer) -> dict:

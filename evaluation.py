@@ -9,8 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from config import Config, ConfigError, EnvironmentConfig
+from config import Config, EnvironmentConfig
 from environments import HELD_OUT
+from errors import ConfigError
 
 
 def evaluation_seeds(seed: int, count: int) -> list[int]:

@@ -10,7 +10,8 @@ from agent import Agent
 from checkpoint import load_checkpoint, restore
 from config import ConfigError, config_from_dict
 from environments import HELD_OUT
-from evaluation import evaluate, evaluation_seeds, scores
+from evaluation import evaluate, evaluation_seeds
+from summaries import scores
 from trainer import Trainer
 from worker import environment_seeds
 

@@ -25,7 +25,8 @@ from agent import AgentStep  # noqa: E402
 from cli import failed  # noqa: E402
 from config import load_config  # noqa: E402
 from errors import ConfigError  # noqa: E402
-from evaluation import evaluate, scores  # noqa: E402
+from evaluation import evaluate  # noqa: E402
+from summaries import scores  # noqa: E402
 from tools.benchmark import describe_tree  # noqa: E402
 
 

@@ -39,6 +39,12 @@ class EnvironmentConfig:
         """Evaluations play other levels than training's (evaluation_kwargs / evaluation_reset_params)."""
         return bool(self.evaluation_kwargs or self.evaluation_reset_params)
 
+    @property
+    def training_reward_scale(self) -> float:
+        """reward_scale, or where it is None the family's default."""
+        from environments import FAMILIES
+        return FAMILIES[self.type].reward_scale if self.reward_scale is None else self.reward_scale
+
     def for_evaluation(self) -> "EnvironmentConfig":
         return replace(self, kwargs={**self.kwargs, **self.evaluation_kwargs},
                        reset_params={**self.reset_params, **self.evaluation_reset_params})

@@ -3,7 +3,7 @@ the recurrent state along as one tensor (B, S), S = cores x layers x parts x H (
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -14,12 +14,10 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
 
 import cores
 import fastpath
+from config import InitializationConfig, RecurrenceConfig
 from distributions import make_distribution
 from errors import ConfigError
 from spaces import EnvSpaces, Layout, Part, layout
-
-if TYPE_CHECKING:  # the configs' types alone: config.py reads CORES to check recurrence.layer_type
-    from config import InitializationConfig, RecurrenceConfig
 
 
 # On a CPU the training pass feeds the cores the real steps alone (a PackedSequence; torch's LSTM runs it in
@@ -70,7 +68,7 @@ def build_core(core: Core, input_size: int, recurrence: RecurrenceConfig) -> nn.
     return Stack([core.layer(input_size if k == 0 else hidden_size, hidden_size) for k in range(num_layers)])
 
 
-# recurrence.layer_type -> its core
+# recurrence.layer_type -> its core (config.CORE_KEYS names the same cores)
 CORES = {
     "gru": Core(nn.GRU, state_parts=1, takes_packed=True),
     "lstm": Core(nn.LSTM, state_parts=2, lstm_fastpath=True, takes_packed=True),

@@ -10,7 +10,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 import cores
 import model
-from config import InitializationConfig, RecurrenceConfig
+from config import CORE_KEYS, InitializationConfig, RecurrenceConfig
 from model import ActorCritic
 from tests.devices import BFLOAT16_DEVICES, DEVICES
 
@@ -176,6 +176,26 @@ def test_one_layer_cores_are_stacked(name):
         for a, b in zip(h_k if isinstance(h_k, tuple) else (h_k,), final if isinstance(final, tuple) else (final,)):
             torch.testing.assert_close(a, b[k:k + 1])
     torch.testing.assert_close(x, y)
+
+
+def test_the_config_names_the_cores_the_model_builds_and_no_core_reads_anothers_keys():
+    """config.CORE_KEYS (read without torch) names model.CORES' cores in their order; a core built with every other
+    core's own keys away from their defaults is the same module, its parameters and outputs alike."""
+    assert list(CORE_KEYS) == list(model.CORES)
+    for name, core in model.CORES.items():
+        others = {key: getattr(RecurrenceConfig, key) for other, keys in CORE_KEYS.items() if other != name
+                  for key in keys}
+        changed = {key: (not value) if isinstance(value, bool) else 2 * value for key, value in others.items()}
+        x, built = torch.randn(2, 3, 12), []
+        for keys in (others, changed):
+            torch.manual_seed(0)
+            layer = build(name, 2, **keys)
+            h = torch.zeros(2, layer.state_size) if core.whole else state(core, 2, 2, 16, "cpu")
+            built.append((layer.state_dict(), flat(*layer(x, h))))
+        (params, outputs), (changed_params, changed_outputs) = built
+        assert params.keys() == changed_params.keys(), name
+        for a, b in zip([*params.values(), *outputs], [*changed_params.values(), *changed_outputs]):
+            torch.testing.assert_close(a, b, atol=0, rtol=0)
 
 
 def trxl_state(core: cores.TransformerXL, counters: list[int]) -> torch.Tensor:

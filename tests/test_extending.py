@@ -17,7 +17,7 @@ import environments
 import losses
 import model
 import trainer as trainer_module
-from config import load_config
+from config import CORE_KEYS, load_config
 from trainer import PhaseTimes, Trainer
 
 POC = "configs/poc_memory_env.yaml"
@@ -42,6 +42,12 @@ class MyGRU(nn.Module):
 CORES = {"rnn": model.Core(nn.RNN, state_parts=1), "mygru": model.Core(MyGRU, state_parts=1)}
 
 
+def register(monkeypatch, name: str, core: model.Core) -> None:
+    """A core added as docs/extending.md says: its entry in model.CORES, its name in config.CORE_KEYS."""
+    monkeypatch.setitem(model.CORES, name, core)
+    monkeypatch.setitem(CORE_KEYS, name, ())
+
+
 def trainer_for(tmp_path, overrides=(), config=POC) -> Trainer:
     return Trainer(load_config(config, [*SMALL, *overrides]), summaries_dir=tmp_path, models_dir=tmp_path,
                    verbose=False)
@@ -50,13 +56,13 @@ def trainer_for(tmp_path, overrides=(), config=POC) -> Trainer:
 @pytest.mark.parametrize("layers", [1, 2])
 @pytest.mark.parametrize("packed", [False, True])
 @pytest.mark.parametrize("name", CORES)
-def test_a_third_core_is_one_entry_and_the_training_pass_reproduces_its_rollout(tmp_path, monkeypatch, name, packed,
-                                                                                layers):
-    """One CORES entry makes recurrence.layer_type accept the core; the PoC config then trains with it, and the
-    training pass recomputes the rollout's log-probs and values from the stored states. packed: torch's nn.RNN
+def test_a_third_core_trains_and_the_training_pass_reproduces_its_rollout(tmp_path, monkeypatch, name, packed,
+                                                                           layers):
+    """Its CORES entry and its name make recurrence.layer_type accept the core; the PoC config then trains with it,
+    and the training pass recomputes the rollout's log-probs and values from the stored states. packed: torch's nn.RNN
     runs the real steps alone as a PackedSequence; the user's module, which takes none, is never packed. Two
     layers: nn.RNN stacks its own, the model stacks two of the user's one-layer module."""
-    monkeypatch.setitem(model.CORES, name, CORES[name])
+    register(monkeypatch, name, CORES[name])
     monkeypatch.setattr(model, "PACK_MIN_PADDING", 0.0 if packed else 1.0)
     trainer = trainer_for(tmp_path, [f"recurrence.layer_type={name}", f"recurrence.num_layers={layers}"])
     try:
@@ -84,7 +90,7 @@ def test_an_unknown_layer_type_is_refused_with_the_cores_there_are(monkeypatch):
     names = ", ".join(model.CORES)
     with pytest.raises(ConfigError, match=f"'recurrence.layer_type' = 'rnn' is not allowed: one of {names}$"):
         load_config(POC, ["recurrence.layer_type=rnn"])
-    monkeypatch.setitem(model.CORES, "rnn", CORES["rnn"])
+    register(monkeypatch, "rnn", CORES["rnn"])
     assert load_config(POC, ["recurrence.layer_type=rnn"]).recurrence.layer_type == "rnn"
 
 
@@ -92,7 +98,7 @@ def test_an_unknown_layer_type_is_refused_with_the_cores_there_are(monkeypatch):
 @pytest.mark.parametrize("name", CORES)
 def test_the_poc_config_learns_with_a_third_core(tmp_path, monkeypatch, name):
     """As test_learning's GRU run (seed 0), with torch's vanilla RNN or the user's GRU module."""
-    monkeypatch.setitem(model.CORES, name, CORES[name])
+    register(monkeypatch, name, CORES[name])
     config = load_config(POC, [f"recurrence.layer_type={name}", "torch_threads=1"])  # as test_learning.load
     trainer = Trainer(config, summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
     history = trainer.run()

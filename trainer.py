@@ -2,8 +2,6 @@
 the policy on held-out episodes. Nothing here knows which environment or recurrent core it trains."""
 from __future__ import annotations
 
-import functools
-import os
 import time
 from datetime import datetime
 from pathlib import Path
@@ -16,10 +14,10 @@ from buffer import RolloutBuffer
 from config import Config, schedule_value
 from evaluation import Evaluator
 from losses import StepStats, mean_metrics, ppo_loss, require_finite
-from model import autocast, build_model, check_precision, no_gradient
+from machine import Machine
+from model import build_model
 from normalization import Normalizers
 from summaries import PhaseTimes, Summaries, UpdateLog
-from threads import FairShare
 from worker import VecEnv, environment_seeds, make_probe
 
 
@@ -28,18 +26,14 @@ class Trainer:
                  summaries_dir: str | Path = "summaries", models_dir: str | Path = "models",
                  verbose: bool = True, summaries_path: str | Path | None = None, tracking=None):
         self.config, self.run_id, self.device = config, run_id, torch.device(device)
-        check_precision(config.precision, self.device)
-        torch.set_num_threads(1)  # the orthogonal init's QR rounds by thread count: a seed's weights at any count
+        self.machine = Machine(config.torch_threads, config.precision, self.device)  # refuses bfloat16 where not native
         torch.manual_seed(config.seed)
         np.random.seed(config.seed)
         W, T = config.n_workers, config.worker_steps
         seeds = environment_seeds(config.seed, W)
         probe, self.spaces = make_probe(config.environment, seeds[0])  # for the spaces, before any worker starts
-        self.model = build_model(config, self.spaces).to(self.device)
-        cores = len(os.sched_getaffinity(0))
-        self.threads = min(config.torch_threads or cores, cores)  # 0, or more than the cores here: the cores
-        self.fair_share = FairShare() if config.torch_threads == 0 else None  # 0: the cores others leave free
-        self.share_cores()
+        with self.machine.building(self.spaces.observation.images):
+            self.model = build_model(config, self.spaces).to(self.device)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate_schedule.initial,
                                            eps=config.optimizer.eps, weight_decay=config.optimizer.weight_decay,
                                            fused=True)
@@ -50,7 +44,6 @@ class Trainer:
                                     config.n_mini_batch, self.model.previous_size)
         self.evaluator = Evaluator(config, self.spaces, self.device) if config.evaluation.interval else None
         self.envs = VecEnv(config.environment, seeds, config.worker_processes, probe, self.spaces)
-        self.autocast = functools.partial(autocast, config.precision, self.device)
         self.update = self.steps = 0
         self.saved_update: int | None = None  # the update of the last checkpoint written
         self.stop_signal: int | None = None  # set by a signal handler: stop after this update
@@ -63,11 +56,10 @@ class Trainer:
         self.state = self.model.initial_state(W, self.device)  # (W, S)
         self.previous = torch.zeros(W, self.model.previous_size, device=self.device)  # (W, P): no step before
 
-    def share_cores(self) -> None:
-        if self.fair_share is not None:
-            self.threads = self.fair_share.update()
-        self.rollout_threads = self.threads if self.spaces.observation.images else 1  # docs/how-it-works.md
-        torch.set_num_threads(self.threads)
+    @property
+    def threads(self) -> int:
+        """The torch threads the run takes now."""
+        return self.machine.threads
 
     def run(self, on_update=None) -> list[UpdateLog]:
         """Trains until config.updates or a stop signal, saving every checkpoint_interval updates and at
@@ -97,7 +89,6 @@ class Trainer:
         c, times, tick = self.config, PhaseTimes(), time.perf_counter()
         lr, beta, clip = (schedule_value(schedule, self.update)
                           for schedule in (c.learning_rate_schedule, c.beta_schedule, c.clip_range_schedule))
-        self.share_cores()
         episodes = self.collect(times)
         with times.measure("buffer"):
             self.advantages()
@@ -118,9 +109,8 @@ class Trainer:
         """Fills the buffer with T steps of all W environments; returns the episodes that ended."""
         b, model, device, norm = self.buffer, self.model, self.device, self.normalizers
         episodes = []
-        start = time.perf_counter()
-        torch.set_num_threads(self.rollout_threads)
-        with self.autocast(), no_gradient(self.device):
+        with self.machine.rollout():
+            start = time.perf_counter()
             for t in range(self.config.worker_steps):
                 obs = norm.observation(self.obs, update=True)
                 mask = self.envs.action_mask  # (W, A) allowed actions, or None
@@ -141,7 +131,6 @@ class Trainer:
                 self.state = model.reset_state(out.state, done)
                 self.previous = model.reset_previous(previous, done)
                 episodes.extend(step.episodes)
-        torch.set_num_threads(self.threads)
         times.inference = time.perf_counter() - start - times.env
         return episodes
 
@@ -154,7 +143,7 @@ class Trainer:
     def _values(self, obs: np.ndarray, state: torch.Tensor, previous: torch.Tensor) -> np.ndarray:
         """V(obs) as the value head gives it, for raw observations (n, ...) and the state and previous input."""
         obs = self.normalizers.observation(obs, update=False)
-        with self.autocast():
+        with self.machine.autocast():
             return self.model.value(torch.from_numpy(obs).to(self.device), state, previous).cpu().numpy()
 
     def optimise(self, lr: float, beta: float, clip: float) -> dict:
@@ -165,8 +154,7 @@ class Trainer:
         steps = []
         for _ in range(c.epochs):
             for mb in self.buffer.minibatches(c.n_mini_batch, self.model):
-                self.share_cores()
-                with self.autocast():
+                with self.machine.minibatch():
                     out = self.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask, mb.previous,
                                               mb.burn_in)
                 losses = ppo_loss(out, mb, config=c, clip_range=clip, beta=beta)
@@ -181,12 +169,9 @@ class Trainer:
         return mean_metrics(steps)
 
     def evaluate(self) -> list[dict]:
-        """The held-out episodes of the policy as it is now, stepped on the rollout's threads."""
-        torch.set_num_threads(self.rollout_threads)
-        try:
+        """The held-out episodes of the policy as it is now."""
+        with self.machine.acting():
             return self.evaluator(self.model, self.normalizers)
-        finally:
-            torch.set_num_threads(self.threads)
 
     def keep_if_best(self, reward_mean: float) -> None:
         if self.best is None or reward_mean > self.best["reward_mean"]:

@@ -295,8 +295,8 @@ def run_trial(values: dict, sweep: dict) -> None:
     import ray
     from ray import tune
 
-    from checkpoint import RunLock, load_checkpoint, restore, save
-    from trainer import Trainer
+    from checkpoint import RunLock, load_checkpoint
+    from trainer import Trainer, restore, save
     sweep = Sweep(**sweep)
     name = tune.get_context().get_trial_name()
     models = Path(sweep.local) / "models"

@@ -16,7 +16,7 @@ import re
 from datetime import datetime
 from pathlib import Path
 
-from checkpoint import RunLock, fitted, load_checkpoint, restore, same_checkpoint
+from checkpoint import RunLock, fitted, load_checkpoint, same_checkpoint
 from cli import ArgumentParser, console, failed, number, start_up_warnings
 from config import SEEDS, check_resume_overrides, config_from_dict, load_config
 from errors import CheckpointError, ConfigError, WorkerError
@@ -183,7 +183,7 @@ def main(argv=None) -> int:
                     resume = None if checkpoint and "branch_of" in checkpoint else args.resume  # a branch is new
                     lock = RunLock(MODELS / f"{run_id}.lock")
                     replaced_best = claim(lock, run_id, checkpoint, resume, args.overwrite)
-                    from trainer import Trainer
+                    from trainer import Trainer, restore
                     trainer = Trainer(config, run_id=run_id, device=device, summaries_dir=SUMMARIES,
                                       models_dir=MODELS, summaries_path=checkpoint and checkpoint["summaries_path"],
                                       tracking=track)

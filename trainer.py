@@ -9,9 +9,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import checkpoint
+import stopping
 from buffer import RolloutBuffer
+from checkpoint import arrays, load_model, save_checkpoint
 from config import Config, schedule_value
+from errors import NonFiniteError
 from evaluation import Evaluator
 from losses import StepStats, mean_metrics, ppo_loss, require_finite
 from machine import Machine
@@ -74,11 +76,11 @@ class Trainer:
                 if log.evaluation is not None:
                     self.keep_if_best(scalars["eval/reward_mean"])
                 if c.checkpoint_interval and self.update % c.checkpoint_interval == 0:
-                    checkpoint.save(self)
+                    self.save()
                 if on_update is not None:
                     on_update(self, log, scalars)
             if self.saved_update != self.update:
-                checkpoint.save(self)
+                self.save()
             if self.stop_signal is None:
                 self.summaries.finish(time.perf_counter() - start)
         finally:
@@ -176,10 +178,77 @@ class Trainer:
     def keep_if_best(self, reward_mean: float) -> None:
         if self.best is None or reward_mean > self.best["reward_mean"]:
             self.best = {"reward_mean": reward_mean, "update": self.update}
-            checkpoint.save(self, self.best_path)
+            self.save(self.best_path)
+
+    def save(self, path: Path | None = None) -> Path:
+        """Writes models/<run-id>.pt, or the same to `path` (the best evaluation's); refuses non-finite parameters."""
+        if not all(torch.isfinite(p).all() for p in self.model.parameters()):
+            raise NonFiniteError(f"the model has non-finite parameters after update {self.update}; not saved")
+        with stopping.deferred():  # a stop signal meanwhile is answered with saved_update already true
+            save_checkpoint(path or self.checkpoint_path, self.state_dict())
+            if path is None:
+                self.saved_update = self.update
+        return path or self.checkpoint_path
+
+    def state_dict(self) -> dict:
+        """Everything a resumed run needs to go on exactly where it stopped, as plain data."""
+        return {
+            "model": self.model.state_dict(),
+            "config": self.config.to_dict(),
+            "update": self.update,
+            "steps": self.steps,
+            "run_id": self.run_id,
+            "normalization": self.normalizers.state_dict(),
+            "resumable": True,
+            "summaries_path": str(self.summaries.path),
+            "summaries": self.summaries.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(legacy=False),
+                    "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []},
+            "environments": self.envs.get_state(),
+            "obs": self.obs.copy(),
+            "state": self.state.cpu(),
+            "previous": self.previous.cpu(),
+            "best": self.best,
+        }
+
+    def load_state_dict(self, saved: dict) -> None:
+        """Goes on from a state_dict() (as a checkpoint holds it): the same parameters, optimiser, generators and
+        environments. The config's optimizer settings win over the saved ones: a resume may change them."""
+        load_model(self.model, saved["model"])
+        self.optimizer.load_state_dict(saved["optimizer"])
+        for group in self.optimizer.param_groups:
+            group.update(eps=self.config.optimizer.eps, weight_decay=self.config.optimizer.weight_decay)
+        self.update = self.saved_update = saved["update"]
+        self.steps = saved["steps"]
+        rng = saved["rng"]
+        torch.set_rng_state(rng["torch"])
+        mt = arrays(rng["numpy"])  # a file holds the key as int64 (weights-only loading has no uint32 arrays)
+        np.random.set_state({**mt, "state": {**mt["state"], "key": mt["state"]["key"].astype(np.uint32)}})
+        if rng["cuda"] and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(rng["cuda"])
+        self.envs.set_state(arrays(saved["environments"]))
+        self.obs = _same_shape("obs", arrays(saved["obs"]).copy(), self.obs)
+        self.state = _same_shape("state", torch.as_tensor(saved["state"]), self.state).to(self.device)
+        if "previous" in saved:
+            self.previous = _same_shape("previous", torch.as_tensor(saved["previous"]), self.previous).to(self.device)
+        self.best = saved.get("best")  # absent from checkpoints written before evaluation during training
+        self.summaries.load_state_dict(saved["summaries"])
+        self.normalizers.load_state_dict(arrays(saved["normalization"]))
 
     def close(self) -> None:
         self.envs.close()
         if self.evaluator is not None:
             self.evaluator.close()
         self.summaries.close()
+
+
+def _same_shape(name: str, saved, expected):
+    """saved, refused (ValueError) if its shape is not the run's (an edited file): it failed deep in torch."""
+    if tuple(saved.shape) != tuple(expected.shape):
+        raise ValueError(f"its {name} has the shape {tuple(saved.shape)}, the run's {tuple(expected.shape)}")
+    return saved
+
+
+# the scripts' names for resuming and saving a run (train.py, sweep.py)
+restore, save = Trainer.load_state_dict, Trainer.save

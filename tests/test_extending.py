@@ -181,7 +181,7 @@ def check_every_parameter_the_loss_reaches_is_trained_and_saved(trainer: Trainer
     out = trainer.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask, mb.previous, mb.burn_in)
     total = loss(out, mb, config=trainer.config, clip_range=0.2, beta=0.01).total
     optimised = {id(p) for group in trainer.optimizer.param_groups for p in group["params"]}
-    saved = {t.data_ptr() for t in checkpoint.capture(trainer)["model"].values()}
+    saved = {t.data_ptr() for t in trainer.state_dict()["model"].values()}
     reached = reached_parameters(total)
     assert len(reached) > 4
     for parameter in reached:
@@ -255,7 +255,7 @@ def test_a_loss_term_with_parameters_of_its_own_is_trained_saved_and_restored(tm
         torch.testing.assert_close(saved["auxiliary.next_cue.linear.weight"], head.linear.weight, atol=0, rtol=0)
         resumed = Trainer(config, summaries_dir=tmp_path, models_dir=tmp_path / "resumed", verbose=False)
         try:
-            checkpoint.restore(resumed, checkpoint.load_checkpoint(trainer.checkpoint_path))
+            resumed.load_state_dict(checkpoint.load_checkpoint(trainer.checkpoint_path))
             torch.testing.assert_close(resumed.model.auxiliary["next_cue"].linear.weight, head.linear.weight,
                                        atol=0, rtol=0)
         finally:

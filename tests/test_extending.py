@@ -18,6 +18,9 @@ import losses
 import model
 import trainer as trainer_module
 from config import CORE_KEYS, load_config
+from tests.test_consistency import SWITCHES, check_the_training_pass_reproduces_the_rollout
+from tests.test_cores import (check_a_sequence_equals_its_steps, check_one_layer_cores_are_stacked,
+                              check_the_model_keeps_a_cores_own_parameters, suites)
 from trainer import PhaseTimes, Trainer
 
 POC = "configs/poc_memory_env.yaml"
@@ -40,6 +43,26 @@ class MyGRU(nn.Module):
 
 
 CORES = {"rnn": model.Core(nn.RNN, state_parts=1), "mygru": model.Core(MyGRU, state_parts=1)}
+
+
+class NormedGRU(nn.Module):
+    """A user's core with a two-part state (h, m): a GRU cell fed its projected input, layer-normalised, less m, the
+    running mean of those inputs; its parameters named its own way, no scan and no packed path."""
+
+    def __init__(self, input_size: int, hidden_size: int):
+        super().__init__()
+        self.W_in = nn.Parameter(torch.randn(input_size, hidden_size) / input_size ** 0.5)
+        self.norm = nn.LayerNorm(hidden_size)
+        self.cell = nn.GRUCell(hidden_size, hidden_size)
+
+    def forward(self, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]):  # x (N, L, F), 2 x (1, N, H)
+        (h, m), outputs = (part[0] for part in state), []
+        for x_t in x.unbind(1):
+            u = self.norm(x_t @ self.W_in)
+            m = 0.9 * m + 0.1 * u
+            h = self.cell(u - m, h)
+            outputs.append(h)
+        return torch.stack(outputs, dim=1), (h[None], m[None])  # (N, L, H), 2 x (1, N, H)
 
 
 def register(monkeypatch, name: str, core: model.Core) -> None:
@@ -83,6 +106,23 @@ def test_a_third_core_trains_and_the_training_pass_reproduces_its_rollout(tmp_pa
         assert all(not torch.equal(a, b) for a, b in zip(before, trainer.model.core.parameters()))
     finally:
         trainer.close()
+
+
+def test_a_core_with_a_two_part_state_passes_every_cores_checks_and_the_declared_ones_pass_it_over(tmp_path,
+                                                                                                   monkeypatch):
+    """One registered entry: the training pass reproduces the rollout of NormedGRU under every recurrence switch, a
+    sequence equals its steps, the model keeps its parameters and stacks its layers. The suites for what a core
+    declares pass it over for what it does not declare: no scan_min_length (the scan tests), no takes_packed (the
+    packed tests of test_cores.py and test_consistency.py)."""
+    entry = model.Core(NormedGRU, state_parts=2)
+    register(monkeypatch, "normedgru", entry)
+    assert suites(entry) == {"stacked"} and not entry.takes_packed
+    check_a_sequence_equals_its_steps("normedgru")
+    check_the_model_keeps_a_cores_own_parameters("normedgru")
+    check_one_layer_cores_are_stacked("normedgru")
+    for switches in ({}, *SWITCHES.values()):
+        check_the_training_pass_reproduces_the_rollout(
+            tmp_path, {"environment": {"type": "PocMemoryEnv"}, "recurrence": {"layer_type": "normedgru", **switches}})
 
 
 def test_an_unknown_layer_type_is_refused_with_the_cores_there_are(monkeypatch):
@@ -145,7 +185,7 @@ def test_the_activation_penalty_changes_the_gradient_and_is_logged(tmp_path):
     """The trainer minimises what ppo_loss returns as total: the same seed's update moves the parameters the same
     way without the term, another way with it, and the term is reported with the other losses."""
     def one_update(penalty: float):
-        trainer = trainer_for(tmp_path, [f"activation_penalty={penalty}"])
+        trainer = trainer_for(tmp_path, [f"activation_penalty={penalty}", "torch_threads=1"])
         try:
             log = trainer.one_update()
             return [p.detach().clone() for p in trainer.model.parameters()], log.metrics["activation"]

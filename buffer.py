@@ -11,7 +11,8 @@ import numpy as np
 import psutil
 import torch
 
-from config import ConfigError, RecurrenceConfig
+from config import RecurrenceConfig
+from errors import ConfigError
 from model import ActorCritic, BurnIn
 from normalization import ValueNormalizer
 from spaces import ActionFormat

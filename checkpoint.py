@@ -1,6 +1,5 @@
-"""Checkpoints: what one holds, how a run is restored, how one is written (atomically, with a digest) and
-read (weights-only, digest checked), and the run's lock. `python checkpoint.py --inference-only SRC DST`
-keeps what Agent.load and enjoy.py use."""
+"""The checkpoint file: written atomically with a digest of its contents, read weights-only with the digest checked,
+and the run's lock. `python checkpoint.py --inference-only SRC DST` keeps what Agent.load and enjoy.py use."""
 from __future__ import annotations
 
 import stopping
@@ -23,9 +22,9 @@ import numpy as np
 import torch
 
 from atomic import write_atomically
-from config import MAX_CONFIG_VALUES, MAX_WORKERS, ConfigError, require_small
+from config import MAX_CONFIG_VALUES, MAX_WORKERS, require_small
 from environments import EpisodeStats
-from losses import NonFiniteError
+from errors import CheckpointError, ConfigError
 
 FORMAT = 2  # 1: pickled Python objects, no digest (before weights-only loading)
 # The most values (require_small's count: shared parts as often as referenced) a checkpoint of a config within
@@ -34,47 +33,9 @@ FORMAT = 2  # 1: pickled Python objects, no digest (before weights-only loading)
 # stacked layers in two cores take 800) with the counts and generators. save_checkpoint refuses more too.
 MAX_CHECKPOINT_VALUES = MAX_CONFIG_VALUES + MAX_WORKERS * EpisodeStats.STATE_VALUES + 100_000
 INFERENCE = ("format", "model", "config", "update", "steps", "run_id", "normalization")  # what acting needs
-# and what only a resumed run needs besides; "previous" and "best" are optional (older checkpoints lack them)
+# and what only a resumed run needs besides (Trainer.state_dict); "previous" and "best" are optional (older
+# checkpoints lack them)
 RESUME = ("summaries_path", "summaries", "optimizer", "rng", "environments", "obs", "state")
-
-
-class CheckpointError(ValueError):
-    """A checkpoint file that cannot be used, read or written; the message is one line."""
-
-
-def capture(trainer) -> dict:
-    """Everything a resumed run needs to go on exactly where it stopped, as plain data."""
-    return _leaves({
-        "format": FORMAT,
-        "model": trainer.model.state_dict(),
-        "config": trainer.config.to_dict(),
-        "update": trainer.update,
-        "steps": trainer.steps,
-        "run_id": trainer.run_id,
-        "normalization": trainer.normalizers.state_dict(),
-        "resumable": True,
-        "summaries_path": str(trainer.summaries.path),
-        "summaries": trainer.summaries.state_dict(),
-        "optimizer": trainer.optimizer.state_dict(),
-        "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(legacy=False),
-                "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []},
-        "environments": trainer.envs.get_state(),
-        "obs": trainer.obs.copy(),
-        "state": trainer.state.cpu(),
-        "previous": trainer.previous.cpu(),
-        "best": trainer.best,
-    }, _tensor)
-
-
-def save(trainer, path: Path | None = None) -> Path:
-    """Writes models/<run-id>.pt, or the same to `path` (the best evaluation's); refuses non-finite parameters."""
-    if not all(torch.isfinite(p).all() for p in trainer.model.parameters()):
-        raise NonFiniteError(f"the model has non-finite parameters after update {trainer.update}; not saved")
-    with stopping.deferred():  # a stop signal meanwhile is answered with saved_update already true
-        save_checkpoint(path or trainer.checkpoint_path, capture(trainer))
-        if path is None:
-            trainer.saved_update = trainer.update
-    return path or trainer.checkpoint_path
 
 
 def load_model(model: torch.nn.Module, saved: dict) -> None:
@@ -82,53 +43,6 @@ def load_model(model: torch.nn.Module, saved: dict) -> None:
     model.load_state_dict(saved)
     if not all(torch.isfinite(p).all() for p in model.parameters()):
         raise ValueError("the model's parameters hold NaN or inf")
-
-
-def _same_shape(name: str, saved, expected) -> None:
-    """Refuses a saved array or tensor whose shape is not the run's (an edited file): it failed deep in torch."""
-    if tuple(saved.shape) != tuple(expected.shape):
-        raise ValueError(f"its {name} has the shape {tuple(saved.shape)}, the run's {tuple(expected.shape)}")
-
-
-def restore(trainer, checkpoint: dict) -> None:
-    """Continues a saved run exactly: same parameters, optimizer, generators, environments."""
-    load_model(trainer.model, checkpoint["model"])
-    trainer.optimizer.load_state_dict(torch_optimizer_state(checkpoint["optimizer"], trainer.optimizer))
-    for group in trainer.optimizer.param_groups:  # the config's settings, not the saved ones: a resume may change them
-        group.update(eps=trainer.config.optimizer.eps, weight_decay=trainer.config.optimizer.weight_decay)
-    trainer.update, trainer.steps = checkpoint["update"], checkpoint["steps"]
-    trainer.saved_update = trainer.update
-    rng = checkpoint["rng"]
-    torch.set_rng_state(rng["torch"])
-    mt = rng["numpy"]  # the key was stored as int64 (weights-only loading has no uint32 arrays)
-    np.random.set_state({**mt, "state": {**mt["state"], "key": mt["state"]["key"].numpy().astype(np.uint32)}})
-    if rng["cuda"] and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(rng["cuda"])
-    trainer.envs.set_state(arrays(checkpoint["environments"]))
-    _same_shape("obs", checkpoint["obs"].numpy(), trainer.obs)
-    trainer.obs = checkpoint["obs"].numpy().copy()
-    _same_shape("state", checkpoint["state"], trainer.state)
-    trainer.state = checkpoint["state"].to(trainer.device)
-    if "previous" in checkpoint:
-        _same_shape("previous", checkpoint["previous"], trainer.previous)
-        trainer.previous = checkpoint["previous"].to(trainer.device)
-    trainer.best = checkpoint.get("best")  # absent from checkpoints written before evaluation during training
-    trainer.summaries.load_state_dict(checkpoint["summaries"])
-    trainer.normalizers.load_state_dict(arrays(checkpoint["normalization"]))
-
-
-def torch_optimizer_state(saved: dict, optimizer: torch.optim.Optimizer) -> dict:
-    """A saved optimizer state in torch.optim's form; checkpoints from before torch.optim hold our own
-    AdamW's, with one list of moments per kind in the parameters' order and one step count."""
-    if "exp_avg" not in saved:
-        return saved
-    groups = optimizer.state_dict()["param_groups"]
-    if len(saved["exp_avg"]) != sum(len(g["params"]) for g in groups) or len(saved["param_groups"]) != len(groups):
-        raise ValueError("optimizer state does not match the model's parameters")
-    moments = zip(saved["exp_avg"], saved["exp_avg_sq"])
-    return {"state": {i: {"step": torch.tensor(float(saved["steps"])), "exp_avg": m, "exp_avg_sq": v}
-                      for i, (m, v) in enumerate(moments)},
-            "param_groups": [{**group, **old} for group, old in zip(groups, saved["param_groups"])]}
 
 
 @contextlib.contextmanager
@@ -145,13 +59,17 @@ def fitted(path: str | Path):
                               f"({reason(error)})") from None
 
 
-def _leaves(tree, leaf):
-    """leaf(x) for every x that is not a dict, list or tuple, the structure kept."""
-    if isinstance(tree, dict):
-        return {key: _leaves(value, leaf) for key, value in tree.items()}
-    if isinstance(tree, (list, tuple)):
-        return type(tree)(_leaves(value, leaf) for value in tree)
-    return leaf(tree)
+def _leaves(tree, leaf, done: dict | None = None):
+    """leaf(x) for every x that is not a dict, list or tuple, the structure kept: parts shared by reference stay so."""
+    done = {} if done is None else done
+    if id(tree) not in done:
+        if isinstance(tree, dict):
+            done[id(tree)] = {key: _leaves(value, leaf, done) for key, value in tree.items()}
+        elif isinstance(tree, (list, tuple)):
+            done[id(tree)] = type(tree)(_leaves(value, leaf, done) for value in tree)
+        else:
+            return leaf(tree)
+    return done[id(tree)]
 
 
 def _tensor(leaf):
@@ -192,10 +110,10 @@ def digest(tree) -> str:
 
 
 def save_checkpoint(path: str | Path, payload: dict) -> Path:
-    """Writes payload plus its digest atomically; a failed write (full disk, no permission) leaves `path`
-    as it was and raises CheckpointError."""
+    """Writes payload (numpy arrays as tensors: weights-only loading reads no numpy) plus its digest atomically; a
+    failed write (full disk, no permission) leaves `path` as it was and raises CheckpointError."""
     from files import reason
-    path = Path(path)
+    path, payload = Path(path), {"format": FORMAT, **_leaves(payload, _tensor)}
     try:
         require_small(payload, "the checkpoint", limit=MAX_CHECKPOINT_VALUES)
     except ConfigError:

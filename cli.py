@@ -10,7 +10,7 @@ import reprlib
 import sys
 import warnings
 
-from config import ConfigError
+from errors import ConfigError
 from files import reason
 
 

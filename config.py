@@ -39,6 +39,12 @@ class EnvironmentConfig:
         """Evaluations play other levels than training's (evaluation_kwargs / evaluation_reset_params)."""
         return bool(self.evaluation_kwargs or self.evaluation_reset_params)
 
+    @property
+    def training_reward_scale(self) -> float:
+        """reward_scale, or where it is None the family's default."""
+        from environments import FAMILIES
+        return FAMILIES[self.type].reward_scale if self.reward_scale is None else self.reward_scale
+
     def for_evaluation(self) -> "EnvironmentConfig":
         return replace(self, kwargs={**self.kwargs, **self.evaluation_kwargs},
                        reset_params={**self.reset_params, **self.evaluation_reset_params})
@@ -57,7 +63,7 @@ class EnvironmentConfig:
 class RecurrenceConfig:
     sequence_length: int = 8  # steps per training sequence (truncated BPTT); <= 0: whole episodes
     hidden_state_size: int = 32  # units of the recurrent layer (a transformer's width)
-    layer_type: str = "gru"  # the core, a key of model.CORES: gru, lstm, mingru (minGRU), lru (LRU) or trxl
+    layer_type: str = "gru"  # the core, a key of CORE_KEYS: gru, lstm, mingru (minGRU), lru (LRU) or trxl
     # zero the recurrent state when an episode starts; false: it runs on into the next episode, while evaluations
     # and enjoy.py start from zeros, so a core can score lower there than in training (docs/results.md, minGRU)
     reset_hidden_state: bool = True
@@ -72,6 +78,11 @@ class RecurrenceConfig:
     memory_length: int = 64  # trxl (Transformer-XL): the steps before this one each block attends over
     attention_heads: int = 4  # trxl: attention heads per block; they divide hidden_state_size
     gated: bool = False  # trxl: GTrXL's gates in place of the blocks' residual sums (Parisotto et al. 2020)
+
+
+# recurrence.layer_type -> the recurrence keys that core alone reads. model.CORES builds each core; the two name the
+# same cores (tests/test_cores.py), and the config is checked without torch.
+CORE_KEYS = {"gru": (), "lstm": (), "mingru": (), "lru": (), "trxl": ("memory_length", "attention_heads", "gated")}
 
 
 @dataclass
@@ -350,8 +361,6 @@ AT_LEAST_0 = ("vector_encoder_size", "value_loss_coefficient", "activation_penal
 
 
 def validate(config: Config) -> None:
-    from model import CORES  # here: the configs are read without torch too (examples/onnx_agent.py)
-
     def need(ok: bool, key: str, value, allowed: str):
         if not ok:
             raise ConfigError(f"config key '{key}' = {reprlib.repr(value)} is not allowed: {allowed}")
@@ -378,10 +387,10 @@ def validate(config: Config) -> None:
     rec = config.recurrence
     need(0 < rec.num_layers <= MAX_LAYERS, "recurrence.num_layers", rec.num_layers,
          f"from 1 to {MAX_LAYERS} (torch builds and steps stacked layers one by one)")
-    need(rec.layer_type in CORES, "recurrence.layer_type", rec.layer_type, f"one of {', '.join(CORES)}")
-    own_keys = getattr(CORES[rec.layer_type].layer, "config_keys", ())
-    for name, core in CORES.items():  # a core's own keys (a transformer's memory_length) apply to that core only
-        for key in getattr(core.layer, "config_keys", ()):
+    need(rec.layer_type in CORE_KEYS, "recurrence.layer_type", rec.layer_type, f"one of {', '.join(CORE_KEYS)}")
+    own_keys = CORE_KEYS[rec.layer_type]
+    for name, keys in CORE_KEYS.items():  # a core's own keys (a transformer's memory_length) apply to that core only
+        for key in keys:
             need(key in own_keys or getattr(rec, key) == getattr(RecurrenceConfig, key), f"recurrence.{key}",
                  getattr(rec, key), f"it applies only with recurrence.layer_type: {name}")
     need("attention_heads" not in own_keys or rec.hidden_state_size % rec.attention_heads == 0,

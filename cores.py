@@ -208,8 +208,6 @@ class TransformerXL(nn.Module):
     absolute positional encoding of its step in the episode; the blocks are pre-layer-norm, gated as GTrXL's with
     `gated`. The state of each row is its step counter, then each block's inputs of the last W steps, oldest first:
     a sequence of L steps attends over that window and its own earlier steps, so it equals L single steps."""
-    config_keys = ("memory_length", "attention_heads", "gated")  # the recurrence config's keys it reads
-
     def __init__(self, input_size: int, recurrence):
         super().__init__()
         D, self.W, self.layers = recurrence.hidden_state_size, recurrence.memory_length, recurrence.num_layers

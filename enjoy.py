@@ -19,9 +19,9 @@ import numpy as np
 import torch
 
 from atomic import write_atomically
-from checkpoint import CheckpointError
 from cli import ArgumentParser, console, failed, number, start_up_warnings
-from config import MAX_EPISODES, SEEDS, Config, ConfigError
+from config import MAX_EPISODES, SEEDS, Config
+from errors import CheckpointError, ConfigError
 from files import reason
 
 

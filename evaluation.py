@@ -9,8 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from config import Config, ConfigError, EnvironmentConfig
+from config import Config, EnvironmentConfig
 from environments import HELD_OUT
+from errors import ConfigError
+from summaries import scores
 
 
 def evaluation_seeds(seed: int, count: int) -> list[int]:
@@ -70,19 +72,6 @@ def evaluate(agent, episodes: int, seed: int = 0, deterministic: bool = False, w
         if own:
             envs.close()
     return results
-
-
-def scores(results: list[dict]) -> dict[str, float]:
-    rewards = np.array([r["reward"] for r in results], dtype=np.float64)
-    out = {"reward_mean": float(rewards.mean()), "reward_std": float(rewards.std()),
-           "reward_min": float(rewards.min()), "reward_max": float(rewards.max()),
-           "length_mean": float(np.mean([r["length"] for r in results]))}
-    if all("success" in r for r in results):
-        out["success_mean"] = float(np.mean([r["success"] for r in results]))
-    capped = sum(bool(r.get("capped")) for r in results)
-    if capped:
-        out["capped"] = float(capped)
-    return out
 
 
 def summary(results: list[dict]) -> str:

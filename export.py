@@ -22,9 +22,8 @@ import torch
 from torch import nn
 
 from atomic import write_atomically
-from checkpoint import CheckpointError
 from cli import ArgumentParser, failed, start_up_warnings
-from config import ConfigError
+from errors import CheckpointError, ConfigError
 from files import reason, writable
 from spaces import SpaceError, action_format
 

@@ -7,6 +7,7 @@ import torch
 
 from buffer import Minibatch
 from config import Config
+from errors import NonFiniteError
 from model import EvaluateOutput
 
 
@@ -63,10 +64,6 @@ def ppo_loss(out: EvaluateOutput, mb: Minibatch, *, config: Config, clip_range: 
         clip_frac = (((ratio - 1).abs() > clip_range) * w).sum()
     return Losses(total=total, pg_loss=pg_loss, v_loss=v_loss, entropy=entropy, activation=activation,
                   reconstruction=reconstruction, approx_kl=approx_kl, clip_frac=clip_frac)
-
-
-class NonFiniteError(RuntimeError):
-    """A loss or gradient that is NaN or infinite: the update stops, nothing is saved."""
 
 
 def require_finite(losses: Losses, grad_norm: torch.Tensor, update: int) -> None:

@@ -2,8 +2,7 @@
 the recurrent state along as one tensor (B, S), S = cores x layers x parts x H (h, or h and c)."""
 from __future__ import annotations
 
-import contextlib
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -14,12 +13,11 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
 
 import cores
 import fastpath
+from config import InitializationConfig, RecurrenceConfig
 from distributions import make_distribution
 from errors import ConfigError
+from machine import compute_dtype, no_gradient
 from spaces import EnvSpaces, Layout, Part, layout
-
-if TYPE_CHECKING:  # the configs' types alone: config.py reads CORES to check recurrence.layer_type
-    from config import InitializationConfig, RecurrenceConfig
 
 
 # On a CPU the training pass feeds the cores the real steps alone (a PackedSequence; torch's LSTM runs it in
@@ -70,7 +68,7 @@ def build_core(core: Core, input_size: int, recurrence: RecurrenceConfig) -> nn.
     return Stack([core.layer(input_size if k == 0 else hidden_size, hidden_size) for k in range(num_layers)])
 
 
-# recurrence.layer_type -> its core
+# recurrence.layer_type -> its core (config.CORE_KEYS names the same cores)
 CORES = {
     "gru": Core(nn.GRU, state_parts=1, takes_packed=True),
     "lstm": Core(nn.LSTM, state_parts=2, lstm_fastpath=True, takes_packed=True),
@@ -249,44 +247,6 @@ class ObservationDecoder(nn.Module):
 # optimiser trains them and the checkpoint holds them; the training pass calls each as head(y (R, F), obs (R, ...))
 # and hands losses.py the loss of each real step, EvaluateOutput.auxiliary[name] (R,).
 AUXILIARY_HEADS = {"reconstruction": ObservationDecoder}
-
-
-def bfloat16_is_fast(device: torch.device) -> bool:
-    if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
-    try:
-        flags = next(line for line in open("/proc/cpuinfo") if line.startswith("flags")).split()
-    except (OSError, StopIteration):
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
-def no_gradient(device: torch.device):
-    """The grad mode for acting: inference_mode, but no_grad under autocast (it then keeps its bfloat16 weights)."""
-    if not torch.is_grad_enabled():
-        return contextlib.nullcontext()
-    return torch.no_grad() if torch.is_autocast_enabled(device.type) else torch.inference_mode()
-
-
-def check_precision(precision: str, device: torch.device) -> None:
-    """Refuses precision bfloat16 where it is not native (oneDNN cannot build a bfloat16 LSTM there)."""
-    if precision == "bfloat16" and not bfloat16_is_fast(device):
-        what = "this GPU" if device.type == "cuda" else "this CPU (bfloat16 needs AVX-512 BF16 or AMX)"
-        raise ConfigError(f"config key 'precision' = 'bfloat16' is not allowed on {what}: it does not run bfloat16 "
-                          "natively; use auto (bfloat16 on a CPU where it is native, else float32) or float32")
-
-
-def uses_bfloat16(precision: str, device: torch.device) -> bool:
-    """auto is bfloat16 only on a CPU that runs it natively: on a GPU our small networks train faster in float32."""
-    return precision == "bfloat16" or (precision == "auto" and device.type == "cpu" and bfloat16_is_fast(device))
-
-
-def autocast(precision: str, device: torch.device) -> torch.autocast:
-    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=uses_bfloat16(precision, device))
-
-
-def compute_dtype(device_type: str) -> torch.dtype:
-    return torch.get_autocast_dtype(device_type) if torch.is_autocast_enabled(device_type) else torch.float32
 
 
 class ActorCritic(nn.Module):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 from gymnasium.wrappers.utils import RunningMeanStd as _GymnasiumRunningMeanStd
 
-from environments import FAMILIES
 from spaces import Layout
 
 
@@ -100,8 +99,7 @@ class Normalizers:
                              if norm.observations and features is not None else None)
         self.rewards = RewardScaler(config.n_workers, config.gamma, norm.reward_clip) if norm.rewards else None
         self.values = ValueNormalizer() if norm.value_targets else None
-        scale = config.environment.reward_scale  # None: the family's default
-        self.reward_scale = FAMILIES[config.environment.type].reward_scale if scale is None else scale
+        self.reward_scale = config.environment.training_reward_scale
         self.reward_clip = config.environment.reward_clip
 
     def observation(self, obs: np.ndarray, update: bool) -> np.ndarray:

@@ -21,7 +21,8 @@ from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import PyRecordReader_
 
 from atomic import write_atomically
 from cli import ArgumentParser, console, failed
-from config import EXECUTION_KEYS, ConfigError
+from config import EXECUTION_KEYS
+from errors import ConfigError
 
 N_RESAMPLES = 2000
 CONFIDENCE = 0.95

@@ -63,6 +63,20 @@ class UpdateLog:
         return self._mean("success")
 
 
+def scores(results: list[dict]) -> dict[str, float]:
+    """The scores of held-out episodes: eval/* in a run's summaries, enjoy.py's closing line."""
+    rewards = np.array([r["reward"] for r in results], dtype=np.float64)
+    out = {"reward_mean": float(rewards.mean()), "reward_std": float(rewards.std()),
+           "reward_min": float(rewards.min()), "reward_max": float(rewards.max()),
+           "length_mean": float(np.mean([r["length"] for r in results]))}
+    if all("success" in r for r in results):
+        out["success_mean"] = float(np.mean([r["success"] for r in results]))
+    capped = sum(bool(r.get("capped")) for r in results)
+    if capped:
+        out["capped"] = float(capped)
+    return out
+
+
 class Summaries:
     """The run's reports; keeps the history of updates and the last 100 episodes' returns."""
 
@@ -93,7 +107,6 @@ class Summaries:
         if log.success_mean is not None:
             out["episode/success_mean"] = log.success_mean
         if log.evaluation is not None:
-            from evaluation import scores
             out.update({f"eval/{name}": value for name, value in scores(log.evaluation).items()})
         out.update({f"training/{name}": value for name, value in log.metrics.items()})
         out.update({f"time/{f.name}": getattr(log.times, f.name) for f in fields(PhaseTimes)})

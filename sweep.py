@@ -27,12 +27,13 @@ if __name__ == "__main__":
 
 from atomic import write_atomically  # noqa: E402
 from cli import ArgumentParser, console, failed, number, start_up_warnings  # noqa: E402
-from config import SEEDS, ConfigError, config_from_dict, load_config, read_yaml  # noqa: E402
+from config import SEEDS, config_from_dict, load_config, read_yaml  # noqa: E402
+from errors import ConfigError, WorkerError  # noqa: E402
 from files import reason, writable  # noqa: E402
 import tracking  # noqa: E402
 from spaces import SpaceError  # noqa: E402
 from train import check_run_id, default_run_id  # noqa: E402
-from worker import WorkerError, make_probe  # noqa: E402
+from worker import make_probe  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 METRICS = ("episode/reward_mean_last100", "episode/reward_mean", "episode/success_mean", "episode/length_mean",
@@ -294,8 +295,8 @@ def run_trial(values: dict, sweep: dict) -> None:
     import ray
     from ray import tune
 
-    from checkpoint import RunLock, load_checkpoint, restore, save
-    from trainer import Trainer
+    from checkpoint import RunLock, load_checkpoint
+    from trainer import Trainer, restore, save
     sweep = Sweep(**sweep)
     name = tune.get_context().get_trial_name()
     models = Path(sweep.local) / "models"

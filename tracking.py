@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import stopping
+from errors import ConfigError
 from files import reason
-from config import ConfigError
 
 ROOT = Path(__file__).resolve().parent
 

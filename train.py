@@ -16,13 +16,13 @@ import re
 from datetime import datetime
 from pathlib import Path
 
-from checkpoint import CheckpointError, RunLock, fitted, load_checkpoint, restore, same_checkpoint
+from checkpoint import RunLock, fitted, load_checkpoint, same_checkpoint
 from cli import ArgumentParser, console, failed, number, start_up_warnings
-from config import SEEDS, ConfigError, check_resume_overrides, config_from_dict, load_config
+from config import SEEDS, check_resume_overrides, config_from_dict, load_config
+from errors import CheckpointError, ConfigError, WorkerError
 from files import kind, reason, writable
 from spaces import SpaceError
 import tracking
-from worker import WorkerError
 
 MODELS, SUMMARIES = Path("models"), Path("summaries")
 DEFAULT_CONFIG = "configs/poc_memory_env.yaml"
@@ -183,7 +183,7 @@ def main(argv=None) -> int:
                     resume = None if checkpoint and "branch_of" in checkpoint else args.resume  # a branch is new
                     lock = RunLock(MODELS / f"{run_id}.lock")
                     replaced_best = claim(lock, run_id, checkpoint, resume, args.overwrite)
-                    from trainer import Trainer
+                    from trainer import Trainer, restore
                     trainer = Trainer(config, run_id=run_id, device=device, summaries_dir=SUMMARIES,
                                       models_dir=MODELS, summaries_path=checkpoint and checkpoint["summaries_path"],
                                       tracking=track)
@@ -218,7 +218,7 @@ def last_checkpoint(trainer) -> str:
 
 
 def train(trainer, checkpoint: dict | None) -> int:
-    from losses import NonFiniteError
+    from errors import NonFiniteError
     if checkpoint:
         source = f" from {checkpoint['branch_of']}" if "branch_of" in checkpoint else ""
         print(f"{'branching' if source else 'resuming'} {trainer.run_id}{source} at update {trainer.update}/"

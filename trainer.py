@@ -2,8 +2,6 @@
 the policy on held-out episodes. Nothing here knows which environment or recurrent core it trains."""
 from __future__ import annotations
 
-import functools
-import os
 import time
 from datetime import datetime
 from pathlib import Path
@@ -11,15 +9,17 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import checkpoint
+import stopping
 from buffer import RolloutBuffer
+from checkpoint import arrays, load_model, save_checkpoint
 from config import Config, schedule_value
+from errors import NonFiniteError
 from evaluation import Evaluator
 from losses import StepStats, mean_metrics, ppo_loss, require_finite
-from model import autocast, build_model, check_precision, no_gradient
+from machine import Machine
+from model import build_model
 from normalization import Normalizers
 from summaries import PhaseTimes, Summaries, UpdateLog
-from threads import FairShare
 from worker import VecEnv, environment_seeds, make_probe
 
 
@@ -28,18 +28,14 @@ class Trainer:
                  summaries_dir: str | Path = "summaries", models_dir: str | Path = "models",
                  verbose: bool = True, summaries_path: str | Path | None = None, tracking=None):
         self.config, self.run_id, self.device = config, run_id, torch.device(device)
-        check_precision(config.precision, self.device)
-        torch.set_num_threads(1)  # the orthogonal init's QR rounds by thread count: a seed's weights at any count
+        self.machine = Machine(config.torch_threads, config.precision, self.device)  # refuses bfloat16 where not native
         torch.manual_seed(config.seed)
         np.random.seed(config.seed)
         W, T = config.n_workers, config.worker_steps
         seeds = environment_seeds(config.seed, W)
         probe, self.spaces = make_probe(config.environment, seeds[0])  # for the spaces, before any worker starts
-        self.model = build_model(config, self.spaces).to(self.device)
-        cores = len(os.sched_getaffinity(0))
-        self.threads = min(config.torch_threads or cores, cores)  # 0, or more than the cores here: the cores
-        self.fair_share = FairShare() if config.torch_threads == 0 else None  # 0: the cores others leave free
-        self.share_cores()
+        with self.machine.building(self.spaces.observation.images):
+            self.model = build_model(config, self.spaces).to(self.device)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate_schedule.initial,
                                            eps=config.optimizer.eps, weight_decay=config.optimizer.weight_decay,
                                            fused=True)
@@ -50,7 +46,6 @@ class Trainer:
                                     config.n_mini_batch, self.model.previous_size)
         self.evaluator = Evaluator(config, self.spaces, self.device) if config.evaluation.interval else None
         self.envs = VecEnv(config.environment, seeds, config.worker_processes, probe, self.spaces)
-        self.autocast = functools.partial(autocast, config.precision, self.device)
         self.update = self.steps = 0
         self.saved_update: int | None = None  # the update of the last checkpoint written
         self.stop_signal: int | None = None  # set by a signal handler: stop after this update
@@ -63,11 +58,10 @@ class Trainer:
         self.state = self.model.initial_state(W, self.device)  # (W, S)
         self.previous = torch.zeros(W, self.model.previous_size, device=self.device)  # (W, P): no step before
 
-    def share_cores(self) -> None:
-        if self.fair_share is not None:
-            self.threads = self.fair_share.update()
-        self.rollout_threads = self.threads if self.spaces.observation.images else 1  # docs/how-it-works.md
-        torch.set_num_threads(self.threads)
+    @property
+    def threads(self) -> int:
+        """The torch threads the run takes now."""
+        return self.machine.threads
 
     def run(self, on_update=None) -> list[UpdateLog]:
         """Trains until config.updates or a stop signal, saving every checkpoint_interval updates and at
@@ -82,11 +76,11 @@ class Trainer:
                 if log.evaluation is not None:
                     self.keep_if_best(scalars["eval/reward_mean"])
                 if c.checkpoint_interval and self.update % c.checkpoint_interval == 0:
-                    checkpoint.save(self)
+                    self.save()
                 if on_update is not None:
                     on_update(self, log, scalars)
             if self.saved_update != self.update:
-                checkpoint.save(self)
+                self.save()
             if self.stop_signal is None:
                 self.summaries.finish(time.perf_counter() - start)
         finally:
@@ -97,7 +91,6 @@ class Trainer:
         c, times, tick = self.config, PhaseTimes(), time.perf_counter()
         lr, beta, clip = (schedule_value(schedule, self.update)
                           for schedule in (c.learning_rate_schedule, c.beta_schedule, c.clip_range_schedule))
-        self.share_cores()
         episodes = self.collect(times)
         with times.measure("buffer"):
             self.advantages()
@@ -118,9 +111,8 @@ class Trainer:
         """Fills the buffer with T steps of all W environments; returns the episodes that ended."""
         b, model, device, norm = self.buffer, self.model, self.device, self.normalizers
         episodes = []
-        start = time.perf_counter()
-        torch.set_num_threads(self.rollout_threads)
-        with self.autocast(), no_gradient(self.device):
+        with self.machine.rollout():
+            start = time.perf_counter()
             for t in range(self.config.worker_steps):
                 obs = norm.observation(self.obs, update=True)
                 mask = self.envs.action_mask  # (W, A) allowed actions, or None
@@ -141,7 +133,6 @@ class Trainer:
                 self.state = model.reset_state(out.state, done)
                 self.previous = model.reset_previous(previous, done)
                 episodes.extend(step.episodes)
-        torch.set_num_threads(self.threads)
         times.inference = time.perf_counter() - start - times.env
         return episodes
 
@@ -154,7 +145,7 @@ class Trainer:
     def _values(self, obs: np.ndarray, state: torch.Tensor, previous: torch.Tensor) -> np.ndarray:
         """V(obs) as the value head gives it, for raw observations (n, ...) and the state and previous input."""
         obs = self.normalizers.observation(obs, update=False)
-        with self.autocast():
+        with self.machine.autocast():
             return self.model.value(torch.from_numpy(obs).to(self.device), state, previous).cpu().numpy()
 
     def optimise(self, lr: float, beta: float, clip: float) -> dict:
@@ -165,8 +156,7 @@ class Trainer:
         steps = []
         for _ in range(c.epochs):
             for mb in self.buffer.minibatches(c.n_mini_batch, self.model):
-                self.share_cores()
-                with self.autocast():
+                with self.machine.minibatch():
                     out = self.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask, mb.previous,
                                               mb.burn_in)
                 losses = ppo_loss(out, mb, config=c, clip_range=clip, beta=beta)
@@ -181,20 +171,84 @@ class Trainer:
         return mean_metrics(steps)
 
     def evaluate(self) -> list[dict]:
-        """The held-out episodes of the policy as it is now, stepped on the rollout's threads."""
-        torch.set_num_threads(self.rollout_threads)
-        try:
+        """The held-out episodes of the policy as it is now."""
+        with self.machine.acting():
             return self.evaluator(self.model, self.normalizers)
-        finally:
-            torch.set_num_threads(self.threads)
 
     def keep_if_best(self, reward_mean: float) -> None:
         if self.best is None or reward_mean > self.best["reward_mean"]:
             self.best = {"reward_mean": reward_mean, "update": self.update}
-            checkpoint.save(self, self.best_path)
+            self.save(self.best_path)
+
+    def save(self, path: Path | None = None) -> Path:
+        """Writes models/<run-id>.pt, or the same to `path` (the best evaluation's); refuses non-finite parameters."""
+        if not all(torch.isfinite(p).all() for p in self.model.parameters()):
+            raise NonFiniteError(f"the model has non-finite parameters after update {self.update}; not saved")
+        with stopping.deferred():  # a stop signal meanwhile is answered with saved_update already true
+            save_checkpoint(path or self.checkpoint_path, self.state_dict())
+            if path is None:
+                self.saved_update = self.update
+        return path or self.checkpoint_path
+
+    def state_dict(self) -> dict:
+        """Everything a resumed run needs to go on exactly where it stopped, as plain data."""
+        return {
+            "model": self.model.state_dict(),
+            "config": self.config.to_dict(),
+            "update": self.update,
+            "steps": self.steps,
+            "run_id": self.run_id,
+            "normalization": self.normalizers.state_dict(),
+            "resumable": True,
+            "summaries_path": str(self.summaries.path),
+            "summaries": self.summaries.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(legacy=False),
+                    "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []},
+            "environments": self.envs.get_state(),
+            "obs": self.obs.copy(),
+            "state": self.state.cpu(),
+            "previous": self.previous.cpu(),
+            "best": self.best,
+        }
+
+    def load_state_dict(self, saved: dict) -> None:
+        """Goes on from a state_dict() (as a checkpoint holds it): the same parameters, optimiser, generators and
+        environments. The config's optimizer settings win over the saved ones: a resume may change them."""
+        load_model(self.model, saved["model"])
+        self.optimizer.load_state_dict(saved["optimizer"])
+        for group in self.optimizer.param_groups:
+            group.update(eps=self.config.optimizer.eps, weight_decay=self.config.optimizer.weight_decay)
+        self.update = self.saved_update = saved["update"]
+        self.steps = saved["steps"]
+        rng = saved["rng"]
+        torch.set_rng_state(rng["torch"])
+        mt = arrays(rng["numpy"])  # a file holds the key as int64 (weights-only loading has no uint32 arrays)
+        np.random.set_state({**mt, "state": {**mt["state"], "key": mt["state"]["key"].astype(np.uint32)}})
+        if rng["cuda"] and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(rng["cuda"])
+        self.envs.set_state(arrays(saved["environments"]))
+        self.obs = _same_shape("obs", arrays(saved["obs"]).copy(), self.obs)
+        self.state = _same_shape("state", torch.as_tensor(saved["state"]), self.state).to(self.device)
+        if "previous" in saved:
+            self.previous = _same_shape("previous", torch.as_tensor(saved["previous"]), self.previous).to(self.device)
+        self.best = saved.get("best")  # absent from checkpoints written before evaluation during training
+        self.summaries.load_state_dict(saved["summaries"])
+        self.normalizers.load_state_dict(arrays(saved["normalization"]))
 
     def close(self) -> None:
         self.envs.close()
         if self.evaluator is not None:
             self.evaluator.close()
         self.summaries.close()
+
+
+def _same_shape(name: str, saved, expected):
+    """saved, refused (ValueError) if its shape is not the run's (an edited file): it failed deep in torch."""
+    if tuple(saved.shape) != tuple(expected.shape):
+        raise ValueError(f"its {name} has the shape {tuple(saved.shape)}, the run's {tuple(expected.shape)}")
+    return saved
+
+
+# the scripts' names for resuming and saving a run (train.py, sweep.py)
+restore, save = Trainer.load_state_dict, Trainer.save

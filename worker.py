@@ -18,11 +18,8 @@ import numpy as np
 import stopping
 from config import EnvironmentConfig
 from environments import spaces_of
+from errors import WorkerError
 from spaces import MASK_KEY, EnvSpaces, SpaceError, env_actions
-
-
-class WorkerError(RuntimeError):
-    """An environment failed in reset or step (the message names it, with its traceback), or a worker died."""
 
 
 @dataclass

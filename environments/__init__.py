@@ -14,7 +14,7 @@ from environments.cartpole import CartPole
 from environments.memory_gym import make_memory_gym
 from environments.minigrid import make_minigrid
 from environments.poc_memory import PocMemoryEnv
-from environments.wrappers import PackObservation, hide_entries
+from environments.wrappers import CONTINUES, PackObservation, hide_entries
 from spaces import MASK_KEY, EnvSpaces, action_format, layout
 
 
@@ -28,9 +28,6 @@ def _one_line(error: BaseException, limit: int = 200) -> str:
 
 # Training's environments draw episode seeds below HELD_OUT, evaluation's above: no held-out episode is a training one
 HELD_OUT = 2 ** 31
-
-# In a terminated step's info: the training episode ends here, the scored episode goes on (EpisodeStats).
-CONTINUES = "episode_continues"
 
 # Evaluation's step cap where the environment has no time limit: it only ends episodes that would never end
 DEFAULT_MAX_STEPS = 100_000
@@ -129,7 +126,7 @@ FLAG = Allowed(lambda value: type(value) is bool, "true or false")
 @dataclass(frozen=True)
 class Family:
     build: Callable  # (render_mode=, **kwargs, [name=, reset_params=]) -> gym.Env
-    reward_scale: float = 1.0  # training's reward scale when the config gives none (Normalizers.reward)
+    reward_scale: float = 1.0  # training's reward scale when the config gives none (EnvironmentConfig)
     named: bool = False  # takes a Gymnasium id in environment.name
     kwargs: dict[str, Allowed] = field(default_factory=dict)  # the constructor's kwargs, and their values
     reset_params: dict[str, Allowed] = field(default_factory=dict)  # environment.reset_params' keys likewise

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-import environments
+from environments.wrappers import CONTINUES
 
 NOOP, FIRE, RIGHT = 0, 1, 2  # the ALE's action ids in every game's minimal action set that has them
 
 
 class LivesAndFire(gym.Wrapper):
-    """episodic_life: a lost life ends the training episode, not the game, scored whole (environments.CONTINUES).
+    """episodic_life: a lost life ends the training episode, not the game, scored whole (CONTINUES).
     fire_reset: FIRE then RIGHT after every reset and lost life, so the ball is in play (as CleanRL's)."""
 
     def __init__(self, env: gym.Env, episodic_life: bool, fire_reset: bool):
@@ -44,7 +44,7 @@ class LivesAndFire(gym.Wrapper):
         lives = self.env.unwrapped.ale.lives()
         if self._episodic_life and not (terminated or truncated) and 0 < lives < self._lives:
             terminated, self._life_lost = True, True
-            info = {**info, environments.CONTINUES: True}
+            info = {**info, CONTINUES: True}
         self._lives = lives
         return obs, reward, terminated, truncated, info
 

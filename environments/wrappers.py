@@ -6,6 +6,9 @@ import numpy as np
 
 from spaces import MASK_KEY, SpaceError, layout, pack
 
+# In a terminated step's info: the training episode ends here, the scored episode goes on (EpisodeStats).
+CONTINUES = "episode_continues"
+
 
 def hide_entries(env: gym.Env, hidden: list[int]) -> gym.Env:
     """Drops the listed entries of a vector observation (environment.observation_mask): Pendulum without

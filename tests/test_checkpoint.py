@@ -2,7 +2,7 @@
 that do not fit are one CheckpointError line."""
 import pytest
 
-from checkpoint import MAX_CHECKPOINT_VALUES, CheckpointError, capture, load_checkpoint, save_checkpoint
+from checkpoint import MAX_CHECKPOINT_VALUES, CheckpointError, load_checkpoint, save_checkpoint
 from config import MAX_WORKERS, ConfigError, config_from_dict, require_small
 from environments import EpisodeStats
 from trainer import Trainer
@@ -17,7 +17,7 @@ def payload(tmp_path):
     trainer = Trainer(config_from_dict(TINY), run_id="t", summaries_dir=tmp_path / "s", models_dir=tmp_path,
                       verbose=False)
     try:
-        return capture(trainer)
+        return trainer.state_dict()
     finally:
         trainer.close()
 

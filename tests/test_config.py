@@ -1,5 +1,6 @@
 """Config loading: the reference's keys, typed checks, and the schedules."""
 import contextlib
+import subprocess
 import sys
 from pathlib import Path
 
@@ -63,6 +64,19 @@ def test_reference_config_loads_unchanged(tmp_path):
 @pytest.mark.parametrize("name", ["poc_memory_env", "cartpole_masked"])
 def test_shipped_configs_load(name):
     load_config(f"configs/{name}.yaml")
+
+
+def test_a_config_is_read_and_checked_without_torch():
+    """config.py knows the cores by name (CORE_KEYS): loading and checking a config, a core's own keys included,
+    imports no torch (examples/onnx_agent.py reads configs where torch is not installed)."""
+    probe = ("import sys, config\n"
+             "config.load_config('configs/poc_memory_env.yaml', ['recurrence.layer_type=trxl'])\n"
+             "print(sorted(name for name in sys.modules if name.split('.')[0] == 'torch'))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout == "[]\n"
+    with pytest.raises(ConfigError, match="'recurrence.memory_length' = 8 is not allowed: it applies only with "
+                                          "recurrence.layer_type: trxl"):
+        load_config(ROOT / "configs/poc_memory_env.yaml", ["recurrence.memory_length=8"])
 
 
 @pytest.mark.parametrize("raw,words", [

@@ -9,6 +9,7 @@ import pytest
 import torch
 from torch.nn.utils.rnn import pack_padded_sequence
 
+import machine
 import model
 from config import ConfigError, InitializationConfig, RecurrenceConfig, config_from_dict
 from model import ActorCritic
@@ -123,25 +124,25 @@ VARIANTS = {
 def test_bfloat16_is_refused_where_it_does_not_run_natively(tmp_path, monkeypatch):
     """An explicit precision bfloat16 on a CPU without AVX-512 BF16 or AMX is one ConfigError line
     before anything starts (oneDNN could not build its LSTM: the training pass crashed)."""
-    monkeypatch.setattr(model, "bfloat16_is_fast", lambda device: False)
+    monkeypatch.setattr(machine, "bfloat16_is_fast", lambda device: False)
     raw = {"n_workers": 4, "worker_steps": 32, "n_mini_batch": 2, "precision": "bfloat16"}
     with pytest.raises(ConfigError, match="'precision' = 'bfloat16' is not allowed on this CPU"):
         Trainer(config_from_dict(raw), summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
     trainer = Trainer(config_from_dict({**raw, "precision": "auto"}), summaries_dir=tmp_path, models_dir=tmp_path,
                       verbose=False)
     trainer.close()
-    with trainer.autocast():
+    with trainer.machine.autocast():
         assert not torch.is_autocast_enabled("cpu")  # auto: float32 there
 
 
 def test_auto_precision_is_bfloat16_only_on_a_cpu_that_runs_it_natively(monkeypatch):
     """On a GPU auto is float32 (bfloat16 was slower there: results/gpu/README.md); an explicit bfloat16 still runs."""
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
-    monkeypatch.setattr(model, "bfloat16_is_fast", lambda device: True)
-    assert model.uses_bfloat16("auto", cpu) and not model.uses_bfloat16("auto", cuda)
-    assert model.uses_bfloat16("bfloat16", cuda) and not model.uses_bfloat16("float32", cpu)
-    monkeypatch.setattr(model, "bfloat16_is_fast", lambda device: False)
-    assert not model.uses_bfloat16("auto", cpu)
+    monkeypatch.setattr(machine, "bfloat16_is_fast", lambda device: True)
+    assert machine.uses_bfloat16("auto", cpu) and not machine.uses_bfloat16("auto", cuda)
+    assert machine.uses_bfloat16("bfloat16", cuda) and not machine.uses_bfloat16("float32", cpu)
+    monkeypatch.setattr(machine, "bfloat16_is_fast", lambda device: False)
+    assert not machine.uses_bfloat16("auto", cpu)
 
 
 @pytest.mark.parametrize("packed", [False, True])
@@ -166,7 +167,7 @@ def test_recomputed_log_probs_match_the_rollout_under_bfloat16(tmp_path, monkeyp
         trainer.collect(PhaseTimes())
         trainer.advantages()
         for mb in trainer.buffer.minibatches(2):
-            with torch.no_grad(), trainer.autocast():
+            with torch.no_grad(), trainer.machine.autocast():
                 out = trainer.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask)
             assert out.log_probs.dtype == torch.float32 and torch.isfinite(out.log_probs).all()
             torch.testing.assert_close(out.log_probs[mb.mask], mb.log_probs[mb.mask], atol=0.01, rtol=0)

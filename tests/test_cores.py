@@ -10,14 +10,24 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 import cores
 import model
-from config import InitializationConfig, RecurrenceConfig
+from config import CORE_KEYS, InitializationConfig, RecurrenceConfig
 from model import ActorCritic
 from tests.devices import BFLOAT16_DEVICES, DEVICES
 
-# cores are selected by what they declare: a scan_min_length (cores.linear_recurrence), a packed path, a whole core
-SCANNED = [name for name, core in model.CORES.items() if hasattr(core.layer, "scan_min_length")]
-PACKED = [name for name, core in model.CORES.items() if core.takes_packed and not issubclass(core.layer, nn.RNNBase)]
-STACKED = [name for name, core in model.CORES.items() if not core.whole and not issubclass(core.layer, nn.RNNBase)]
+
+
+def suites(core: model.Core) -> set[str]:
+    """The suites below that take a core beyond those every core passes, by what its entry declares: "scan" for a
+    scan_min_length (cores.linear_recurrence), "packed" for a packed path of its own, "stacked" for a one-layer
+    module the model stacks (neither whole nor torch's own)."""
+    own = not issubclass(core.layer, nn.RNNBase)
+    return {suite for suite, takes in (("scan", hasattr(core.layer, "scan_min_length")),
+                                       ("packed", core.takes_packed and own), ("stacked", not core.whole and own))
+            if takes}
+
+
+SCANNED, PACKED, STACKED = ([name for name, core in model.CORES.items() if suite in suites(core)]
+                            for suite in ("scan", "packed", "stacked"))
 PATHS = {"loop": 2 ** 62, "scan": 1}  # the scan_min_length that makes every sequence take the path
 
 
@@ -143,17 +153,23 @@ class Marked(nn.Module):
         return torch.stack(outputs, dim=1), h[None]
 
 
+def check_the_model_keeps_a_cores_own_parameters(name: str) -> None:
+    """The registered core `name`, not torch's own, keeps in the model the parameters its constructor made."""
+    torch.manual_seed(0)
+    made = model.CORES[name].layer(7, 8).state_dict()
+    torch.manual_seed(0)
+    net = ActorCritic(gym.spaces.Box(-1, 1, (7,), np.float32), gym.spaces.Discrete(3), 16,
+                      RecurrenceConfig(layer_type=name, hidden_state_size=8), initialization=InitializationConfig())
+    assert made.keys() == net.core.state_dict().keys()
+    for key, value in made.items():
+        torch.testing.assert_close(net.core.state_dict()[key], value, atol=0, rtol=0)
+
+
 def test_the_model_keeps_a_cores_own_parameters_and_initialises_torchs(monkeypatch):
     """orthogonal initialisation touches torch's own recurrent layers only: a user's core keeps what it made
     (the old rule zeroed every parameter not named weight, and orthogonalised the rest)."""
     monkeypatch.setitem(model.CORES, "marked", model.Core(Marked, state_parts=1))
-    torch.manual_seed(0)
-    made = Marked(7, 8).state_dict()
-    torch.manual_seed(0)
-    net = ActorCritic(gym.spaces.Box(-1, 1, (7,), np.float32), gym.spaces.Discrete(3), 16,
-                      RecurrenceConfig(layer_type="marked", hidden_state_size=8), initialization=InitializationConfig())
-    for key, value in made.items():
-        torch.testing.assert_close(net.core.state_dict()[key], value, atol=0, rtol=0)
+    check_the_model_keeps_a_cores_own_parameters("marked")
     gru = ActorCritic(gym.spaces.Box(-1, 1, (7,), np.float32), gym.spaces.Discrete(3), 16,
                       RecurrenceConfig(layer_type="gru", hidden_state_size=8),
                       initialization=InitializationConfig()).core
@@ -161,8 +177,27 @@ def test_the_model_keeps_a_cores_own_parameters_and_initialises_torchs(monkeypat
     torch.testing.assert_close(gru.weight_hh_l0.T @ gru.weight_hh_l0, torch.eye(8), atol=1e-5, rtol=0)
 
 
+def check_a_sequence_equals_its_steps(name: str, L: int = 9) -> None:
+    """Two layers of the core `name` on L steps at once give what they give stepped one step at a time."""
+    torch.manual_seed(0)
+    layer, core = build(name, 2), model.CORES[name]
+    h = torch.zeros(3, layer.state_size) if core.whole else state(core, 2, 3, 16, "cpu")
+    x = torch.randn(3, L, 12)
+    for a, b in zip(flat(*layer(x, h)), flat(*stepped(layer, x, h))):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("name", model.CORES)
+def test_every_core_on_a_sequence_equals_its_steps(name):
+    check_a_sequence_equals_its_steps(name)
+
+
 @pytest.mark.parametrize("name", STACKED)
 def test_one_layer_cores_are_stacked(name):
+    check_one_layer_cores_are_stacked(name)
+
+
+def check_one_layer_cores_are_stacked(name: str) -> None:
     """num_layers 3 of a one-layer core: three layers, each fed the last one's outputs, the state of each its own."""
     torch.manual_seed(0)
     stack = build(name, 3)
@@ -176,6 +211,26 @@ def test_one_layer_cores_are_stacked(name):
         for a, b in zip(h_k if isinstance(h_k, tuple) else (h_k,), final if isinstance(final, tuple) else (final,)):
             torch.testing.assert_close(a, b[k:k + 1])
     torch.testing.assert_close(x, y)
+
+
+def test_the_config_names_the_cores_the_model_builds_and_no_core_reads_anothers_keys():
+    """config.CORE_KEYS (read without torch) names model.CORES' cores in their order; a core built with every other
+    core's own keys away from their defaults is the same module, its parameters and outputs alike."""
+    assert list(CORE_KEYS) == list(model.CORES)
+    for name, core in model.CORES.items():
+        others = {key: getattr(RecurrenceConfig, key) for other, keys in CORE_KEYS.items() if other != name
+                  for key in keys}
+        changed = {key: (not value) if isinstance(value, bool) else 2 * value for key, value in others.items()}
+        x, built = torch.randn(2, 3, 12), []
+        for keys in (others, changed):
+            torch.manual_seed(0)
+            layer = build(name, 2, **keys)
+            h = torch.zeros(2, layer.state_size) if core.whole else state(core, 2, 2, 16, "cpu")
+            built.append((layer.state_dict(), flat(*layer(x, h))))
+        (params, outputs), (changed_params, changed_outputs) = built
+        assert params.keys() == changed_params.keys(), name
+        for a, b in zip([*params.values(), *outputs], [*changed_params.values(), *changed_outputs]):
+            torch.testing.assert_close(a, b, atol=0, rtol=0)
 
 
 def trxl_state(core: cores.TransformerXL, counters: list[int]) -> torch.Tensor:

@@ -7,10 +7,11 @@ import torch
 import yaml
 
 from agent import Agent
-from checkpoint import load_checkpoint, restore
+from checkpoint import load_checkpoint
 from config import ConfigError, config_from_dict
 from environments import HELD_OUT
-from evaluation import evaluate, evaluation_seeds, scores
+from evaluation import evaluate, evaluation_seeds
+from summaries import scores
 from trainer import Trainer
 from worker import environment_seeds
 
@@ -103,7 +104,7 @@ def test_a_resumed_run_evaluates_and_keeps_its_best_exactly_as_an_uninterrupted_
     first = trainer(tmp_path, "split", {**raw, "updates": 4})
     first_history = first.run()
     second = trainer(tmp_path, "split", raw)
-    restore(second, load_checkpoint(tmp_path / "m/split.pt"))
+    second.load_state_dict(load_checkpoint(tmp_path / "m/split.pt"))
     second_history = second.run()
     for (name, a), b in zip(straight.model.state_dict().items(), second.model.state_dict().values()):
         assert torch.equal(a, b), name

@@ -16,7 +16,7 @@ import export
 import fastpath
 import model
 from agent import Agent
-from config import config_from_dict
+from config import CORE_KEYS, config_from_dict
 from environments import spaces_of
 from evaluation import evaluation_envs
 from normalization import Normalizers
@@ -209,6 +209,7 @@ class Branchy(nn.GRU):
 
 def test_a_core_torch_cannot_export_is_refused_in_one_line_naming_it(monkeypatch):
     monkeypatch.setitem(model.CORES, "branchy", model.Core(Branchy, state_parts=1))
+    monkeypatch.setitem(CORE_KEYS, "branchy", ())
     agent = fresh_agent({"environment": {"type": "PocMemoryEnv"}, "recurrence": {"layer_type": "branchy"}})
     with pytest.raises(export.ExportError) as refused:
         export.to_onnx(agent)

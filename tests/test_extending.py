@@ -17,7 +17,10 @@ import environments
 import losses
 import model
 import trainer as trainer_module
-from config import load_config
+from config import CORE_KEYS, load_config
+from tests.test_consistency import SWITCHES, check_the_training_pass_reproduces_the_rollout
+from tests.test_cores import (check_a_sequence_equals_its_steps, check_one_layer_cores_are_stacked,
+                              check_the_model_keeps_a_cores_own_parameters, suites)
 from trainer import PhaseTimes, Trainer
 
 POC = "configs/poc_memory_env.yaml"
@@ -42,6 +45,32 @@ class MyGRU(nn.Module):
 CORES = {"rnn": model.Core(nn.RNN, state_parts=1), "mygru": model.Core(MyGRU, state_parts=1)}
 
 
+class NormedGRU(nn.Module):
+    """A user's core with a two-part state (h, m): a GRU cell fed its projected input, layer-normalised, less m, the
+    running mean of those inputs; its parameters named its own way, no scan and no packed path."""
+
+    def __init__(self, input_size: int, hidden_size: int):
+        super().__init__()
+        self.W_in = nn.Parameter(torch.randn(input_size, hidden_size) / input_size ** 0.5)
+        self.norm = nn.LayerNorm(hidden_size)
+        self.cell = nn.GRUCell(hidden_size, hidden_size)
+
+    def forward(self, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]):  # x (N, L, F), 2 x (1, N, H)
+        (h, m), outputs = (part[0] for part in state), []
+        for x_t in x.unbind(1):
+            u = self.norm(x_t @ self.W_in)
+            m = 0.9 * m + 0.1 * u
+            h = self.cell(u - m, h)
+            outputs.append(h)
+        return torch.stack(outputs, dim=1), (h[None], m[None])  # (N, L, H), 2 x (1, N, H)
+
+
+def register(monkeypatch, name: str, core: model.Core) -> None:
+    """A core added as docs/extending.md says: its entry in model.CORES, its name in config.CORE_KEYS."""
+    monkeypatch.setitem(model.CORES, name, core)
+    monkeypatch.setitem(CORE_KEYS, name, ())
+
+
 def trainer_for(tmp_path, overrides=(), config=POC) -> Trainer:
     return Trainer(load_config(config, [*SMALL, *overrides]), summaries_dir=tmp_path, models_dir=tmp_path,
                    verbose=False)
@@ -50,13 +79,13 @@ def trainer_for(tmp_path, overrides=(), config=POC) -> Trainer:
 @pytest.mark.parametrize("layers", [1, 2])
 @pytest.mark.parametrize("packed", [False, True])
 @pytest.mark.parametrize("name", CORES)
-def test_a_third_core_is_one_entry_and_the_training_pass_reproduces_its_rollout(tmp_path, monkeypatch, name, packed,
-                                                                                layers):
-    """One CORES entry makes recurrence.layer_type accept the core; the PoC config then trains with it, and the
-    training pass recomputes the rollout's log-probs and values from the stored states. packed: torch's nn.RNN
+def test_a_third_core_trains_and_the_training_pass_reproduces_its_rollout(tmp_path, monkeypatch, name, packed,
+                                                                           layers):
+    """Its CORES entry and its name make recurrence.layer_type accept the core; the PoC config then trains with it,
+    and the training pass recomputes the rollout's log-probs and values from the stored states. packed: torch's nn.RNN
     runs the real steps alone as a PackedSequence; the user's module, which takes none, is never packed. Two
     layers: nn.RNN stacks its own, the model stacks two of the user's one-layer module."""
-    monkeypatch.setitem(model.CORES, name, CORES[name])
+    register(monkeypatch, name, CORES[name])
     monkeypatch.setattr(model, "PACK_MIN_PADDING", 0.0 if packed else 1.0)
     trainer = trainer_for(tmp_path, [f"recurrence.layer_type={name}", f"recurrence.num_layers={layers}"])
     try:
@@ -79,12 +108,29 @@ def test_a_third_core_is_one_entry_and_the_training_pass_reproduces_its_rollout(
         trainer.close()
 
 
+def test_a_core_with_a_two_part_state_passes_every_cores_checks_and_the_declared_ones_pass_it_over(tmp_path,
+                                                                                                   monkeypatch):
+    """One registered entry: the training pass reproduces the rollout of NormedGRU under every recurrence switch, a
+    sequence equals its steps, the model keeps its parameters and stacks its layers. The suites for what a core
+    declares pass it over for what it does not declare: no scan_min_length (the scan tests), no takes_packed (the
+    packed tests of test_cores.py and test_consistency.py)."""
+    entry = model.Core(NormedGRU, state_parts=2)
+    register(monkeypatch, "normedgru", entry)
+    assert suites(entry) == {"stacked"} and not entry.takes_packed
+    check_a_sequence_equals_its_steps("normedgru")
+    check_the_model_keeps_a_cores_own_parameters("normedgru")
+    check_one_layer_cores_are_stacked("normedgru")
+    for switches in ({}, *SWITCHES.values()):
+        check_the_training_pass_reproduces_the_rollout(
+            tmp_path, {"environment": {"type": "PocMemoryEnv"}, "recurrence": {"layer_type": "normedgru", **switches}})
+
+
 def test_an_unknown_layer_type_is_refused_with_the_cores_there_are(monkeypatch):
     from config import ConfigError
     names = ", ".join(model.CORES)
     with pytest.raises(ConfigError, match=f"'recurrence.layer_type' = 'rnn' is not allowed: one of {names}$"):
         load_config(POC, ["recurrence.layer_type=rnn"])
-    monkeypatch.setitem(model.CORES, "rnn", CORES["rnn"])
+    register(monkeypatch, "rnn", CORES["rnn"])
     assert load_config(POC, ["recurrence.layer_type=rnn"]).recurrence.layer_type == "rnn"
 
 
@@ -92,7 +138,7 @@ def test_an_unknown_layer_type_is_refused_with_the_cores_there_are(monkeypatch):
 @pytest.mark.parametrize("name", CORES)
 def test_the_poc_config_learns_with_a_third_core(tmp_path, monkeypatch, name):
     """As test_learning's GRU run (seed 0), with torch's vanilla RNN or the user's GRU module."""
-    monkeypatch.setitem(model.CORES, name, CORES[name])
+    register(monkeypatch, name, CORES[name])
     config = load_config(POC, [f"recurrence.layer_type={name}", "torch_threads=1"])  # as test_learning.load
     trainer = Trainer(config, summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
     history = trainer.run()
@@ -139,7 +185,7 @@ def test_the_activation_penalty_changes_the_gradient_and_is_logged(tmp_path):
     """The trainer minimises what ppo_loss returns as total: the same seed's update moves the parameters the same
     way without the term, another way with it, and the term is reported with the other losses."""
     def one_update(penalty: float):
-        trainer = trainer_for(tmp_path, [f"activation_penalty={penalty}"])
+        trainer = trainer_for(tmp_path, [f"activation_penalty={penalty}", "torch_threads=1"])
         try:
             log = trainer.one_update()
             return [p.detach().clone() for p in trainer.model.parameters()], log.metrics["activation"]
@@ -175,7 +221,7 @@ def check_every_parameter_the_loss_reaches_is_trained_and_saved(trainer: Trainer
     out = trainer.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask, mb.previous, mb.burn_in)
     total = loss(out, mb, config=trainer.config, clip_range=0.2, beta=0.01).total
     optimised = {id(p) for group in trainer.optimizer.param_groups for p in group["params"]}
-    saved = {t.data_ptr() for t in checkpoint.capture(trainer)["model"].values()}
+    saved = {t.data_ptr() for t in trainer.state_dict()["model"].values()}
     reached = reached_parameters(total)
     assert len(reached) > 4
     for parameter in reached:
@@ -249,7 +295,7 @@ def test_a_loss_term_with_parameters_of_its_own_is_trained_saved_and_restored(tm
         torch.testing.assert_close(saved["auxiliary.next_cue.linear.weight"], head.linear.weight, atol=0, rtol=0)
         resumed = Trainer(config, summaries_dir=tmp_path, models_dir=tmp_path / "resumed", verbose=False)
         try:
-            checkpoint.restore(resumed, checkpoint.load_checkpoint(trainer.checkpoint_path))
+            resumed.load_state_dict(checkpoint.load_checkpoint(trainer.checkpoint_path))
             torch.testing.assert_close(resumed.model.auxiliary["next_cue"].linear.weight, head.linear.weight,
                                        atol=0, rtol=0)
         finally:

@@ -6,6 +6,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 import fastpath
+import machine
 import model
 from config import InitializationConfig, RecurrenceConfig
 from model import ActorCritic
@@ -38,7 +39,7 @@ def test_run_is_torch_lstm_in_float32(layers, steps):
         torch.testing.assert_close(fast, torch_, atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.skipif(not model.bfloat16_is_fast(torch.device("cpu")), reason="this CPU does not run bfloat16 natively")
+@pytest.mark.skipif(not machine.bfloat16_is_fast(torch.device("cpu")), reason="this CPU does not run bfloat16 natively")
 def test_run_under_bfloat16_autocast_is_close_to_float32():
     torch.manual_seed(0)
     core = nn.LSTM(64, 16, batch_first=True)

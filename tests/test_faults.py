@@ -13,7 +13,7 @@ import pytest
 import torch
 import yaml
 
-from checkpoint import load_checkpoint, restore
+from checkpoint import load_checkpoint
 from config import config_from_dict, load_config
 from trainer import Trainer
 from worker import WorkerError
@@ -217,7 +217,7 @@ def test_resume_is_bit_identical_to_an_uninterrupted_run(tmp_path, base, process
     first.run()
     checkpoint = load_checkpoint(tmp_path / "m/split.pt")
     second = trainer("split", 20)
-    restore(second, checkpoint)
+    second.load_state_dict(checkpoint)
     workers += second.envs.pids
     second.run()
     assert all(not Path(f"/proc/{pid}").exists() for pid in workers)  # every env worker is gone

@@ -152,30 +152,64 @@ def test_no_measurement_logs_in_the_programs_comments():
     assert len(found) <= 5 and all("docs/" in line for line in found), "\n".join(found)
 
 
-def test_the_program_has_no_import_circle():
-    """No module of the program imports, at its top or inside a function, one that imports it back by some way
-    (environments/ counted as one module): each can be read, and loaded, after what it builds on. An import under
-    `if TYPE_CHECKING:` names types for the reader and never runs."""
-    ours = {p.stem for p in ROOT.glob("*.py")} | {"environments"}
-    imports = {}
-    for path in PROGRAM:
-        module = "environments" if path.parent.name == "environments" else path.stem
-        tree = ast.parse(path.read_text())
-        typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
-                       and getattr(node.test, "id", "") == "TYPE_CHECKING" for n in ast.walk(node)}
-        for node in (n for n in ast.walk(tree) if id(n) not in typing_only):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
-            imports.setdefault(module, set()).update(n.split(".")[0] for n in names if n.split(".")[0] in ours)
-        imports[module].discard(module)
+def _imports() -> dict[str, set[str]]:
+    """Each program module -> the program's modules it imports, wherever the import stands (at the top, inside a
+    function, under TYPE_CHECKING). environments/atari.py is the module environments.atari, environments/__init__.py
+    is environments."""
+    names = {path: path.stem if path.parent == ROOT else "environments" + ("" if path.stem == "__init__" else
+                                                                              f".{path.stem}") for path in PROGRAM}
+    ours = set(names.values())
+    graph = {}
+    for path, module in names.items():
+        graph[module] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                       [f"{node.module}.{a.name}" for a in node.names] if isinstance(node, ast.ImportFrom)
+                       and not node.level else [])
+            for parts in (target.split(".") for target in targets):  # the longest prefix that is one of ours
+                graph[module] |= next(({".".join(parts[:k])} for k in range(len(parts), 0, -1)
+                                       if ".".join(parts[:k]) in ours), set())
+        graph[module].discard(module)
+    return graph
 
-    def circle(module: str, path: list[str]) -> list[str] | None:
+
+def _packages(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The same imports with environments/ as one module: the floors of the program's plan."""
+    merged = {}
+    for module, imported in graph.items():
+        top = module.split(".")[0]
+        merged.setdefault(top, set()).update(name.split(".")[0] for name in imported)
+        merged[top].discard(top)
+    return merged
+
+
+def _circle(graph: dict[str, set[str]]) -> list[str] | None:
+    def walk(module: str, path: list[str]) -> list[str] | None:
         if module in path:
             return path[path.index(module):] + [module]
-        for imported in sorted(imports.get(module, ())):
-            found = circle(imported, path + [module])
-            if found:
-                return found
-        return None
-    circles = [" -> ".join(found) for module in sorted(imports) if (found := circle(module, []))]
-    assert not circles, circles[0]
+        return next(filter(None, (walk(imported, path + [module]) for imported in sorted(graph[module]))), None)
+    return next(filter(None, (walk(module, []) for module in sorted(graph))), None)
+
+
+def test_the_program_has_no_import_circle():
+    """No module of the program imports, at its top or inside a function, one that imports it back by some way: each
+    can be read, and loaded, after what it builds on. A file of environments/ never imports its own package."""
+    graph = _imports()
+    for plan in (graph, _packages(graph)):
+        circle = _circle(plan)
+        assert circle is None, " -> ".join(circle)
+
+
+def test_the_program_stands_on_at_most_nine_floors():
+    """The longest chain of imports, counting modules (environments/ as one), is at most 9 (it was 13: issue 73):
+    a reader who starts from any script reaches what it stands on in a few steps."""
+    plan = _packages(_imports())
+    assert _circle(plan) is None
+    chains: dict[str, list[str]] = {}
+
+    def chain(module: str) -> list[str]:
+        if module not in chains:
+            chains[module] = [module, *max((chain(imported) for imported in plan[module]), key=len, default=[])]
+        return chains[module]
+    longest = max((chain(module) for module in sorted(plan)), key=len)
+    assert len(longest) <= 9, " -> ".join(longest)

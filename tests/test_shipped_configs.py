@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from checkpoint import load_checkpoint, restore
+from checkpoint import load_checkpoint
 from config import config_from_dict, load_config
 from tests.devices import DEVICES
 from trainer import Trainer
@@ -30,7 +30,7 @@ def test_config_trains_two_updates(path, device, tmp_path):
     assert checkpoint["update"] == 2
     again = Trainer(config_from_dict(checkpoint["config"]), run_id="again", device=device, summaries_dir=tmp_path,
                     models_dir=tmp_path, verbose=False)
-    restore(again, checkpoint)
+    again.load_state_dict(checkpoint)
     for a, b in zip(trainer.model.parameters(), again.model.parameters()):
         assert torch.equal(a, b)
     again.close()

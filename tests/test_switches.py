@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from agent import Agent
-from checkpoint import load_checkpoint, restore
+from checkpoint import load_checkpoint
 from config import ScheduleConfig, config_from_dict, schedule_value
 from losses import ppo_loss
 from model import EvaluateOutput
@@ -115,7 +115,7 @@ def test_normaliser_state_round_trips_through_a_checkpoint_and_enjoy_uses_it_fro
 
     resumed = Trainer(small(normalization={"observations": True, "rewards": True, "value_targets": True}),
                       summaries_dir=tmp_path, models_dir=tmp_path / "r", verbose=False)
-    restore(resumed, checkpoint)
+    resumed.load_state_dict(checkpoint)
     np.testing.assert_array_equal(resumed.normalizers.rewards.returns, trainer.normalizers.rewards.returns)
     resumed.close()
 

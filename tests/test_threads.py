@@ -12,6 +12,7 @@ import torch
 
 import threads
 from config import config_from_dict
+from model import ActorCritic
 from trainer import Trainer
 
 SMALL = {"n_workers": 4, "worker_steps": 16, "n_mini_batch": 2, "hidden_layer_size": 8, "updates": 1,
@@ -97,4 +98,27 @@ def test_a_trainer_with_torch_threads_0_follows_the_fair_share_at_each_minibatch
     fixed = Trainer(config_from_dict({**SMALL, "torch_threads": 1}), summaries_dir=tmp_path, models_dir=tmp_path,
                     verbose=False)
     fixed.close()
-    assert fixed.fair_share is None  # a count given in the config is kept as it is
+    assert fixed.machine.fair_share is None  # a count given in the config is kept as it is
+
+
+@pytest.mark.parametrize("env, rollout_threads", [("PocMemoryEnv", 1), ("tests.memory_tasks:CueImage-v0", 2)])
+def test_each_phase_runs_on_its_threads(tmp_path, monkeypatch, env, rollout_threads):
+    """The fair share says 3 cores when the model is built and 2 at every later look: the rollout and the evaluations
+    step on one thread (two for images), the training pass on the share; the model was built on one."""
+    counts = itertools.chain([3], itertools.repeat(2))
+    monkeypatch.setattr(threads.FairShare, "update", lambda self: next(counts))
+    seen = {}
+    for name in ("__init__", "act", "evaluate"):
+        def spy(self, *args, _real=getattr(ActorCritic, name), _name=name, **kwargs):
+            seen.setdefault(_name, set()).add(torch.get_num_threads())
+            return _real(self, *args, **kwargs)
+        monkeypatch.setattr(ActorCritic, name, spy)
+    raw = {**SMALL, "environment": {"type": "gym", "name": env} if "." in env else {"type": env},
+           "evaluation": {"interval": 1, "episodes": 2}}
+    trainer = Trainer(config_from_dict(raw), summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
+    try:
+        log = trainer.one_update()
+    finally:
+        trainer.close()
+    assert log.evaluation and seen == {"__init__": {1}, "act": {rollout_threads}, "evaluate": {2}}
+    assert trainer.threads == torch.get_num_threads() == 2

@@ -29,7 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 from cli import number  # noqa: E402
 from config import InitializationConfig, RecurrenceConfig  # noqa: E402
-from model import CORES, ActorCritic, autocast  # noqa: E402
+from machine import autocast  # noqa: E402
+from model import CORES, ActorCritic  # noqa: E402
 from tools.benchmark import machine  # noqa: E402
 
 FEATURES = 64  # the observation's width

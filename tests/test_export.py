@@ -1,6 +1,7 @@
 """export.py: an agent's ONNX graph steps as the torch agent does, in ONNX Runtime, at any batch size, for every
 shipped model, recurrent core and action space; bad input is one line and no file (docs/export.md)."""
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -256,6 +257,69 @@ def test_a_failed_write_leaves_the_old_file_or_none(tmp_path, capsys, monkeypatc
     target.write_bytes(b"old")
     assert export.main(["--model", str(model_file), "--out", str(target), "--overwrite"]) == 1
     assert list(tmp_path.iterdir()) == [target] and target.read_bytes() == b"old"
+
+
+def test_an_out_folder_that_does_not_exist_is_made(tmp_path, capsys, monkeypatch):
+    """It passed the check, the whole export ran, then the write failed: exit 1 (issue 72)."""
+    monkeypatch.setattr(export, "to_onnx", lambda agent, source="": onnx.helper.make_model(
+        onnx.helper.make_graph([], "empty", [], [])))
+    monkeypatch.setattr(export, "check_against_torch", lambda agent, proto: None)
+    target = tmp_path / "new/deeper/agent.onnx"
+    assert export.main(["--model", str(ROOT / "models/poc_memory_env.pt"), "--out", str(target)]) == 0
+    assert target.is_file() and capsys.readouterr().err == ""
+
+
+def exporting(tmp_path, prelude: str, *flags: str, **popen) -> subprocess.Popen:
+    """`python export.py --model models/poc_memory_env.pt --out <tmp_path>/a.onnx`, with `prelude` run first in the
+    script's process (torch imported)."""
+    code = (f"import os, runpy, signal, sys\nimport torch\n{prelude}\nsys.argv = ['export.py', *sys.argv[1:]]\n"
+            f"runpy.run_path({str(ROOT / 'export.py')!r}, run_name='__main__')\n")
+    return subprocess.Popen([sys.executable, "-c", code, "--model", str(ROOT / "models/poc_memory_env.pt"),
+                             "--out", str(tmp_path / "a.onnx"), *flags], cwd=tmp_path, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, **popen)
+
+
+# the exporter's own code catching what lands inside it: a finaliser (Python prints "Exception ignored" and goes
+# on), or a handler that rewraps any error as the exporter's
+LANDINGS = {
+    "swallowed": "class Dropped:\n    def __del__(self):\n        signal.raise_signal(NUMBER)\n"
+                 "def inside(*args, **kwargs):\n    Dropped()\n    return real(*args, **kwargs)\n",
+    "rewrapped": "def inside(*args, **kwargs):\n    try:\n        signal.raise_signal(NUMBER)\n"
+                 "    except BaseException as error:\n        raise RuntimeError('Failed to export the model with "
+                 "torch.export') from error\n    return real(*args, **kwargs)\n"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("landing,number", [("swallowed", signal.SIGTERM), ("rewrapped", signal.SIGINT)])
+def test_a_stop_signal_inside_the_exporter_ends_the_export_with_nothing_written(tmp_path, landing, number):
+    """A stop signal during the exporter's work raised KeyboardInterrupt into it: 2 of 10 SIGTERMs were swallowed
+    (the file written, exit 0) and 1 of 10 SIGINTs reported as a model that cannot be exported, exit 2 (issue 72)."""
+    prelude = (f"NUMBER = {int(number)}\nreal = torch.onnx.export\n{LANDINGS[landing]}"
+               "torch.onnx.export = inside\n")
+    process = exporting(tmp_path, prelude, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = process.communicate(timeout=HANG_S)
+    assert process.returncode == 128 + number, err
+    assert out == "" and err == f"stopped by {signal.Signals(number).name} during the export\n", err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["full", "reader gone"])
+def test_a_full_or_closed_stdout_does_not_cost_the_export(tmp_path, how):
+    """`export.py ... >/dev/full` or `| head -0` wrote the file, then ended in a traceback and exit 1 (issue 72)."""
+    if how == "full":
+        process = exporting(tmp_path, "", stdout=open("/dev/full", "w"), stderr=subprocess.PIPE)
+        said = "stdout cannot be written (No space left on device)"
+    else:
+        read, write = os.pipe()
+        os.close(read)  # the reader left before the first line
+        process = exporting(tmp_path, "", stdout=write, stderr=subprocess.PIPE)
+        os.close(write)
+        said = "stdout was closed (Broken pipe)"
+    err = process.stderr.read()
+    assert process.wait(timeout=HANG_S) == 0, err
+    assert err == f"warning: {said}; going on without printing\n"
+    assert onnx.load(str(tmp_path / "a.onnx")).graph.node
 
 
 @pytest.mark.slow

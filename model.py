@@ -16,7 +16,7 @@ import cores
 import fastpath
 from distributions import make_distribution
 from errors import ConfigError
-from spaces import EnvSpaces, Layout, Part, layout
+from spaces import EnvSpaces, Layout, Part, SpaceError, layout
 
 if TYPE_CHECKING:  # the configs' types alone: config.py reads CORES to check recurrence.layer_type
     from config import InitializationConfig, RecurrenceConfig
@@ -135,6 +135,10 @@ class _ImageEncoder(nn.Module):
             init(nn.Conv2d(32, 64, 4, stride=2), gain), nn.ReLU(),
             init(nn.Conv2d(64, 64, 3, stride=1), gain), nn.ReLU(),
             nn.Flatten())
+        if min(H, W) < (side := smallest_side(self.conv)):
+            where = f" '{part.key}'" if part.key else ""
+            raise SpaceError(f"the image observation{where} is {H}x{W} pixels: the CNN's kernels need at least "
+                             f"{side}x{side} (resize it, e.g. with gymnasium.wrappers.ResizeObservation)")
         with torch.no_grad():
             self.out_features = self.conv(torch.zeros(1, C, H, W)).shape[1]
 
@@ -144,6 +148,14 @@ class _ImageEncoder(nn.Module):
         first = self.conv[0]
         x = F.conv2d(x.to(compute_dtype(x.device.type)), first.weight * self._scale, first.bias, first.stride)
         return self.conv[1:](x)
+
+
+def smallest_side(conv: nn.Sequential) -> int:
+    """The fewest pixels a side that leave one output pixel after every convolution of `conv`."""
+    side = 1
+    for layer in reversed([m for m in conv if isinstance(m, nn.Conv2d)]):
+        side = (side - 1) * layer.stride[0] + layer.kernel_size[0]
+    return side
 
 
 class _VectorEncoder(nn.Module):

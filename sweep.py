@@ -201,9 +201,10 @@ def read_sweep(args: argparse.Namespace) -> Sweep:
 
 def check_trials(sweep: Sweep) -> list:
     """Every grid point's config, or every search bound's and choice's, refused as train.py refuses it: the
-    config's checks, then each distinct environment made and reset once, as the Trainer's probe does."""
+    config's checks, then each distinct environment made and reset once and its model built, as the Trainer does."""
     points = [dict(zip(sweep.grid, values)) for values in itertools.product(*sweep.grid.values())]
     points += [{key: value} for key, (kind, *arguments) in sweep.search.items() for value in arguments]
+    from model import build_model
     configs, names, made = [], set(), set()
     for point in points:
         what = f"{'--search' if sweep.search else '--grid'} {', '.join(f'{k}={v}' for k, v in point.items())}"
@@ -218,7 +219,9 @@ def check_trials(sweep: Sweep) -> list:
             for environment in [config.environment, *evaluated]:
                 if repr(environment) not in made:
                     made.add(repr(environment))
-                    make_probe(environment, config.seed)[0].close()
+                    env, spaces = make_probe(environment, config.seed)
+                    env.close()
+                    build_model(config, spaces)  # an image smaller than the CNN's kernels, say
         except (ConfigError, SpaceError, WorkerError) as error:
             raise ConfigError(f"{what}: {error}" if point else str(error)) from None
     return configs

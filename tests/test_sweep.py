@@ -375,6 +375,9 @@ def free_port() -> int:
     (["--search", "environment.observation_mask=choice:[1],[2],[5]"], "--search environment.observation_mask=[5]"),
     (["--set", "environment.type=gym", "--set", "environment.name=FrozenLake-v1",
       "--grid", "environment.kwargs.map_name=4x4,bogus"], "--grid environment.kwargs.map_name=bogus: environment"),
+    # a model the spaces do not fit: an image smaller than the CNN's kernels (a trial's traceback after Ray started)
+    (["--set", "environment.type=gym", "--set", "environment.name=tests.memory_tasks:CueImage-v0",
+      "--grid", "environment.kwargs.size=36,12"], "--grid environment.kwargs.size=12: the image observation is 12x12"),
 ])
 def test_bad_input_is_one_line_exit_2_and_starts_nothing(tmp_path, args, says):
     (tmp_path / "sweeps/taken").mkdir(parents=True)

@@ -297,6 +297,8 @@ def test_run_ids_that_leave_models_and_summaries_are_refused(tmp_path, run_id):
      "config key 'environment.kwargs.max_steps' = 'abc' is not allowed: an integer >= 1"),
     ({"environment": {"type": "CartPoleMasked", "kwargs": {"max_steps": 0}}}, "environment.kwargs.max_steps"),
     ({"environment": {"type": "Minigrid"}, "n_workers": 64, "worker_steps": 100000}, "GiB"),
+    ({"environment": {"type": "gym", "name": "tests.memory_tasks:CueImage-v0", "kwargs": {"size": 12}}},
+     "is 12x12 pixels: the CNN's kernels need at least 36x36"),
 ])
 def test_settings_that_would_crash_or_be_ignored_are_refused_before_any_worker_starts(tmp_path, change, words):
     raw = {**yaml.safe_load((ROOT / "configs/poc_memory_env.yaml").read_text()), **TINY, **change}

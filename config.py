@@ -96,7 +96,7 @@ class InitializationConfig:
     hidden_gain: float = 1.4142135623730951  # gain of the encoder and hidden layers (sqrt 2, for ReLU)
     policy_gain: float = 0.01  # gain of the policy head: a near-uniform first policy
     value_gain: float = 1.0  # gain of the value head
-    recurrent_gain: float = 1.0  # gain of the recurrent layers' weights
+    recurrent_gain: float = 1.0  # gain of torch's own recurrent layers (gru, lstm); other cores set their own: 1.0 only
 
 
 @dataclass
@@ -371,6 +371,12 @@ def validate(config: Config) -> None:
     need(0 < rec.num_layers <= MAX_LAYERS, "recurrence.num_layers", rec.num_layers,
          f"from 1 to {MAX_LAYERS} (torch builds and steps stacked layers one by one)")
     need(rec.layer_type in CORES, "recurrence.layer_type", rec.layer_type, f"one of {', '.join(CORES)}")
+    from torch import nn
+    torch_own = [name for name, core in CORES.items() if issubclass(core.layer, nn.RNNBase)]
+    gain = config.initialization.recurrent_gain
+    need(rec.layer_type in torch_own or gain == InitializationConfig.recurrent_gain, "initialization.recurrent_gain",
+         gain, f"it applies to torch's own recurrent layers ({', '.join(torch_own)}); the {rec.layer_type} core "
+         "initialises its own parameters")
     need(rec.sequence_length <= config.worker_steps, "recurrence.sequence_length", rec.sequence_length,
          f"at most worker_steps ({config.worker_steps}); <= 0 means whole episodes")
     for key, value, default in (("previous_reward_scale", rec.previous_reward_scale, 1.0),

@@ -329,6 +329,8 @@ def run_trial(values: dict, sweep: dict) -> None:
             latest.update((k, v) for k, v in scalars.items() if k.startswith(("episode/", "eval/")))
             metrics = {**scalars, **latest, "update": trainer.update, "updates": trainer.config.updates,
                        "node_id": node}
+            if (tracker := trainer.summaries.tracker) is not None and tracker.off:  # said on the sweep's console
+                metrics["tracking_off"] = tracker.off
             if trainer.saved_update != trainer.update:
                 return tune.report(metrics)
             shutil.rmtree(staging, ignore_errors=True)
@@ -440,11 +442,15 @@ def tuner(sweep: Sweep, resume: bool):
 
 
 def progress(sweep: Sweep):
-    """One line per trial that ends, fails or restarts."""
+    """One line per trial that ends, fails or restarts, and one for each whose tracking is off."""
     from ray import tune
 
     class Progress(tune.Callback):
         stopping = False
+
+        def __init__(self):
+            super().__init__()
+            self.untracked = set()  # the trials whose tracking is off, said once each
 
         def on_step_begin(self, iteration, trials, **info):
             # Tune's own stop signal, sent here where Tune's handler is in place. The Stop is looked up, not
@@ -455,6 +461,12 @@ def progress(sweep: Sweep):
                 print(f"{signal.Signals(stop.signal).name}: stopping the trials at their next update; their "
                       "checkpoints are kept (send it again to stop at once)", file=sys.stderr, flush=True)
                 signal.raise_signal(signal.SIGUSR1)
+
+        def on_trial_result(self, iteration, trials, trial, result, **info):
+            if result.get("tracking_off") and trial.trial_id not in self.untracked:
+                self.untracked.add(trial.trial_id)
+                print(f"warning: {trial}: tracking is off: {result['tracking_off']}; the trial trains on with "
+                      "TensorBoard", file=sys.stderr, flush=True)
 
         def on_trial_complete(self, iteration, trials, trial, **info):
             result = trial.last_result

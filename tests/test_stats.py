@@ -421,6 +421,28 @@ def test_an_unwritable_out_is_one_line(tmp_path, capsys):
 
 
 
+def test_a_full_disk_at_out_changes_none_of_the_set_and_names_it(tmp_path, capsys, monkeypatch):
+    """The figure's write failed after .md and .json were written: exit 2, 'could not read or write None', and
+    half a set (issue 72). Now none of the three is written or changed, the line names them, exit 1."""
+    from matplotlib.figure import Figure
+    write_run(tmp_path / "runs" / "s0", 0, [0.5, 1.0])
+
+    def half_then_full(self, path, **kwargs):
+        Path(path).write_bytes(b"half")
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(Figure, "savefig", half_then_full)
+    out = tmp_path / "out" / "x"
+    assert stats.main(["--runs", str(tmp_path / "runs"), "--out", str(out)]) == 1
+    assert capsys.readouterr().err == (f"error: could not write {out}.md, .json, .png (No space left on device); "
+                                       "none of them was written or changed\n")
+    assert list((tmp_path / "out").iterdir()) == []
+    for suffix in (".md", ".json", ".png"):
+        Path(f"{out}{suffix}").write_text("kept")
+    assert stats.main(["--runs", str(tmp_path / "runs"), "--out", str(out), "--overwrite"]) == 1
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["x.json", "x.md", "x.png"]
+    assert all(Path(f"{out}{suffix}").read_text() == "kept" for suffix in (".md", ".json", ".png"))
+
+
 def damage(events, at):
     """Flips a byte of an events file `at` bytes before its end."""
     data = bytearray(events.read_bytes())

@@ -23,7 +23,7 @@ from torch import nn
 
 from atomic import write_atomically
 from checkpoint import CheckpointError
-from cli import ArgumentParser, console, failed, start_up_warnings
+from cli import ArgumentParser, console, failed, require, start_up_warnings
 from config import ConfigError
 from files import reason, writable
 from spaces import SpaceError, action_format
@@ -197,6 +197,7 @@ def main(argv=None) -> int:
         try:
             with start_up_warnings():
                 args = parser().parse_args(argv)
+                require("onnx", "onnxruntime", "onnxscript")  # torch.onnx's exporter needs onnxscript
                 check_target(args.out, args.overwrite)
                 agent = Agent.load(args.model)
             # the exporter's own code may swallow or rewrap a KeyboardInterrupt raised inside it; nothing is

@@ -1,5 +1,6 @@
 """export.py: an agent's ONNX graph steps as the torch agent does, in ONNX Runtime, at any batch size, for every
 shipped model, recurrent core and action space; bad input is one line and no file (docs/export.md)."""
+import json
 import os
 import signal
 import subprocess
@@ -352,3 +353,65 @@ def test_the_example_without_torch_plays_the_episodes_enjoy_plays(name, tmp_path
     lines = [[line for line in out.splitlines() if line.startswith("episode ")] for out in (example.stdout,
                                                                                           enjoy.stdout)]
     assert len(lines[0]) == 4 and lines[0] == lines[1]
+
+
+def no_module(tmp_path: Path, *names: str) -> dict:
+    """An environment for a child process in which importing each of `names` fails, as where it is not installed."""
+    blocked = tmp_path / "blocked"
+    blocked.mkdir(exist_ok=True)
+    for name in names:
+        message = f"No module named {name!r}"
+        (blocked / f"{name}.py").write_text(f"raise ModuleNotFoundError({message!r}, name={name!r})\n")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocked), str(ROOT)])}
+
+
+@pytest.mark.parametrize("script,missing", [("export.py", "onnxruntime"), ("export.py", "onnx"),
+                                            ("examples/onnx_agent.py", "onnxruntime")])
+def test_a_missing_onnx_package_is_one_line(tmp_path, script, missing):
+    """A missing onnxruntime or onnx was a ModuleNotFoundError traceback after the model had loaded (issue 72,
+    borderline: fixed, as a missing onnxscript was one line)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    done = subprocess.run([sys.executable, str(ROOT / script), "--model", str(ROOT / "models/poc_memory_env.pt"),
+                           *(["--out", str(out / "a.onnx")] if script == "export.py" else [])], cwd=out,
+                          env=no_module(tmp_path, missing), capture_output=True, text=True, timeout=HANG_S)
+    assert done.returncode == 2 and done.stderr.startswith(f"error: {missing} ") and done.stderr.count("\n") == 1
+    assert done.stderr.endswith("cannot be imported here: install the pinned requirements (pip install -r "
+                                "requirements.txt)\n"), done.stderr  # onnxscript, which needs onnx, with it
+    assert list(out.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_the_example_answers_bad_input_in_one_line_and_a_full_stdout_with_one_warning(tmp_path):
+    """examples/onnx_agent.py had no checks: a missing model, a checkpoint given as --model, a model whose
+    environment cannot be made here and a stdout on /dev/full were tracebacks, and --episodes -3 printed 'return nan
+    +- nan' with exit 0 (issue 72). It answers as the other scripts do, without torch."""
+    made = tmp_path / "poc.onnx"
+    export.export(Agent.load(ROOT / "models/poc_memory_env.pt"), made)
+    foreign = onnx.load(str(made))  # its config names an environment whose module is not installed here
+    config = json.loads(export_metadata(foreign)["config"])
+    config["environment"] = {**config["environment"], "type": "gym", "name": "not_installed_here:Env-v0"}
+    onnx.helper.set_model_props(foreign, {**export_metadata(foreign), "config": json.dumps(config)})
+    onnx.save(foreign, str(tmp_path / "foreign.onnx"))
+    env = no_module(tmp_path, "torch")
+
+    def example(*args: str, **popen) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(ROOT / "examples/onnx_agent.py"), *args], cwd=tmp_path, env=env,
+                              text=True, timeout=HANG_S, **({"capture_output": True} | popen))
+    for args, words in ((["--model", "none.onnx"], "--model none.onnx is missing"),
+                        (["--model", str(ROOT / "models/poc_memory_env.pt")], "is not an ONNX graph written by export.py"),
+                        (["--model", "foreign.onnx"], "not_installed_here"),
+                        (["--model", "poc.onnx", "--episodes", "-3"], "argument --episodes: must be a number from 1"),
+                        (["--model", "poc.onnx", "--episodes", "0"], "argument --episodes: must be a number from 1")):
+        done = example(*args)
+        assert done.returncode == 2 and done.stdout == "", done.stderr
+        assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1 and words in done.stderr, done.stderr
+    with open("/dev/full", "w") as full:
+        done = example("--model", "poc.onnx", "--episodes", "2", capture_output=False, stdout=full,
+                       stderr=subprocess.PIPE)
+    assert done.returncode == 0 and done.stderr == ("warning: stdout cannot be written (No space left on device); "
+                                                    "going on without printing\n"), done.stderr
+
+
+def export_metadata(proto) -> dict:
+    return {p.key: p.value for p in proto.metadata_props}

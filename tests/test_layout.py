@@ -132,3 +132,18 @@ def test_the_program_has_no_import_circle():
         return None
     circles = [" -> ".join(found) for module in sorted(imports) if (found := circle(module, []))]
     assert not circles, circles[0]
+
+
+def test_every_script_answers_a_closed_or_full_console_by_the_one_rule():
+    """Each script a user runs (the root's and examples/) calls cli.console() where it starts: export.py did not,
+    and `export.py ... >/dev/full` wrote its file, then ended in a traceback and exit 1 (issue 72)."""
+    scripts = [p for p in sorted([*ROOT.glob("*.py"), *ROOT.glob("examples/*.py")])
+               if '__name__ == "__main__"' in p.read_text()]
+    missing = []
+    for path in scripts:
+        tree = ast.parse(path.read_text())
+        starts = [node for node in tree.body if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)]
+        calls = {ast.unparse(call.func) for node in starts for call in ast.walk(node) if isinstance(call, ast.Call)}
+        if not calls & {"console", "cli.console"}:
+            missing.append(str(path.relative_to(ROOT)))
+    assert len(scripts) >= 7 and not missing, missing

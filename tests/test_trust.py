@@ -741,6 +741,29 @@ def test_a_folder_where_a_checkpoint_would_be_saved_is_refused_before_the_run(tm
     assert not (tmp_path / "summaries").exists()
 
 
+@pytest.mark.parametrize("where", ["summaries file", "checkpoint link loop", "checkpoint link to nothing"])
+def test_what_blocks_the_runs_files_is_refused_before_the_run(tmp_path, where):
+    """A file at summaries/<run-id> was not refused: the run started and failed (exit 1); a symbolic link loop at
+    models/<run-id>.pt was silently replaced, where export.py refuses it as existing (issue 72, borderline: both
+    refused, the link replaced with --overwrite)."""
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", **TINY)
+    (tmp_path / "models").mkdir()
+    (tmp_path / "summaries").mkdir()
+    path, said = {"summaries file": ("summaries/a", "summaries/a is a file, where the run would write its summaries"),
+                  "checkpoint link loop": ("models/a.pt", "models/a.pt is a loop of symbolic links"),
+                  "checkpoint link to nothing": ("models/a.pt", "models/a.pt is a symbolic link to gone.pt")}[where]
+    if where == "summaries file":
+        (tmp_path / path).write_text("a user's notes")
+    else:
+        (tmp_path / path).symlink_to("a.pt" if "loop" in where else "gone.pt")
+    result = script(tmp_path, "train.py", "--config", config, "--run-id", "a")
+    assert result.returncode == 2 and said in one_line(result)
+    assert os.path.lexists(tmp_path / path) and not list((tmp_path / "summaries").glob("*/*"))
+    if where != "summaries file":  # --overwrite replaces the link
+        assert script(tmp_path, "train.py", "--config", config, "--run-id", "a", "--overwrite").returncode == 0
+        assert load_checkpoint(tmp_path / path)["update"] == 2
+
+
 def test_a_stop_signal_during_a_deferred_block_reaches_the_handler_when_it_ends():
     """stopping.deferred (around the workers' start): a SIGINT or SIGTERM that comes inside the block is
     not acted on there (a handler that exits would cut a worker's start-up data in half), and reaches

@@ -104,10 +104,16 @@ class Tracker:
                 self.off = _warn(f"W&B could not finish the run ({reason(error)})")
 
 
+def wandb_id(folder: Path) -> str:
+    """The W&B run id of the run whose summaries are in `folder`: made from its last three parts
+    (summaries/<run-id>/<start time>, a sweep's <sweep-id>/<trial>/<start time>), which a resume keeps, also in a
+    checkout moved elsewhere."""
+    return hashlib.sha256("/".join(Path(folder).resolve().parts[-3:]).encode()).hexdigest()[:16]
+
+
 def start(tracking: Tracking, config: dict, folder: Path) -> Tracker:
     """A W&B run for the run whose summaries are in `folder` (its files go to folder/wandb); a tracker that is off
-    if it cannot start. A resumed run continues its W&B run: the id is made from the summaries folder, which a
-    resume keeps."""
+    if it cannot start. A resumed run continues its W&B run (wandb_id)."""
     os.environ.setdefault("WANDB_SILENT", "true")  # its banners and login notes: our one line says where it goes
     if problem := writable(Path(folder) / "wandb"):
         return Tracker(None, _warn(f"W&B did not start ({Path(folder) / 'wandb'}: {problem})"))
@@ -116,7 +122,7 @@ def start(tracking: Tracking, config: dict, folder: Path) -> Tracker:
         with stopping.blocked(), _quiet_logging():  # its service process: a Ctrl-C to the terminal is ours to answer
             run = wandb.init(
                 project=tracking.project, entity=tracking.entity, name=tracking.name, group=tracking.group,
-                id=hashlib.sha256(str(Path(folder).resolve()).encode()).hexdigest()[:16], resume="allow",
+                id=wandb_id(folder), resume="allow",
                 dir=str(folder), config={**config, "git_commit": git_commit()},
                 # wandb's console capture would wrap stdout under our own line per update
                 settings=wandb.Settings(console="off", silent=True))

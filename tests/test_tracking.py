@@ -206,3 +206,12 @@ def test_a_full_disk_where_wandb_writes_is_one_line_and_the_run_trains_on(tmp_pa
     assert done.stderr == (f"warning: tracking is off: W&B did not start (summaries/r/{folder.name}/wandb: No space "
                            "left on device); the run trains on with TensorBoard\n")
     assert "tracking with W&B" not in done.stdout and "update    2/2" in done.stdout
+
+
+def test_a_resumed_run_keeps_its_wandb_id_in_a_moved_checkout(tmp_path):
+    """The id came from the summaries folder's absolute path: a run resumed from a checkout moved elsewhere started a
+    new W&B run (issue 72, borderline: fixed, from the folder's last three parts, which a resume keeps)."""
+    here, moved = (tmp_path / where / "summaries/r/20260101-120000" for where in ("a", "b/c"))
+    assert tracking.wandb_id(here) == tracking.wandb_id(moved)
+    assert tracking.wandb_id(here) != tracking.wandb_id(tmp_path / "a/summaries/r/20260101-120001")
+    assert tracking.wandb_id(here) != tracking.wandb_id(tmp_path / "a/summaries/q/20260101-120000")

@@ -8,6 +8,7 @@ import itertools
 import json
 import os
 import sys
+import warnings
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
@@ -54,9 +55,11 @@ def interval(scores: np.ndarray, statistic: Callable, n_resamples: int = N_RESAM
     point = statistic(scores, axis=-1)
     if scores.shape[-1] < 2 or not np.any(np.ptp(scores, axis=-1)):  # nothing to resample
         return Interval(point, point, point)
-    ci = scipy_stats.bootstrap((scores,), statistic, n_resamples=n_resamples, vectorized=True, axis=-1,
-                               batch=max(1, MAX_RESAMPLED_VALUES // scores.size), confidence_level=CONFIDENCE,
-                               method="percentile", rng=np.random.default_rng(seed)).confidence_interval
+    with warnings.catch_warnings():  # a point where a seed has no value (NaN) has no interval: NaN, as meant
+        warnings.simplefilter("ignore", scipy_stats.DegenerateDataWarning)
+        ci = scipy_stats.bootstrap((scores,), statistic, n_resamples=n_resamples, vectorized=True, axis=-1,
+                                   batch=max(1, MAX_RESAMPLED_VALUES // scores.size), confidence_level=CONFIDENCE,
+                                   method="percentile", rng=np.random.default_rng(seed)).confidence_interval
     return Interval(point, ci.low, ci.high)
 
 

@@ -94,7 +94,8 @@ def read_events(file: Path) -> list[Scalar]:
         except errors.OutOfRangeError:
             return scalars
         except errors.DataLossError:
-            print(f"warning: {file} is damaged or cut short after update {step}: read up to there", file=sys.stderr)
+            print(f"warning: {file} is damaged or cut short after a record of update {step}: read up to there",
+                  file=sys.stderr)
             return scalars
         event = Event.FromString(reader.record())
         step = event.step
@@ -178,8 +179,8 @@ def load_runs(paths: list[str | Path]) -> list[Run]:
             if run := load_run(folder):
                 found.append(run)
             else:
-                print(f"warning: {folder} left out: its events hold no update (empty, or the run ended before "
-                      "its first)", file=sys.stderr)
+                print(f"warning: {folder} left out: its events hold no whole update (empty, damaged, or the run "
+                      "ended before its first)", file=sys.stderr)
         if not found:
             raise ConfigError(f"no runs under {path} (a run's folder holds config.json and TensorBoard "
                              "events of at least one update)")

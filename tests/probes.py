@@ -2467,7 +2467,7 @@ def probes_of_issue_58(add, R, enjoy, export, act_prelude, runs, stats) -> None:
             events.write_bytes(b"")
     add(Probe("stats-empty-events", "58.7", "stats.py over an empty events file",
               "run a's events file is empty (dropped without a word): a warning names it, b is scored",
-              [*stats, "--out", "s"], setup=empty_events, code=(0,), stderr_has=("its events hold no update",),
+              [*stats, "--out", "s"], setup=empty_events, code=(0,), stderr_has=("its events hold no whole update",),
               one_line=False, may_write=("repo/s.*",)))
 
     # 8: finite in float64, inf in float32

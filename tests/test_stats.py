@@ -212,8 +212,24 @@ def test_a_run_whose_events_hold_no_update_is_named_in_a_warning(tmp_path, capsy
     for events in empty.glob("events.out.tfevents.*"):
         events.write_bytes(b"")
     assert [r.seed for r in stats.load_runs([tmp_path])] == [0]
-    assert capsys.readouterr().err == (f"warning: {empty} left out: its events hold no update (empty, or the "
-                                       "run ended before its first)\n")
+    assert capsys.readouterr().err == (f"warning: {empty} left out: its events hold no whole update (empty, "
+                                       "damaged, or the run ended before its first)\n")
+
+
+def test_a_run_damaged_in_its_first_update_is_named_in_words_that_agree(tmp_path, capsys):
+    """A run whose events are damaged inside update 1 was said to be 'read up to update 1', then to hold 'no
+    update' (issue 72, borderline). Alone under --runs it is refused: no run is left to score (exit 2)."""
+    damaged = write_run(tmp_path / "s0", 0, [0.5, 1.0])
+    events, = damaged.glob("events.out.tfevents.*")
+    first_update = events.read_bytes()
+    events.write_bytes(first_update[:first_update.index(b"time/env_steps") - 20])  # update 1 without env_steps
+    code = stats.main(["--runs", str(tmp_path), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2 and err == [
+        f"warning: {events} is damaged or cut short after a record of update 1: read up to there",
+        f"warning: {damaged} left out: its events hold no whole update (empty, damaged, or the run ended before its "
+        "first)", f"error: no runs under {tmp_path} (a run's folder holds config.json and TensorBoard events of at "
+        "least one update)"]
 
 
 def test_reward_carries_over_updates_without_a_finished_episode(tmp_path):
@@ -474,11 +490,11 @@ def test_a_damaged_events_file_is_named_and_read_up_to_the_damage(tmp_path, caps
     damage(events, 150)  # inside update 3's first record (its three records take the last 176 bytes)
     (point,) = stats.group_runs(stats.load_runs([tmp_path]))
     assert sorted(r.seed for r in point.runs) == [0, 2] and [r.updates for r in point.stopped] == [2]
-    assert capsys.readouterr().err == f"warning: {events} is damaged or cut short after update 2: read up to there\n"
+    assert capsys.readouterr().err == f"warning: {events} is damaged or cut short after a record of update 2: read up to there\n"
     truncated = (tmp_path / "s2").rglob("events.out.tfevents.*").__next__()
     truncated.write_bytes(truncated.read_bytes()[:60])  # nothing past the first record
     assert sorted(r.seed for r in stats.load_runs([tmp_path])) == [0, 1]
-    assert f"warning: {truncated} is damaged or cut short after update 0" in capsys.readouterr().err
+    assert f"warning: {truncated} is damaged or cut short after a record of update 0" in capsys.readouterr().err
 
 
 def test_a_run_trained_again_counts_once_the_newest(tmp_path, capsys):

@@ -175,6 +175,21 @@ class Agent:
                              "at least one True per row: an all-False row would act as if nothing were masked)")
         return mask
 
+    def _checked_actions(self, actions: np.ndarray, n: int) -> np.ndarray:
+        """Indices (Discrete, MultiDiscrete) and 0/1 (MultiBinary) must be whole numbers in their range: one-hot
+        encoding would fail on 99 and take 0.5 as index 0."""
+        binary = isinstance(self.action_space, gym.spaces.MultiBinary)
+        highs = np.asarray(self._mask_branches or [2] * binary)  # per column; none: a Box action
+        if not highs.size:
+            return actions
+        rows = actions.reshape(n, -1)
+        bad = (rows != np.floor(rows)) | (rows < 0) | (rows >= highs)
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            raise ValueError(f"previous_action: expected the actions act() returned, whole numbers from 0 to "
+                             f"{highs[j if len(highs) > 1 else 0] - 1}, got {rows[i, j].item()!r} in row {i}")
+        return actions
+
     def _previous(self, n: int, fresh: bool, episode_start: np.ndarray, actions, rewards) -> torch.Tensor:
         """The model's previous input (n, P) as training makes it: zeros where an episode starts."""
         P, recurrence = self.model.previous_size, self.config.recurrence
@@ -185,9 +200,9 @@ class Agent:
             if used and value is None:  # never zeros by accident
                 raise ValueError(f"this agent was trained with recurrence.{name}: pass {name} after the first step")
         k = action_format(self.action_space).size
-        actions = np.zeros((n, 1)) if actions is None else self._array(
+        actions = np.zeros((n, 1)) if actions is None else self._checked_actions(self._array(
             actions, "previous_action", f"the actions act() returned, ({n},) or ({n}, {k})",
-            lambda got: got in ((n,), (n, k)) if k == 1 else got == (n, k))
+            lambda got: got in ((n,), (n, k)) if k == 1 else got == (n, k)), n)
         rewards = np.zeros(n, np.float32) if rewards is None else self._array(
             rewards, "previous_reward", f"an array of shape ({n},)", lambda got: got == (n,)).astype(np.float32)
         previous = self.model.previous_input(torch.as_tensor(actions, device=self.device).reshape(n, -1), rewards)

@@ -14,8 +14,7 @@ def write_atomically(path: Path, write: Callable[[Path], None], keep_suffix: boo
                      replace: bool = True) -> None:
     """write(tmp), then tmp renamed over `path`; without `replace`, a file at `path` is never replaced, even one
     that appeared meanwhile (FileExistsError). Stop signals wait until it is done (stopping.deferred)."""
-    suffix = path.suffix if keep_suffix else ""  # for writers that choose the format by it
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp{suffix}")
+    tmp = _temporary(path, keep_suffix)
     with stopping.deferred():
         try:
             write(tmp)
@@ -25,3 +24,23 @@ def write_atomically(path: Path, write: Callable[[Path], None], keep_suffix: boo
                 os.link(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)
+
+
+def write_all_atomically(files: dict[Path, Callable[[Path], None]]) -> None:
+    """Each file written under its temporary name, then all renamed into place: a write that fails changes none
+    of them (a set of files that belong together, such as stats.py's .md, .json and .png)."""
+    tmps = {path: _temporary(path) for path in files}
+    with stopping.deferred():
+        try:
+            for path, write in files.items():
+                write(tmps[path])
+            for path, tmp in tmps.items():
+                os.replace(tmp, path)
+        finally:
+            for tmp in tmps.values():
+                tmp.unlink(missing_ok=True)
+
+
+def _temporary(path: Path, keep_suffix: bool = False) -> Path:
+    suffix = path.suffix if keep_suffix else ""  # for writers that choose the format by it
+    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp{suffix}")

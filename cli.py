@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import math
 import os
 import reprlib
@@ -40,6 +41,19 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message):
         raise ConfigError(f"{message}: see --help")
+
+
+def require(*modules: str) -> None:
+    """A ConfigError naming the packages of requirements.txt that cannot be imported here (onnx, onnxruntime, ...)."""
+    missing = []
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        raise ConfigError(f"{' and '.join(missing)} cannot be imported here: install the pinned requirements "
+                          "(pip install -r requirements.txt)")
 
 
 def number(kind, low: float = -math.inf, high: float = math.inf):

@@ -83,6 +83,9 @@ class RecurrenceConfig:
 # recurrence.layer_type -> the recurrence keys that core alone reads. model.CORES builds each core; the two name the
 # same cores (tests/test_cores.py), and the config is checked without torch.
 CORE_KEYS = {"gru": (), "lstm": (), "mingru": (), "lru": (), "trxl": ("memory_length", "attention_heads", "gated")}
+# the cores that are torch's own recurrent layers: initialization.recurrent_gain initialises them, and every other
+# core keeps the parameters it made (tests/test_cores.py checks this against model.CORES)
+TORCH_CORES = ("gru", "lstm")
 
 
 @dataclass
@@ -110,7 +113,7 @@ class InitializationConfig:
     hidden_gain: float = 1.4142135623730951  # gain of the encoder and hidden layers (sqrt 2, for ReLU)
     policy_gain: float = 0.01  # gain of the policy head: a near-uniform first policy
     value_gain: float = 1.0  # gain of the value head
-    recurrent_gain: float = 1.0  # gain of the recurrent layers' weights
+    recurrent_gain: float = 1.0  # gain of torch's own recurrent layers (gru, lstm); other cores set their own: 1.0 only
 
 
 @dataclass
@@ -396,6 +399,10 @@ def validate(config: Config) -> None:
     need("attention_heads" not in own_keys or rec.hidden_state_size % rec.attention_heads == 0,
          "recurrence.attention_heads", rec.attention_heads,
          f"must divide recurrence.hidden_state_size ({rec.hidden_state_size})")
+    gain = config.initialization.recurrent_gain
+    need(rec.layer_type in TORCH_CORES or gain == InitializationConfig.recurrent_gain, "initialization.recurrent_gain",
+         gain, f"it applies to torch's own recurrent layers ({', '.join(TORCH_CORES)}); the {rec.layer_type} core "
+         "initialises its own parameters")
     need(rec.sequence_length <= config.worker_steps, "recurrence.sequence_length", rec.sequence_length,
          f"at most worker_steps ({config.worker_steps}); <= 0 means whole episodes")
     for key, value, default in (("previous_reward_scale", rec.previous_reward_scale, 1.0),

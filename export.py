@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from atomic import write_atomically
-from cli import ArgumentParser, failed, start_up_warnings
+from cli import ArgumentParser, console, failed, require, start_up_warnings
 from errors import CheckpointError, ConfigError
 from files import reason, writable
 from spaces import SpaceError, action_format
@@ -163,6 +163,7 @@ def export(agent, path: Path, overwrite: bool = False, source: str = "") -> None
     import onnx
     proto = to_onnx(agent, source)
     check_against_torch(agent, proto)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     write_atomically(Path(path), lambda tmp: onnx.save(proto, str(tmp)), replace=overwrite)
 
 
@@ -195,9 +196,12 @@ def main(argv=None) -> int:
         try:
             with start_up_warnings():
                 args = parser().parse_args(argv)
+                require("onnx", "onnxruntime", "onnxscript")  # torch.onnx's exporter needs onnxscript
                 check_target(args.out, args.overwrite)
                 agent = Agent.load(args.model)
-            stop.working()
+            # the exporter's own code may swallow or rewrap a KeyboardInterrupt raised inside it; nothing is
+            # written before the atomic write, which holds the signal until the file is whole
+            stop.working(lambda number: stopping.leave(number, "during the export"))
             export(agent, args.out, args.overwrite, Path(args.model).name)
         except (CheckpointError, ConfigError, SpaceError, ExportError) as error:
             return failed(error)
@@ -205,11 +209,10 @@ def main(argv=None) -> int:
             return failed(f"{args.out} appeared meanwhile: pass --overwrite to replace it")
         except OSError as error:
             return failed(f"could not write {args.out} ({reason(error)})", 1)
-        except KeyboardInterrupt:
-            return stop.report()
     print(f"wrote {args.out} ({args.out.stat().st_size / 2 ** 20:.1f} MiB, state size {agent.model.state_size})")
     return 0
 
 
 if __name__ == "__main__":
+    console()  # a closed or failing console (`| head`, `>&-`, /dev/full) does not cost the export
     sys.exit(main())

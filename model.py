@@ -17,7 +17,7 @@ from config import InitializationConfig, RecurrenceConfig
 from distributions import make_distribution
 from errors import ConfigError
 from machine import compute_dtype, no_gradient
-from spaces import EnvSpaces, Layout, Part, layout
+from spaces import EnvSpaces, Layout, Part, SpaceError, layout
 
 
 # On a CPU the training pass feeds the cores the real steps alone (a PackedSequence; torch's LSTM runs it in
@@ -141,6 +141,10 @@ class _ImageEncoder(nn.Module):
             init(nn.Conv2d(32, 64, 4, stride=2), gain), nn.ReLU(),
             init(nn.Conv2d(64, 64, 3, stride=1), gain), nn.ReLU(),
             nn.Flatten())
+        if min(H, W) < (side := smallest_side(self.conv)):
+            where = f" '{part.key}'" if part.key else ""
+            raise SpaceError(f"the image observation{where} is {H}x{W} pixels: the CNN's kernels need at least "
+                             f"{side}x{side} (resize it, e.g. with gymnasium.wrappers.ResizeObservation)")
         with torch.no_grad():
             self.out_features = self.conv(torch.zeros(1, C, H, W)).shape[1]
 
@@ -150,6 +154,14 @@ class _ImageEncoder(nn.Module):
         first = self.conv[0]
         x = F.conv2d(x.to(compute_dtype(x.device.type)), first.weight * self._scale, first.bias, first.stride)
         return self.conv[1:](x)
+
+
+def smallest_side(conv: nn.Sequential) -> int:
+    """The fewest pixels a side that leave one output pixel after every convolution of `conv`."""
+    side = 1
+    for layer in reversed([m for m in conv if isinstance(m, nn.Conv2d)]):
+        side = (side - 1) * layer.stride[0] + layer.kernel_size[0]
+    return side
 
 
 class _VectorEncoder(nn.Module):

@@ -8,6 +8,7 @@ import itertools
 import json
 import os
 import sys
+import warnings
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
@@ -19,10 +20,11 @@ from tensorboard.compat.proto.event_pb2 import Event
 from tensorboard.compat.tensorflow_stub import errors
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import PyRecordReader_New
 
-from atomic import write_atomically
+from atomic import write_all_atomically
 from cli import ArgumentParser, console, failed
 from config import EXECUTION_KEYS
 from errors import ConfigError
+from files import reason, writable
 
 N_RESAMPLES = 2000
 CONFIDENCE = 0.95
@@ -54,9 +56,11 @@ def interval(scores: np.ndarray, statistic: Callable, n_resamples: int = N_RESAM
     point = statistic(scores, axis=-1)
     if scores.shape[-1] < 2 or not np.any(np.ptp(scores, axis=-1)):  # nothing to resample
         return Interval(point, point, point)
-    ci = scipy_stats.bootstrap((scores,), statistic, n_resamples=n_resamples, vectorized=True, axis=-1,
-                               batch=max(1, MAX_RESAMPLED_VALUES // scores.size), confidence_level=CONFIDENCE,
-                               method="percentile", rng=np.random.default_rng(seed)).confidence_interval
+    with warnings.catch_warnings():  # a point where a seed has no value (NaN) has no interval: NaN, as meant
+        warnings.simplefilter("ignore", scipy_stats.DegenerateDataWarning)
+        ci = scipy_stats.bootstrap((scores,), statistic, n_resamples=n_resamples, vectorized=True, axis=-1,
+                                   batch=max(1, MAX_RESAMPLED_VALUES // scores.size), confidence_level=CONFIDENCE,
+                                   method="percentile", rng=np.random.default_rng(seed)).confidence_interval
     return Interval(point, ci.low, ci.high)
 
 
@@ -91,7 +95,8 @@ def read_events(file: Path) -> list[Scalar]:
         except errors.OutOfRangeError:
             return scalars
         except errors.DataLossError:
-            print(f"warning: {file} is damaged or cut short after update {step}: read up to there", file=sys.stderr)
+            print(f"warning: {file} is damaged or cut short after a record of update {step}: read up to there",
+                  file=sys.stderr)
             return scalars
         event = Event.FromString(reader.record())
         step = event.step
@@ -175,8 +180,8 @@ def load_runs(paths: list[str | Path]) -> list[Run]:
             if run := load_run(folder):
                 found.append(run)
             else:
-                print(f"warning: {folder} left out: its events hold no update (empty, or the run ended before "
-                      "its first)", file=sys.stderr)
+                print(f"warning: {folder} left out: its events hold no whole update (empty, damaged, or the run "
+                      "ended before its first)", file=sys.stderr)
         if not found:
             raise ConfigError(f"no runs under {path} (a run's folder holds config.json and TensorBoard "
                              "events of at least one update)")
@@ -387,8 +392,8 @@ def table(summaries: list[dict], settings: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def figure(summaries: list[dict], reference: Path | None, threshold: float | None, path: Path,
-           published: list[Published] = ()) -> None:
+def figure(summaries: list[dict], reference: Path | None, threshold: float | None,
+           published: list[Published] = ()):
     """IQM curves with their bands (each seed's thin where there are few) and the reference's; each seed's
     held-out evaluations, when runs evaluated; the performance profiles. Published figures: a star or a level."""
     from matplotlib.figure import Figure  # no pyplot: no window, no global state
@@ -433,7 +438,7 @@ def figure(summaries: list[dict], reference: Path | None, threshold: float | Non
         axes.grid(alpha=0.3)
         if axes.get_legend_handles_labels()[0]:
             axes.legend(loc="best", fontsize="small")
-    write_atomically(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
+    return fig
 
 
 def output_prefix(out: str | Path) -> Path:
@@ -474,16 +479,25 @@ def report(folders: list[str | Path], out: str | Path, threshold: float | None =
                 "published": [p._asdict() for p in published], "pooled": list(pooled)}
     markdown = table(summaries, settings)
     text = json.dumps({**settings, "grid_points": summaries}, indent=1) + "\n"
+    fig = figure(summaries, reference, threshold, published)
     prefix = output_prefix(out)
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(Path(f"{prefix}.md"), lambda tmp: tmp.write_text(markdown))
-    write_atomically(Path(f"{prefix}.json"), lambda tmp: tmp.write_text(text))
-    figure(summaries, reference, threshold, Path(f"{prefix}.png"), published)
+    try:
+        prefix.parent.mkdir(parents=True, exist_ok=True)
+        write_all_atomically({Path(f"{prefix}.md"): lambda tmp: tmp.write_text(markdown),
+                              Path(f"{prefix}.json"): lambda tmp: tmp.write_text(text),
+                              Path(f"{prefix}.png"): lambda tmp: fig.savefig(tmp, dpi=120, format="png")})
+    except OSError as error:  # a full disk: none of the three was changed
+        raise WriteError(error.errno, reason(error), f"{prefix}.md, .json, .png") from None
     return markdown
 
 
+class WriteError(OSError):
+    """The statistics were computed but could not be written: a failure after the start (exit 1)."""
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = ArgumentParser("stats.py", description=__doc__)
+    parser = ArgumentParser("stats.py", description=__doc__, epilog="Exit codes: 0 written, 1 the files could not "
+                            "be written (none of them changed), 2 refused (bad flag, runs or --out).")
     parser.add_argument("--runs", action="extend", nargs="+", required=True,
                         help="folders with runs below them; each config is one grid point, seeds apart")
     parser.add_argument("--out", required=True, help="writes OUT.md, OUT.json, OUT.png; a folder gets stats.*")
@@ -502,11 +516,15 @@ def main(argv: list[str] | None = None) -> int:
         taken = [f"{prefix}{suffix}" for suffix in (".md", ".json", ".png") if os.path.lexists(f"{prefix}{suffix}")]
         if taken and not args.overwrite:
             raise ConfigError(f"{taken[0]} exists: choose another --out, or pass --overwrite to replace it")
+        if problem := writable(prefix.parent):
+            raise ConfigError(f"--out {args.out}: cannot write in {prefix.parent} ({problem})")
         markdown = report(args.runs, args.out, args.threshold, args.final_updates, args.published, args.pool)
     except ConfigError as error:
         return failed(error)
+    except WriteError as error:
+        return failed(f"could not write {error.filename} ({error.strerror}); none of them was written or changed", 1)
     except OSError as error:
-        return failed(f"could not read or write {error.filename}: {error.strerror}")
+        return failed(f"could not read {error.filename or 'the runs'} ({reason(error)})")
     out = output_prefix(args.out)
     print(markdown, end="")
     print(f"wrote {out}.md, {out}.json, {out}.png")

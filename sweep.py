@@ -202,9 +202,10 @@ def read_sweep(args: argparse.Namespace) -> Sweep:
 
 def check_trials(sweep: Sweep) -> list:
     """Every grid point's config, or every search bound's and choice's, refused as train.py refuses it: the
-    config's checks, then each distinct environment made and reset once, as the Trainer's probe does."""
+    config's checks, then each distinct environment made and reset once and its model built, as the Trainer does."""
     points = [dict(zip(sweep.grid, values)) for values in itertools.product(*sweep.grid.values())]
     points += [{key: value} for key, (kind, *arguments) in sweep.search.items() for value in arguments]
+    from model import build_model
     configs, names, made = [], set(), set()
     for point in points:
         what = f"{'--search' if sweep.search else '--grid'} {', '.join(f'{k}={v}' for k, v in point.items())}"
@@ -219,7 +220,9 @@ def check_trials(sweep: Sweep) -> list:
             for environment in [config.environment, *evaluated]:
                 if repr(environment) not in made:
                     made.add(repr(environment))
-                    make_probe(environment, config.seed)[0].close()
+                    env, spaces = make_probe(environment, config.seed)
+                    env.close()
+                    build_model(config, spaces)  # an image smaller than the CNN's kernels, say
         except (ConfigError, SpaceError, WorkerError) as error:
             raise ConfigError(f"{what}: {error}" if point else str(error)) from None
     return configs
@@ -327,6 +330,8 @@ def run_trial(values: dict, sweep: dict) -> None:
             latest.update((k, v) for k, v in scalars.items() if k.startswith(("episode/", "eval/")))
             metrics = {**scalars, **latest, "update": trainer.update, "updates": trainer.config.updates,
                        "node_id": node}
+            if (tracker := trainer.summaries.tracker) is not None and tracker.off:  # said on the sweep's console
+                metrics["tracking_off"] = tracker.off
             if trainer.saved_update != trainer.update:
                 return tune.report(metrics)
             shutil.rmtree(staging, ignore_errors=True)
@@ -438,11 +443,15 @@ def tuner(sweep: Sweep, resume: bool):
 
 
 def progress(sweep: Sweep):
-    """One line per trial that ends, fails or restarts."""
+    """One line per trial that ends, fails or restarts, and one for each whose tracking is off."""
     from ray import tune
 
     class Progress(tune.Callback):
         stopping = False
+
+        def __init__(self):
+            super().__init__()
+            self.untracked = set()  # the trials whose tracking is off, said once each
 
         def on_step_begin(self, iteration, trials, **info):
             # Tune's own stop signal, sent here where Tune's handler is in place. The Stop is looked up, not
@@ -453,6 +462,12 @@ def progress(sweep: Sweep):
                 print(f"{signal.Signals(stop.signal).name}: stopping the trials at their next update; their "
                       "checkpoints are kept (send it again to stop at once)", file=sys.stderr, flush=True)
                 signal.raise_signal(signal.SIGUSR1)
+
+        def on_trial_result(self, iteration, trials, trial, result, **info):
+            if result.get("tracking_off") and trial.trial_id not in self.untracked:
+                self.untracked.add(trial.trial_id)
+                print(f"warning: {trial}: tracking is off: {result['tracking_off']}; the trial trains on with "
+                      "TensorBoard", file=sys.stderr, flush=True)
 
         def on_trial_complete(self, iteration, trials, trial, **info):
             result = trial.last_result

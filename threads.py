@@ -25,15 +25,22 @@ def share_cores() -> dict[str, str]:
     return {key: os.environ[key] for key in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT") if key in os.environ}
 
 
+def asked() -> int:
+    """The thread count the user set in OMP_NUM_THREADS (its first number), else 0."""
+    text = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    return int(text) if text.isdigit() else 0
+
+
 class FairShare:
     """The torch threads for this process now: the cores it may use, less those that other processes kept busy since
     it last looked, and at least one. Niced processes count too: a thread that must wait for the scheduler to take
     a core back from one holds up every parallel region. Alone on its cores a run keeps them all, so its numbers
-    repeat from run to run."""
+    repeat from run to run. A count the user set in OMP_NUM_THREADS holds (up to the cores here)."""
 
     def __init__(self):
         self.cores = sorted(os.sched_getaffinity(0))
-        self.threads = len(self.cores)
+        self.fixed = min(asked(), len(self.cores))
+        self.threads = self.fixed or len(self.cores)
         self._last = self._sample()
 
     def _sample(self) -> tuple[float, float, float]:
@@ -48,7 +55,7 @@ class FairShare:
         return time.monotonic(), busy, ours
 
     def update(self) -> int:
-        if time.monotonic() - self._last[0] < EVERY_S:
+        if self.fixed or time.monotonic() - self._last[0] < EVERY_S:
             return self.threads
         now, busy, ours = self._sample()
         then, busy_then, ours_then = self._last

@@ -4,7 +4,9 @@ wandb is imported here alone, when a run asks for it. Tracking never costs the r
 send says so in one line, and the run trains on with TensorBoard."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import os
 import subprocess
 import sys
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import stopping
 from errors import ConfigError
-from files import reason
+from files import reason, writable
 
 ROOT = Path(__file__).resolve().parent
 
@@ -58,53 +60,81 @@ def git_commit() -> str | None:
     return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "") if head.returncode == 0 else None
 
 
-def _warn(what: str) -> None:
+def _warn(what: str) -> str:
     print(f"warning: tracking is off: {what}; the run trains on with TensorBoard", file=sys.stderr, flush=True)
+    return what
+
+
+@contextlib.contextmanager
+def _quiet_logging():
+    """wandb's own log file on a full disk: Python's logging prints a traceback per record (about 40 at a run's start
+    and end); the failure that matters reaches us as wandb's own error, said in one line."""
+    raising, logging.raiseExceptions = logging.raiseExceptions, False
+    try:
+        yield
+    finally:
+        logging.raiseExceptions = raising
 
 
 class Tracker:
-    """One W&B run; log() and finish() turn tracking off, in one line, when W&B fails."""
+    """One W&B run; log() and finish() turn tracking off, in one line, when W&B fails. `off` says why it is off (a
+    sweep's console says it for each trial)."""
 
-    def __init__(self, run):
-        self._run = run
+    def __init__(self, run, off: str | None = None):
+        self._run, self.off = run, off
 
     def log(self, scalars: dict[str, float], step: int) -> None:
         if self._run is not None:
             try:
-                self._run.log(scalars, step=step)
+                with _quiet_logging():
+                    self._run.log(scalars, step=step)
             except Exception as error:  # wandb's own failures come in many types
                 self._run = None
-                _warn(f"W&B stopped taking the scalars ({reason(error)})")
+                self.off = _warn(f"W&B stopped taking the scalars ({reason(error)})")
 
     def finish(self) -> None:
         if self._run is not None:
             run, self._run = self._run, None
             try:
-                run.finish()
-                import wandb
-                wandb.teardown()  # its service process would outlive the run here (a sweep's trial worker)
+                with _quiet_logging():
+                    run.finish()
+                    import wandb
+                    wandb.teardown()  # its service process would outlive the run here (a sweep's trial worker)
             except Exception as error:
-                _warn(f"W&B could not finish the run ({reason(error)})")
+                self.off = _warn(f"W&B could not finish the run ({reason(error)})")
 
 
-def start(tracking: Tracking, config: dict, folder: Path) -> Tracker | None:
-    """A W&B run for the run whose summaries are in `folder` (its files go to folder/wandb); None if it cannot
-    start. A resumed run continues its W&B run: the id is made from the summaries folder, which a resume keeps."""
+def wandb_id(folder: Path) -> str:
+    """The W&B run id of the run whose summaries are in `folder`: made from its last three parts
+    (summaries/<run-id>/<start time>, a sweep's <sweep-id>/<trial>/<start time>), which a resume keeps, also in a
+    checkout moved elsewhere."""
+    return hashlib.sha256("/".join(Path(folder).resolve().parts[-3:]).encode()).hexdigest()[:16]
+
+
+def start(tracking: Tracking, config: dict, folder: Path) -> Tracker:
+    """A W&B run for the run whose summaries are in `folder` (its files go to folder/wandb); a tracker that is off
+    if it cannot start. A resumed run continues its W&B run (wandb_id)."""
     os.environ.setdefault("WANDB_SILENT", "true")  # its banners and login notes: our one line says where it goes
+    if problem := writable(Path(folder) / "wandb"):
+        return Tracker(None, _warn(f"W&B did not start ({Path(folder) / 'wandb'}: {problem})"))
     try:
         import wandb
-        with stopping.blocked():  # its service process: a Ctrl-C to the terminal is this process's to answer
+        with stopping.blocked(), _quiet_logging():  # its service process: a Ctrl-C to the terminal is ours to answer
             run = wandb.init(
                 project=tracking.project, entity=tracking.entity, name=tracking.name, group=tracking.group,
-                id=hashlib.sha256(str(Path(folder).resolve()).encode()).hexdigest()[:16], resume="allow",
+                id=wandb_id(folder), resume="allow",
                 dir=str(folder), config={**config, "git_commit": git_commit()},
                 # wandb's console capture would wrap stdout under our own line per update
                 settings=wandb.Settings(console="off", silent=True))
     except Exception as error:  # no login, no network, a bad entity: each raises its own type
-        _warn(f"W&B did not start ({reason(error)})")
+        off = _warn(f"W&B did not start ({reason(error)})")
         if "wandb" in sys.modules:  # the service process it started
-            sys.modules["wandb"].teardown()
-        return None
+            with _quiet_logging():
+                sys.modules["wandb"].teardown()
+        return Tracker(None, off)
+    if run.disabled:  # WANDB_MODE=disabled or `wandb disabled`: a run that records nothing
+        wandb.teardown()  # its settings, kept for the next start in this process (a test's)
+        return Tracker(None, _warn("W&B is disabled here (WANDB_MODE=disabled or `wandb disabled`)"))
     folder = Path(run.dir).parent
     where = f"offline in {folder} (upload it with: wandb sync {folder})" if run.offline else run.url
     print(f"tracking with W&B: {where}", flush=True)

@@ -132,9 +132,15 @@ def claim(lock: RunLock, run_id: str, checkpoint: dict | None, resume: str | Non
     lock.acquire()
     target, best = MODELS / f"{run_id}.pt", MODELS / f"{run_id}-best.pt"
     for path in (target, best):  # a save would fail there only once the run had trained
-        if kind(path) == "a folder":
+        if (what := kind(path)) == "a folder":
             raise CheckpointError(f"{path} is a folder, where the run would save a checkpoint: move it away, "
                                   "or choose another --run-id")
+        if what not in ("a file", "missing") and not overwrite:  # a dangling link or a loop: a save replaces it
+            raise CheckpointError(f"{path} is {what}: move it away, or choose another --run-id (or pass "
+                                  "--overwrite to replace it)")
+    if (what := kind(SUMMARIES / run_id)) not in ("a folder", "missing"):
+        raise CheckpointError(f"{SUMMARIES / run_id} is {what}, where the run would write its summaries: move it "
+                              "away, or choose another --run-id")
     if target.exists() and not overwrite and (resume is None or not same_checkpoint(resume, target)):
         if resume is None:
             raise CheckpointError(f"{target} exists: continue it with --resume {target}, or choose another "

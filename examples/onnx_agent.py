@@ -6,17 +6,18 @@ enjoy.py makes them: the same seed gives the episodes `enjoy.py --deterministic`
     python export.py --model models/poc_memory_env.pt --out poc.onnx
     python examples/onnx_agent.py --model poc.onnx --episodes 10
 """
-import argparse
 import json
 import sys
 from pathlib import Path
 
 import numpy as np
-import onnxruntime
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository's environment builders
-from config import EnvironmentConfig, EvaluationConfig  # noqa: E402
+import stopping  # noqa: E402
+from cli import ArgumentParser, console, failed, number, require, start_up_warnings  # noqa: E402
+from config import MAX_EPISODES, SEEDS, ConfigError, EnvironmentConfig, EvaluationConfig  # noqa: E402
 from environments import HELD_OUT  # noqa: E402
+from files import kind, reason  # noqa: E402
 from spaces import env_actions  # noqa: E402
 from worker import environment_seeds  # noqa: E402
 
@@ -24,25 +25,56 @@ DTYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(uin
           "tensor(int64)": np.int64, "tensor(bool)": np.bool_}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def load(path: str):
+    """(the graph, its training config) of an .onnx file export.py wrote; ConfigError in one line if it is not."""
+    require("onnxruntime")
+    import onnxruntime
+    if (what := kind(path)) != "a file":
+        raise ConfigError(f"--model {path} is {what}: give the .onnx file export.py wrote")
+    try:
+        graph = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+        return graph, json.loads(graph.get_modelmeta().custom_metadata_map["config"])
+    except Exception as error:  # ONNX Runtime's own types; a graph without export.py's metadata
+        raise ConfigError(f"--model {path} is not an ONNX graph written by export.py ({reason(error, 100)}): "
+                          "export a checkpoint with `python export.py --model X.pt --out X.onnx`") from None
+
+
+def main(argv=None) -> int:
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0], epilog="Exit codes: 0 played, 2 refused (bad "
+                            "flag or model), 130 / 143 stopped by Ctrl-C / SIGTERM.")
     parser.add_argument("--model", required=True, help="an .onnx file written by export.py")
-    parser.add_argument("--episodes", type=int, default=10)
-    parser.add_argument("--seed", type=int, help="as enjoy.py's (default: the config's evaluation.seed + 1)")
-    args = parser.parse_args()
+    parser.add_argument("--episodes", type=number(int, 1, MAX_EPISODES), default=10, help="episodes to run (10)")
+    parser.add_argument("--seed", type=number(int, 0, SEEDS - 1),
+                        help="as enjoy.py's (default: the config's evaluation.seed + 1)")
+    with stopping.Stop() as stop:
+        try:
+            with start_up_warnings():
+                args = parser.parse_args(argv)
+                graph, config = load(args.model)  # the training config, as a checkpoint keeps it
+                try:
+                    environment = EnvironmentConfig(**config["environment"]).for_evaluation()
+                    evaluation = EvaluationConfig(**config["evaluation"])
+                except (KeyError, TypeError) as error:
+                    raise ConfigError(f"--model {args.model}: its config is not one this checkout reads "
+                                      f"({reason(error, 100)})") from None
+                seed = evaluation.fresh_seed if args.seed is None else args.seed
+                # As enjoy.py: W environments seeded in the held-out half of the seeds, a fixed quota of episodes each.
+                W = max(1, min(config["n_workers"], args.episodes))
+                envs = [environment.make(max_steps=evaluation.max_steps) for _ in range(W)]
+            stop.working()
+            play(graph, envs, config, args.episodes, seed)
+        except ConfigError as error:
+            return failed(error)
+        except KeyboardInterrupt:
+            return stop.report()
+    return 0
 
-    graph = onnxruntime.InferenceSession(args.model, providers=["CPUExecutionProvider"])
-    metadata = graph.get_modelmeta().custom_metadata_map
-    config = json.loads(metadata["config"])  # the training config, as a checkpoint keeps it
-    environment = EnvironmentConfig(**config["environment"]).for_evaluation()
-    evaluation = EvaluationConfig(**config["evaluation"])
+
+def play(graph, envs: list, config: dict, episodes: int, seed: int) -> None:
     inputs = {i.name: i for i in graph.get_inputs()}  # obs, state, episode_start, [previous_*], [action_mask]
-    seed = evaluation.fresh_seed if args.seed is None else args.seed
-
-    # As enjoy.py: W environments seeded in the held-out half of the seeds, each playing a fixed quota of episodes.
-    W = max(1, min(config["n_workers"], args.episodes))
-    quota = [args.episodes // W + (w < args.episodes % W) for w in range(W)]
-    envs = [environment.make(max_steps=evaluation.max_steps) for _ in range(W)]
+    metadata = graph.get_modelmeta().custom_metadata_map
+    W = len(envs)
+    quota = [episodes // W + (w < episodes % W) for w in range(W)]
     obs, infos = zip(*(env.reset(seed=HELD_OUT + s) for env, s in zip(envs, environment_seeds(seed, W))))
     obs, infos = list(obs), list(infos)
 
@@ -53,7 +85,7 @@ def main() -> None:
         if "previous_action" in inputs else None
     reward = np.zeros(W, np.float32)
     returns = []
-    while len(returns) < args.episodes:
+    while len(returns) < episodes:
         feed = {"obs": np.stack(obs).astype(DTYPES[inputs["obs"].type]), "state": state,
                 "episode_start": episode_start, "previous_action": action, "previous_reward": reward,
                 "action_mask": np.stack([info.get("action_mask", ()) for info in infos]).astype(bool)}
@@ -79,4 +111,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    stopping.leave_at_once_on_stop_signals()
+    console()  # a closed or failing console (`| head`, `>&-`, /dev/full) ends no episode
+    sys.exit(main())

@@ -119,13 +119,14 @@ class CueImage(_OneOfThree):
 
     SIZE = 36  # the smallest picture the three-layer CNN takes
 
-    def __init__(self, length: int = 6):
+    def __init__(self, length: int = 6, size: int = SIZE):
         super().__init__(length)
-        self.observation_space = spaces.Box(0, 255, (self.SIZE, self.SIZE, 3), np.uint8)
+        self.size = size  # smaller: what the CNN refuses
+        self.observation_space = spaces.Box(0, 255, (size, size, 3), np.uint8)
         self.action_space = spaces.Discrete(3)
 
     def _obs(self):
-        obs = np.zeros((self.SIZE, self.SIZE, 3), np.uint8)
+        obs = np.zeros((self.size, self.size, 3), np.uint8)
         if self._t == 0:
             obs[8:20, 12 * self._cue:12 * self._cue + 12] = (255, 64, 0)
         if self._t == self.length - 1:

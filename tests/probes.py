@@ -10,7 +10,8 @@ if any probe ended wrong. Other forms:
     python tests/probes.py --fast               # the subset tests/test_probes.py runs (well under 60 s)
     python tests/probes.py --only 4,6           # the probes of issue points 4 and 6 ('extra': the rest;
                                                 # '23.2': the outside round of issue 23, point 2;
-                                                # '58.2' .. '58.10', '58.b': issue 58's round)
+                                                # '58.2' .. '58.10', '58.b': issue 58's round;
+                                                # '72.1' .. '72.10', '72.r', '72.b': issue 72's)
     python tests/probes.py --name flip -v       # probes whose name holds 'flip', with their stdout and stderr
     python tests/probes.py --list               # the probes, one line each, without running them
 
@@ -94,7 +95,7 @@ ENDLESS = ["--set", "environment.type=gym", "--set", "environment.name=probe_env
            "--set", "environment.kwargs.endless=true"]
 
 # What a user's checkout holds that the scripts need (models/minigrid.pt, 16 MiB, is left out).
-COPIED = ["*.py", "environments/*.py", "configs/*.yaml", "tests/faulty_envs.py", "tests/memory_tasks.py",
+COPIED = ["*.py", "environments/*.py", "examples/*.py", "configs/*.yaml", "tests/faulty_envs.py", "tests/memory_tasks.py",
           "models/.gitkeep", "models/poc_memory_env.pt", "models/cartpole_masked.pt",
           "results/reference/*.csv"]  # a sweep's statistics plot the reference curves
 
@@ -117,25 +118,35 @@ from gymnasium import spaces
 class Probe(gym.Env):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 8}
 
-    def __init__(self, touch="", sleep=0.0, image=False, endless=False, render_mode=None):
+    def __init__(self, touch="", sleep=0.0, image=False, endless=False, render_mode=None, side=84, nest=""):
         if touch:  # one file per process that builds the environment
             Path(f"{touch}.{os.getpid()}").touch()
         self.sleep, self.t, self.endless, self.render_mode = sleep, 0, endless, render_mode
-        self.observation_space = (spaces.Box(0, 255, (84, 84, 3), np.uint8) if image
-                                  else spaces.Box(-1.0, 1.0, (2,), np.float32))
+        vector = spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.observation_space = spaces.Box(0, 255, (side, side, 3), np.uint8) if image else vector
+        if nest:  # the image in a Dict or a Tuple, beside a vector
+            self.observation_space = (spaces.Dict({"view": self.observation_space, "where": vector})
+                                      if nest == "dict" else spaces.Tuple((vector, self.observation_space)))
         self.action_space = spaces.Discrete(2)
+
+    def _zeros(self):
+        space = self.observation_space
+        if isinstance(space, spaces.Dict):
+            return {key: np.zeros(part.shape, part.dtype) for key, part in space.spaces.items()}
+        if isinstance(space, spaces.Tuple):
+            return tuple(np.zeros(part.shape, part.dtype) for part in space.spaces)
+        return np.zeros(space.shape, space.dtype)
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
         self.t = 0
-        return np.zeros(self.observation_space.shape, self.observation_space.dtype), {}
+        return self._zeros(), {}
 
     def step(self, action):
         if self.sleep:
             time.sleep(self.sleep)
         self.t += 1
-        obs = np.zeros(self.observation_space.shape, self.observation_space.dtype)
-        return obs, float(action), self.t >= 8 and not self.endless, False, {}
+        return self._zeros(), float(action), self.t >= 8 and not self.endless, False, {}
 
     def render(self):
         return np.zeros((8, 8, 3), np.uint8)
@@ -923,6 +934,28 @@ def interrupt_after_line(numbers: list[int], args: list[str], line: str = "updat
         took = time.monotonic() - last
         if at_once is not None and took > at_once:
             ctx.notes.append(f"took {took:.1f} s to stop after the last signal (expected < {at_once} s)")
+        return proc
+    return action
+
+
+def interrupt_at_cpu(seconds: float, number: int, args: list[str]):
+    """Starts args and sends `number` once the process has used `seconds` of CPU time: a point of its work that a
+    busy machine does not move, as a wall clock's would."""
+    def action(ctx: Ctx) -> Proc:
+        proc = ctx.popen(args)
+        tick = os.sysconf("SC_CLK_TCK")
+        while proc.process.poll() is None:
+            try:
+                fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                break
+            if (int(fields[11]) + int(fields[12])) / tick >= seconds:  # utime + stime
+                proc.signal(number)
+                break
+            time.sleep(0.05)
+        else:
+            ctx.notes.append(f"it ended before using {seconds} s of CPU time")
+        proc.wait(120)
         return proc
     return action
 
@@ -2329,6 +2362,7 @@ def build_probes() -> list[Probe]:
               setup=runs(["train.py", "--run-id", "a", *TINY, "--overwrite"]), code=(0,), may_write=("repo/s.*",),
               one_line=False, stdout_lacks=("seeds 2",)))
     probes_of_issue_58(add, R, enjoy, export, act_prelude, runs, stats)
+    probes_of_issue_72(add, R, runs, stats)
     return P
 
 
@@ -2467,7 +2501,7 @@ def probes_of_issue_58(add, R, enjoy, export, act_prelude, runs, stats) -> None:
             events.write_bytes(b"")
     add(Probe("stats-empty-events", "58.7", "stats.py over an empty events file",
               "run a's events file is empty (dropped without a word): a warning names it, b is scored",
-              [*stats, "--out", "s"], setup=empty_events, code=(0,), stderr_has=("its events hold no update",),
+              [*stats, "--out", "s"], setup=empty_events, code=(0,), stderr_has=("its events hold no whole update",),
               one_line=False, may_write=("repo/s.*",)))
 
     # 8: finite in float64, inf in float32
@@ -2597,6 +2631,138 @@ def probes_of_issue_58(add, R, enjoy, export, act_prelude, runs, stats) -> None:
               may_write=("repo/s.*",)))
 
 
+def with_environment(**variables: str) -> list[str]:
+    """python -c arguments that start the script after them with these environment variables ($PROBE: the
+    probe's folder, as in any argument)."""
+    return ["-c", f"import os, sys; os.environ.update({variables!r}); "
+                  "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"]
+
+
+def full_wandb_folder(ctx: Ctx) -> None:
+    """models/r.pt (run r at update 2), its summaries folder's wandb/ a full tmpfs: a disk that filled."""
+    checkpoint = ctx.fixture()
+    folder = ctx.path(project().load_checkpoint(checkpoint)["summaries_path"]) / "wandb"
+    mount_tmpfs(ctx, str(folder.relative_to(ctx.repo)), 65536)
+    try:
+        (folder / "fill").write_bytes(b"\0" * 65536)
+    except OSError:  # full: as meant
+        pass
+
+
+def probes_of_issue_72(add, R, runs, stats) -> None:
+    """Issue 72's round: each defect (points 72.1-72.10), the recurrent gain of a core that is not torch's own
+    ('72.r') and each borderline case decided ('72.b')."""
+    onnx = ["export.py", "--model", "models/poc_memory_env.pt", "--out"]
+    example = ["examples/onnx_agent.py", "--model"]
+    # 1: a console that closes or fills costs the export nothing
+    for how, shell in (("full", "> /dev/full"), ("closed", ">&-")):
+        words = {"full": ("No space left",), "closed": ("stdout is closed",)}[how]
+        add(Probe(f"export-onnx-console-{how}", "72.1", f"export.py {shell}",
+                  f"export.py ... {shell}: the graph written, exit 0 (a traceback and exit 1 after writing it)",
+                  [*console(how), *onnx, "a.onnx"], code=(0,), words=words, exists=("repo/a.onnx",),
+                  may_write=("repo/a.onnx",), timeout=300))
+    # 2: an image smaller than the CNN's kernels
+    for nest in ("", "dict", "tuple"):
+        flags = ["--set", "environment.kwargs.side=12", *(["--set", f"environment.kwargs.nest={nest}"] if nest else [])]
+        add(train_refused(f"image-12x12{'-' + nest if nest else ''}", "72.2", "an image smaller than the CNN's kernels",
+                          f"a 12x12 image{' in a ' + nest.title() if nest else ''}: refused naming 36x36 before any "
+                          "worker (a conv2d traceback, exit 1)", ["--set", "environment.kwargs.image=true", *flags],
+                          words=("12x12", "36x36"), touch="main"))
+    # 3: --out in a folder that does not exist
+    add(Probe("export-onnx-new-folder", "72.3", "export.py --out in a new folder",
+              "export.py --out new/deeper/a.onnx: the folder made, the graph written (exit 1 after the whole export)",
+              [*onnx, "new/deeper/a.onnx"], code=(0,), exists=("repo/new/deeper/a.onnx",),
+              may_write=("repo/new/*",), timeout=300))
+    # 4: a stop signal during the export
+    for number in (signal.SIGTERM, signal.SIGINT):
+        name = signal.Signals(number).name
+        add(Probe(f"export-onnx-{name.lower()}-mid-export", "72.4", "a stop signal during the export",
+                  f"{name} once export.py has used 12 s of CPU time (its start-up takes about 6 and the export ends "
+                  f"at about 20 on the 2-core Xeon): exit {128 + number}, 'during the export', one line, no file "
+                  "(swallowed: exit 0 and the file; or 'cannot be exported', exit 2)", [*onnx, "a.onnx"],
+                  action=interrupt_at_cpu(12.0, number, [*onnx, "a.onnx"]), code=(128 + number,),
+                  words=(f"stopped by {name} during the export",), one_line=True, absent=("repo/a.onnx",),
+                  serial=True, timeout=300))
+    # 5, 6, 7: tracking that is off says so, once
+    tracked = ["train.py", "--run-id", "p", *TINY, "--track"]
+    add(Probe("track-wandb-disabled", "72.5", "WANDB_MODE=disabled train.py --track",
+              "trains, one line that tracking is off ('tracking with W&B: None')",
+              [*with_environment(WANDB_MODE="disabled", HOME="$PROBE"), *tracked], code=(0,),
+              words=("tracking is off",), one_line=True, stdout_lacks=("tracking with W&B",),
+              exists=("repo/models/p.pt",)))
+    add(Probe("sweep-track-no-key", "72.6", "sweep.py --track without a W&B key",
+              "the sweep's own console says tracking is off for its trial (only Ray's worker logs said it), exit 0",
+              [*with_environment(WANDB_MODE="online", WANDB_API_KEY="", HOME="$PROBE"), "sweep.py", "--config",
+               "configs/poc_memory_env.yaml", "--sweep-id", "s", *TINY, "--track"], code=(0,), one_line=False,
+              stderr_has=("warning: seed0: tracking is off: W&B did not start",), timeout=400, serial=True,
+              may_write=("repo/sweeps/*", "repo/summaries/*", ".cache/*", ".config/*")))  # HOME is $PROBE
+    add(Probe("track-full-wandb-folder", "72.7", "a full disk under the W&B folder",
+              "the resumed run's wandb/ is a full tmpfs: one line that tracking is off, the run trains on to update 3 "
+              "(about 40 lines of '--- Logging error --- ... No space left')",
+              [*with_environment(WANDB_MODE="offline", HOME="$PROBE"), "train.py", "--resume", "models/r.pt",
+               "--set", "updates=3", "--track"], setup=full_wandb_folder, code=(0,), one_line=True,
+              words=("tracking is off", "No space left"), may_change=("repo/models/r.pt",),
+              check=checkpoint_update("models/r.pt", 3)))
+    # 8: Agent.act's previous_action
+    previous = ("import sys\nimport numpy as np\nfrom agent import Agent\nfrom config import config_from_dict\n"
+                "from environments import spaces_of\nfrom model import build_model\n"
+                "config = config_from_dict({{'environment': {{'type': 'gym', 'name': 'tests.memory_tasks:CueImage-v0'}}, "
+                "'recurrence': {{'previous_action': True}}}})\nenv = config.environment.make()\n"
+                "agent = Agent(build_model(config, spaces_of(env)), config, env.action_space)\n"
+                "obs = np.zeros((2, 36, 36, 3), np.uint8)\nfirst = agent.act(obs, None, None)\n"
+                "try:\n    agent.act(obs, first.state, np.zeros(2, bool), previous_action=np.array([0, {value}]))\n"
+                "except ValueError as error:\n    print(f'error: {{error}}', file=sys.stderr)\n    sys.exit(2)\n"
+                "print('acted')\n")
+    for value in ("99", "-1", "0.5"):
+        add(Probe(f"agent-act-previous-action-{value}", "72.8", "Agent.act: a previous action outside the space",
+                  f"a Discrete(3) agent trained with previous_action, given {value}: one ValueError naming "
+                  "previous_action (a torch RuntimeError; 0.5 used as index 0)",
+                  ["-c", previous.format(value=value)], words=("previous_action", "from 0 to 2")))
+    # 9: the example without torch
+    exported = ["export.py", "--model", "models/poc_memory_env.pt", "--out", "poc.onnx"]
+    for name, args, words in (("missing-model", ["none.onnx"], "missing"),
+                              ("checkpoint-as-model", ["models/poc_memory_env.pt"], "not an ONNX graph"),
+                              ("episodes-negative", ["poc.onnx", "--episodes", "-3"], "--episodes"),
+                              ("episodes-zero", ["poc.onnx", "--episodes", "0"], "--episodes")):
+        add(Probe(f"onnx-example-{name}", "72.9" if name != "episodes-zero" else "72.b", "examples/onnx_agent.py's input",
+                  f"examples/onnx_agent.py --model {' '.join(args)}: one line, exit 2 (a traceback, or 'return nan' "
+                  "with exit 0)", [*example, *args], words=(words,)))
+    add(Probe("onnx-example-stdout-full", "72.9", "examples/onnx_agent.py > /dev/full",
+              "the example's episodes played, one warning line, exit 0 (a traceback)",
+              [*console("full"), *example, "poc.onnx", "--episodes", "2"],
+              action=then(exported, [*console("full"), *example, "poc.onnx", "--episodes", "2"]), code=(0,),
+              words=("No space left",), one_line=True, may_write=("repo/poc.onnx",), timeout=300))
+    # 10: stats.py with a full disk at --out
+    add(Probe("stats-full-disk-at-out", "72.10", "stats.py with a full disk at --out",
+              "out/ is a 32 KiB tmpfs: none of out/x.md, .json, .png written, one line naming them, exit 1 (exit 2, "
+              "'could not read or write None', x.md and x.json left)", [*stats, "--out", "out/x"], setup=runs(),
+              tmpfs={"out": 32768}, code=(1,), one_line=True, words=("out/x.md", "No space left"),
+              absent=("repo/out/x.*",)))
+    # the recurrent gain of a core that initialises itself
+    add(train_refused("recurrent-gain-lru", "72.r", "initialization.recurrent_gain for a core not torch's own",
+                      "--set recurrence.layer_type=lru --set initialization.recurrent_gain=3.0: refused naming the key "
+                      "(accepted, and changed nothing)", ["--set", "recurrence.layer_type=lru", "--set",
+                                                          "initialization.recurrent_gain=3.0"],
+                      words=("initialization.recurrent_gain", "lru")))
+    # the borderline cases, decided
+    B = "72.b"
+    add(train_refused("summaries-run-id-is-a-file", B, "a file at summaries/<run-id>",
+                      "summaries/p is a file: refused naming it (the run started, then exit 1)", [],
+                      words=("summaries/p is a file",), setup=write_file("summaries/p", "notes\n")))
+    add(train_refused("checkpoint-link-loop", B, "a symbolic link loop at models/<run-id>.pt",
+                      "models/p.pt -> itself: refused as existing (silently replaced)", [],
+                      words=("models/p.pt", "loop"), setup=symlink("models/p.pt", "p.pt")))
+    add(Probe("omp-num-threads-holds", B, "OMP_NUM_THREADS=1",
+              "OMP_NUM_THREADS=1 train.py: '1 torch thread' ('2 torch threads')",
+              [*with_environment(OMP_NUM_THREADS="1"), "train.py", "--run-id", "p", *TINY], code=(0,),
+              stdout_has=("(1 torch thread)",), exists=("repo/models/p.pt",)))
+    add(Probe("export-onnx-missing-onnxruntime", B, "export.py without onnxruntime",
+              "onnxruntime cannot be imported: refused in one line before the model loads (a traceback after the "
+              "export)", [*onnx, "a.onnx"], words=("onnxruntime", "cannot be imported"),
+              setup=write_file("onnxruntime.py", "raise ModuleNotFoundError(\"No module named 'onnxruntime'\", "
+                                                 "name='onnxruntime')\n"), absent=("repo/a.onnx",)))
+
+
 def at_most_one_line(ctx: Ctx, proc: Proc) -> str | None:
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     if len(lines) > 1:
@@ -2677,7 +2843,7 @@ def select(args) -> list[Probe]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", help="issue points, comma-separated: 1 .. 12, 23.2, 42.1 .. 42.10, 42.b, "
-                        "58.2 .. 58.10, 58.b, extra")
+                        "58.2 .. 58.10, 58.b, 72.1 .. 72.10, 72.r, 72.b, extra")
     parser.add_argument("--fast", action="store_true", help="the subset tests/test_probes.py runs")
     parser.add_argument("--name", help="probes whose name holds this")
     parser.add_argument("--jobs", type=int, default=1, help="probes at once (serial ones always run alone)")

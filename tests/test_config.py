@@ -136,6 +136,11 @@ def test_a_config_is_read_and_checked_without_torch():
     ({"hidden_layer_size": 10 ** 30}, ["hidden_layer_size", "64-bit"]),
     ({"recurrence": {"num_layers": 101}}, ["recurrence.num_layers", "from 1 to 100"]),
     ({"evaluation": {"episodes": 10 ** 6 + 1}}, ["evaluation.episodes", "1,000,000"]),
+    # a gain that changes nothing: minGRU and LRU initialise their own parameters (accepted and ignored, issue 72)
+    ({"recurrence": {"layer_type": "lru"}, "initialization": {"recurrent_gain": 3.0}},
+     ["initialization.recurrent_gain", "torch's own recurrent layers (gru, lstm)", "the lru core initialises"]),
+    ({"recurrence": {"layer_type": "mingru"}, "initialization": {"recurrent_gain": 0.5}},
+     ["initialization.recurrent_gain", "mingru"]),
 ])
 def test_bad_configs_name_the_key(raw, words):
     with pytest.raises(ConfigError) as error:
@@ -144,6 +149,18 @@ def test_bad_configs_name_the_key(raw, words):
     assert "\n" not in message
     for word in words:
         assert word in message
+
+
+def test_the_recurrent_gain_is_taken_for_torchs_own_layers_and_a_default_one_for_any_core(monkeypatch):
+    import model
+    from tests.test_extending import MyGRU
+    for layer_type in ("gru", "lstm"):
+        assert config_from_dict({"recurrence": {"layer_type": layer_type},
+                                 "initialization": {"recurrent_gain": 3.0}}).initialization.recurrent_gain == 3.0
+    monkeypatch.setitem(model.CORES, "mygru", model.Core(MyGRU, state_parts=1))  # a researcher's own core
+    assert config_from_dict({"recurrence": {"layer_type": "mygru"}}).recurrence.layer_type == "mygru"
+    with pytest.raises(ConfigError, match="the mygru core initialises its own parameters"):
+        config_from_dict({"recurrence": {"layer_type": "mygru"}, "initialization": {"recurrent_gain": 3.0}})
 
 
 def test_schedule_value_known_points():

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+import config
 import cores
 import model
 from config import CORE_KEYS, InitializationConfig, RecurrenceConfig
@@ -217,6 +218,7 @@ def test_the_config_names_the_cores_the_model_builds_and_no_core_reads_anothers_
     """config.CORE_KEYS (read without torch) names model.CORES' cores in their order; a core built with every other
     core's own keys away from their defaults is the same module, its parameters and outputs alike."""
     assert list(CORE_KEYS) == list(model.CORES)
+    assert [n for n, core in model.CORES.items() if issubclass(core.layer, nn.RNNBase)] == list(config.TORCH_CORES)
     for name, core in model.CORES.items():
         others = {key: getattr(RecurrenceConfig, key) for other, keys in CORE_KEYS.items() if other != name
                   for key in keys}

@@ -284,10 +284,10 @@ def test_max_steps_0_is_the_configs_meaning_and_render_beside_video_is_not_dropp
     assert not list(tmp_path.iterdir())
 
 
-def untrained_agent(environment: dict) -> Agent:
+def untrained_agent(environment: dict, **recurrence) -> Agent:
     from environments import spaces_of
     from model import build_model
-    config = config_from_dict({"environment": environment, "recurrence": {"hidden_state_size": 8}})
+    config = config_from_dict({"environment": environment, "recurrence": {"hidden_state_size": 8, **recurrence}})
     env = config.environment.make()
     model = build_model(config, spaces_of(env))
     env.close()
@@ -333,6 +333,25 @@ def test_act_checks_its_arguments_where_they_enter():
     branches.act(o, None, None, action_mask=np.array([[True, False, False, False, True]]))
     with pytest.raises(ValueError, match="row 0 allows no action in one of its branches"):
         branches.act(o, None, None, action_mask=np.array([[True, True, False, False, False]]))
+
+
+@pytest.mark.parametrize("name", ["CueImage-v0", "CueMultiDiscrete-v0", "CueMultiBinary-v0"])
+def test_act_refuses_a_previous_action_outside_the_action_space(name):
+    """99 or -1 for a Discrete(3) agent raised a torch RuntimeError from its one-hot encoding, and 0.5 was taken
+    as index 0 (issue 72): one ValueError naming previous_action and its range."""
+    agent = untrained_agent({"type": "gym", "name": f"tests.memory_tasks:{name}"}, previous_action=True)
+    obs = np.zeros((2, *agent.model.observation_layout.shape), np.float32)
+    first = agent.act(obs, None, None)
+    starts = np.zeros(2, dtype=bool)
+    agent.act(obs, first.state, starts, previous_action=first.actions)  # what act() returned
+    high = {"CueImage-v0": 2, "CueMultiDiscrete-v0": 1, "CueMultiBinary-v0": 1}[name]  # the first column's
+    for value in (99, -1, 0.5, high + 1):
+        given = first.actions.copy().astype(float)
+        given.reshape(2, -1)[1, 0] = value
+        with pytest.raises(ValueError) as refused:
+            agent.act(obs, first.state, starts, previous_action=given)
+        assert str(refused.value) == (f"previous_action: expected the actions act() returned, whole numbers from 0 to "
+                                      f"{high}, got {float(value)!r} in row 1")
 
 
 def test_act_refuses_values_that_are_not_finite_and_a_deterministic_that_is_not_a_bool():

@@ -186,6 +186,23 @@ def test_channels_first_and_last_images_give_the_same_features():
     torch.testing.assert_close(c.encoder(image.float() / 255), a.encoder(image))
 
 
+@pytest.mark.parametrize("nesting", ["alone", "dict", "tuple"])
+def test_an_image_smaller_than_the_cnns_kernels_is_refused_naming_the_smallest_size(nesting):
+    """A 12x12 image was a conv2d traceback, "kernel size can't be greater than actual input size" (issue 72)."""
+    def observation(side: int) -> gym.Space:
+        image = gym.spaces.Box(0, 255, (side, side, 3), np.uint8)
+        vector = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+        return {"alone": image, "dict": gym.spaces.Dict({"view": image, "where": vector}),
+                "tuple": gym.spaces.Tuple((vector, image))}[nesting]
+    for side in (12, 35):
+        with pytest.raises(SpaceError) as refused:
+            small_model(observation(side))
+        where = {"alone": "", "dict": " 'view'", "tuple": " '1'"}[nesting]
+        assert f"the image observation{where} is {side}x{side} pixels" in str(refused.value)
+        assert "at least 36x36" in str(refused.value)
+    assert small_model(observation(36)).encoder.out_features > 0
+
+
 def test_unsupported_action_space_is_one_line():
     with pytest.raises(SpaceError, match="action space"):
         action_format(gym.spaces.Box(-1, 1, (2, 2)))

@@ -167,7 +167,7 @@ def test_two_seeds_locally_give_two_normal_runs_and_the_statistics(tmp_path):
     done = run_sweep(tmp_path, "--config", POC, "--seeds", "2", "--sweep-id", "two", "--grid", "gamma=0.95",
                      *sets(*TINY), "--track", env={"WANDB_MODE": "offline", "HOME": str(tmp_path)})
     assert done.returncode == 0, done.stderr
-    assert "2 of 2 trials ended" in done.stdout
+    assert "2 of 2 trials ended" in done.stdout and "tracking is off" not in done.stderr
     folder, summaries = tmp_path / "sweeps/two", tmp_path / "summaries/two"
     table = (folder / "stats.md").read_text()
     assert table in done.stdout and "| gamma=0.95 | 2 |" not in table and "| PocMemoryEnv | 2 |" in table
@@ -195,6 +195,18 @@ def test_two_seeds_locally_give_two_normal_runs_and_the_statistics(tmp_path):
         assert score == pytest.approx(reported[-1]["episode/reward_mean_last100"], rel=1e-6)
         models.append(saved["model"])
     assert any(not torch.equal(a, b) for a, b in zip(models[0].values(), models[1].values()))
+
+
+def test_a_trial_whose_tracking_is_off_says_so_on_the_sweeps_console(tmp_path):
+    """--track without a W&B key: the trials' one-line warnings were only in Ray's worker logs, and the sweep's
+    console never said tracking was off (issue 72). Once per trial; the trials train on."""
+    env = {"WANDB_MODE": "online", "HOME": str(tmp_path), "WANDB_API_KEY": ""}
+    done = run_sweep(tmp_path, "--config", POC, "--seeds", "2", "--sweep-id", "off", *sets(*TINY), "--track", env=env)
+    assert done.returncode == 0 and "2 of 2 trials ended" in done.stdout, done.stderr
+    for seed in (0, 1):
+        said = [line for line in done.stderr.splitlines() if line.startswith(f"warning: seed{seed}: tracking is off")]
+        assert len(said) == 1 and "W&B did not start (" in said[0], done.stderr
+        assert said[0].endswith("; the trial trains on with TensorBoard")
 
 
 def test_trials_land_on_both_nodes_of_a_cluster(tmp_path, monkeypatch):
@@ -375,6 +387,9 @@ def free_port() -> int:
     (["--search", "environment.observation_mask=choice:[1],[2],[5]"], "--search environment.observation_mask=[5]"),
     (["--set", "environment.type=gym", "--set", "environment.name=FrozenLake-v1",
       "--grid", "environment.kwargs.map_name=4x4,bogus"], "--grid environment.kwargs.map_name=bogus: environment"),
+    # a model the spaces do not fit: an image smaller than the CNN's kernels (a trial's traceback after Ray started)
+    (["--set", "environment.type=gym", "--set", "environment.name=tests.memory_tasks:CueImage-v0",
+      "--grid", "environment.kwargs.size=36,12"], "--grid environment.kwargs.size=12: the image observation is 12x12"),
 ])
 def test_bad_input_is_one_line_exit_2_and_starts_nothing(tmp_path, args, says):
     (tmp_path / "sweeps/taken").mkdir(parents=True)

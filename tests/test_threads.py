@@ -49,8 +49,12 @@ def test_train_py_sets_the_spin_before_torch_loads(tmp_path):
     assert f"spin at torch import: {threads.SPIN_COUNT}" in out.stdout, out.stderr[-2000:]
 
 
-def scripted(monkeypatch, cores: list[int], samples: list[tuple[float, float, float]]) -> threads.FairShare:
+def scripted(monkeypatch, cores: list[int], samples: list[tuple[float, float, float]],
+             environment: dict | None = None) -> threads.FairShare:
     """A FairShare on `cores` whose clock and CPU counters are the (time, others' busy seconds + ours, ours) given."""
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    for key, value in (environment or {}).items():
+        monkeypatch.setenv(key, value)
     monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: set(cores))
     samples = list(samples)
     monkeypatch.setattr(threads.FairShare, "_sample", lambda self: samples.pop(0))
@@ -82,7 +86,16 @@ def test_it_looks_again_only_after_a_while(monkeypatch):
     assert share.update() == 2  # too soon: not sampled (a sample would say 1)
 
 
+@pytest.mark.parametrize("value, expected", [("1", 1), ("3", 3), ("1,1", 1), ("9", 4), ("", None), ("x", None)])
+def test_a_count_set_in_omp_num_threads_holds(monkeypatch, value, expected):
+    """OMP_NUM_THREADS=1 was overridden by the fair share ('2 torch threads'): a user who sets the count in the
+    environment expects it to hold (issue 72, borderline: it does, up to the cores here; else the fair share)."""
+    share = scripted(monkeypatch, [0, 1, 2, 3], [(0.0, 0.0, 0.0), (1.0, 3.0, 2.0)], {"OMP_NUM_THREADS": value})
+    assert share.update() == (3 if expected is None else expected)  # others used 1 core of 4
+
+
 def test_a_trainer_with_torch_threads_0_follows_the_fair_share_at_each_minibatch(tmp_path, monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     counts = itertools.chain([2], itertools.repeat(1))
     monkeypatch.setattr(threads.FairShare, "update", lambda self: next(counts))
     monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {0, 1})

@@ -297,6 +297,8 @@ def test_run_ids_that_leave_models_and_summaries_are_refused(tmp_path, run_id):
      "config key 'environment.kwargs.max_steps' = 'abc' is not allowed: an integer >= 1"),
     ({"environment": {"type": "CartPoleMasked", "kwargs": {"max_steps": 0}}}, "environment.kwargs.max_steps"),
     ({"environment": {"type": "Minigrid"}, "n_workers": 64, "worker_steps": 100000}, "GiB"),
+    ({"environment": {"type": "gym", "name": "tests.memory_tasks:CueImage-v0", "kwargs": {"size": 12}}},
+     "is 12x12 pixels: the CNN's kernels need at least 36x36"),
 ])
 def test_settings_that_would_crash_or_be_ignored_are_refused_before_any_worker_starts(tmp_path, change, words):
     raw = {**yaml.safe_load((ROOT / "configs/poc_memory_env.yaml").read_text()), **TINY, **change}
@@ -737,6 +739,29 @@ def test_a_folder_where_a_checkpoint_would_be_saved_is_refused_before_the_run(tm
     result = script(tmp_path, "train.py", "--config", config, "--run-id", "a", *overwrite)
     assert result.returncode == 2 and f"models/{name} is a folder" in one_line(result)
     assert not (tmp_path / "summaries").exists()
+
+
+@pytest.mark.parametrize("where", ["summaries file", "checkpoint link loop", "checkpoint link to nothing"])
+def test_what_blocks_the_runs_files_is_refused_before_the_run(tmp_path, where):
+    """A file at summaries/<run-id> was not refused: the run started and failed (exit 1); a symbolic link loop at
+    models/<run-id>.pt was silently replaced, where export.py refuses it as existing (issue 72, borderline: both
+    refused, the link replaced with --overwrite)."""
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", **TINY)
+    (tmp_path / "models").mkdir()
+    (tmp_path / "summaries").mkdir()
+    path, said = {"summaries file": ("summaries/a", "summaries/a is a file, where the run would write its summaries"),
+                  "checkpoint link loop": ("models/a.pt", "models/a.pt is a loop of symbolic links"),
+                  "checkpoint link to nothing": ("models/a.pt", "models/a.pt is a symbolic link to gone.pt")}[where]
+    if where == "summaries file":
+        (tmp_path / path).write_text("a user's notes")
+    else:
+        (tmp_path / path).symlink_to("a.pt" if "loop" in where else "gone.pt")
+    result = script(tmp_path, "train.py", "--config", config, "--run-id", "a")
+    assert result.returncode == 2 and said in one_line(result)
+    assert os.path.lexists(tmp_path / path) and not list((tmp_path / "summaries").glob("*/*"))
+    if where != "summaries file":  # --overwrite replaces the link
+        assert script(tmp_path, "train.py", "--config", config, "--run-id", "a", "--overwrite").returncode == 0
+        assert load_checkpoint(tmp_path / path)["update"] == 2
 
 
 def test_a_stop_signal_during_a_deferred_block_reaches_the_handler_when_it_ends():

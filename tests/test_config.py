@@ -152,12 +152,14 @@ def test_bad_configs_name_the_key(raw, words):
 
 
 def test_the_recurrent_gain_is_taken_for_torchs_own_layers_and_a_default_one_for_any_core(monkeypatch):
-    import model
-    from tests.test_extending import MyGRU
+    import config
     for layer_type in ("gru", "lstm"):
         assert config_from_dict({"recurrence": {"layer_type": layer_type},
                                  "initialization": {"recurrent_gain": 3.0}}).initialization.recurrent_gain == 3.0
-    monkeypatch.setitem(model.CORES, "mygru", model.Core(MyGRU, state_parts=1))  # a researcher's own core
+    for layer_type in ("mingru", "lru", "trxl"):
+        with pytest.raises(ConfigError, match=f"the {layer_type} core initialises its own parameters"):
+            config_from_dict({"recurrence": {"layer_type": layer_type}, "initialization": {"recurrent_gain": 3.0}})
+    monkeypatch.setitem(config.CORE_KEYS, "mygru", ())  # a researcher's own core, by its name (docs/extending.md)
     assert config_from_dict({"recurrence": {"layer_type": "mygru"}}).recurrence.layer_type == "mygru"
     with pytest.raises(ConfigError, match="the mygru core initialises its own parameters"):
         config_from_dict({"recurrence": {"layer_type": "mygru"}, "initialization": {"recurrent_gain": 3.0}})

@@ -299,7 +299,7 @@ def run_trial(values: dict, sweep: dict) -> None:
     from ray import tune
 
     from checkpoint import RunLock, load_checkpoint
-    from trainer import Trainer, restore, save
+    from trainer import Trainer
     sweep = Sweep(**sweep)
     name = tune.get_context().get_trial_name()
     models = Path(sweep.local) / "models"
@@ -318,7 +318,7 @@ def run_trial(values: dict, sweep: dict) -> None:
                           models_dir=models, verbose=False, summaries_path=saved and saved["summaries_path"],
                           tracking=track)
         if saved:
-            restore(trainer, saved)
+            trainer.load_state_dict(saved)
         # updates without an episode's end or an evaluation report the latest value, as stats.py reads curves
         latest = {sweep.metric: float("nan")}
         node = ray.get_runtime_context().get_node_id()
@@ -326,7 +326,7 @@ def run_trial(values: dict, sweep: dict) -> None:
 
         def on_update(trainer, log, scalars: dict) -> None:
             if trainer.update == trainer.config.updates and trainer.saved_update != trainer.update:
-                save(trainer)  # the final checkpoint travels with the final result
+                trainer.save()  # the final checkpoint travels with the final result
             latest.update((k, v) for k, v in scalars.items() if k.startswith(("episode/", "eval/")))
             metrics = {**scalars, **latest, "update": trainer.update, "updates": trainer.config.updates,
                        "node_id": node}

@@ -189,13 +189,13 @@ def main(argv=None) -> int:
                     resume = None if checkpoint and "branch_of" in checkpoint else args.resume  # a branch is new
                     lock = RunLock(MODELS / f"{run_id}.lock")
                     replaced_best = claim(lock, run_id, checkpoint, resume, args.overwrite)
-                    from trainer import Trainer, restore
+                    from trainer import Trainer
                     trainer = Trainer(config, run_id=run_id, device=device, summaries_dir=SUMMARIES,
                                       models_dir=MODELS, summaries_path=checkpoint and checkpoint["summaries_path"],
                                       tracking=track)
                     if checkpoint:
                         with fitted(args.resume):
-                            restore(trainer, checkpoint)
+                            trainer.load_state_dict(checkpoint)
                         if "branch_of" in checkpoint:  # its own checkpoint is not written yet
                             trainer.saved_update = None
                     if replaced_best is not None:  # else enjoy.py would score the replaced run's model under this id

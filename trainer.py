@@ -248,7 +248,3 @@ def _same_shape(name: str, saved, expected):
     if tuple(saved.shape) != tuple(expected.shape):
         raise ValueError(f"its {name} has the shape {tuple(saved.shape)}, the run's {tuple(expected.shape)}")
     return saved
-
-
-# the scripts' names for resuming and saving a run (train.py, sweep.py)
-restore, save = Trainer.load_state_dict, Trainer.save

@@ -128,25 +128,49 @@ class _Init:
         return core
 
 
+# The reference baseline's CNN: (output channels, kernel, stride) of each layer, each followed by a ReLU
+CNN = ((32, 8, 4), (64, 4, 2), (64, 3, 1))
+
+
+def _image_shape(part: Part) -> tuple[int, int, int]:
+    """H, W, C of an image part, HWC or CHW."""
+    return part.shape if part.channels_last else (part.shape[1], part.shape[2], part.shape[0])
+
+
+def feature_maps(H: int, W: int) -> list[tuple[int, int]]:
+    """The image's height and width, then those of each CNN layer's output."""
+    sizes = [(H, W)]
+    for _, kernel, stride in CNN:
+        sizes.append(tuple((n - kernel) // stride + 1 for n in sizes[-1]))
+    return sizes
+
+
+def smallest_side() -> int:
+    """The fewest pixels a side that leave one output pixel after every layer of the CNN."""
+    side = 1
+    for _, kernel, stride in reversed(CNN):
+        side = (side - 1) * stride + kernel
+    return side
+
+
 class _ImageEncoder(nn.Module):
     """The reference baseline's three-layer CNN, on HWC or CHW images."""
 
     def __init__(self, part: Part, init: _Init):
         super().__init__()
         self._channels_last, self._scale = part.channels_last, part.scale
-        H, W, C = part.shape if part.channels_last else (part.shape[1], part.shape[2], part.shape[0])
-        gain = init.config.hidden_gain
-        self.conv = nn.Sequential(
-            init(nn.Conv2d(C, 32, 8, stride=4), gain), nn.ReLU(),
-            init(nn.Conv2d(32, 64, 4, stride=2), gain), nn.ReLU(),
-            init(nn.Conv2d(64, 64, 3, stride=1), gain), nn.ReLU(),
-            nn.Flatten())
-        if min(H, W) < (side := smallest_side(self.conv)):
+        H, W, C = _image_shape(part)
+        if min(H, W) < (side := smallest_side()):
             where = f" '{part.key}'" if part.key else ""
             raise SpaceError(f"the image observation{where} is {H}x{W} pixels: the CNN's kernels need at least "
                              f"{side}x{side} (resize it, e.g. with gymnasium.wrappers.ResizeObservation)")
-        with torch.no_grad():
-            self.out_features = self.conv(torch.zeros(1, C, H, W)).shape[1]
+        layers, channels = [], C
+        for out, kernel, stride in CNN:
+            layers += [init(nn.Conv2d(channels, out, kernel, stride=stride), init.config.hidden_gain), nn.ReLU()]
+            channels = out
+        self.conv = nn.Sequential(*layers, nn.Flatten())
+        h, w = feature_maps(H, W)[-1]
+        self.out_features = channels * h * w
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         x = obs.permute(0, 3, 1, 2) if self._channels_last else obs  # (B, H, W, C) -> (B, C, H, W), a view
@@ -154,14 +178,6 @@ class _ImageEncoder(nn.Module):
         first = self.conv[0]
         x = F.conv2d(x.to(compute_dtype(x.device.type)), first.weight * self._scale, first.bias, first.stride)
         return self.conv[1:](x)
-
-
-def smallest_side(conv: nn.Sequential) -> int:
-    """The fewest pixels a side that leave one output pixel after every convolution of `conv`."""
-    side = 1
-    for layer in reversed([m for m in conv if isinstance(m, nn.Conv2d)]):
-        side = (side - 1) * layer.stride[0] + layer.kernel_size[0]
-    return side
 
 
 class _VectorEncoder(nn.Module):
@@ -207,8 +223,8 @@ def _one_hot(indices: torch.Tensor, categories: list[int]) -> torch.Tensor:
 
 class ObservationDecoder(nn.Module):
     """The observation back from the cores' outputs, for the observation-reconstruction loss of the Memory Gym paper
-    (Pleines et al. 2025): an image part through the image encoder's three layers transposed, to pixels in [0, 1]
-    scored by binary cross-entropy (as the authors' code); any other part through one Linear, scored by its squared
+    (Pleines et al. 2025): an image part through the image encoder's layers transposed, its pixels' logits scored by
+    binary cross-entropy against the pixels in [0, 1] (as the authors' code); any other part through one Linear, scored by its squared
     error (categories as their one-hot blocks). Called on the real steps' core outputs y (R, F) and observations
     (R, *obs_shape): the loss of each step (R,), the mean over the parts."""
 
@@ -221,21 +237,19 @@ class ObservationDecoder(nn.Module):
 
     @staticmethod
     def _image(part: Part, features: int, init: _Init) -> nn.Module:
-        H, W, C = part.shape if part.channels_last else (part.shape[1], part.shape[2], part.shape[0])
-        sizes = [(H, W)]  # the encoder's feature maps: kernel 8 stride 4, 4 stride 2, 3 stride 1
-        for kernel, stride in ((8, 4), (4, 2), (3, 1)):
-            sizes.append(tuple((n - kernel) // stride + 1 for n in sizes[-1]))
-        (H1, W1), (H2, W2), (H3, W3) = sizes[1:]
-        gain = init.config.hidden_gain
-
-        def up(c_in: int, c_out: int, kernel: int, stride: int, size: tuple, before: tuple) -> nn.Module:
-            padding = tuple(n - ((m - 1) * stride + kernel) for n, m in zip(size, before))  # back to the exact size
-            return init(nn.ConvTranspose2d(c_in, c_out, kernel, stride, output_padding=padding), gain)
-        return nn.Sequential(
-            init(nn.Linear(features, 64 * H3 * W3), gain), nn.ReLU(), nn.Unflatten(1, (64, H3, W3)),
-            up(64, 64, 3, 1, (H2, W2), (H3, W3)), nn.ReLU(),
-            up(64, 32, 4, 2, (H1, W1), (H2, W2)), nn.ReLU(),
-            up(32, C, 8, 4, (H, W), (H1, W1)))
+        """The CNN's layers transposed, last first, each back to its input's exact size; logits of the pixels."""
+        H, W, C = _image_shape(part)
+        sizes, gain = feature_maps(H, W), init.config.hidden_gain
+        (h, w), channels = sizes[-1], CNN[-1][0]
+        layers = [init(nn.Linear(features, channels * h * w), gain), nn.ReLU(), nn.Unflatten(1, (channels, h, w))]
+        for k in reversed(range(len(CNN))):
+            _, kernel, stride = CNN[k]
+            out = CNN[k - 1][0] if k else C
+            padding = tuple(n - ((m - 1) * stride + kernel) for n, m in zip(sizes[k], sizes[k + 1]))
+            layers.append(init(nn.ConvTranspose2d(channels, out, kernel, stride, output_padding=padding), gain))
+            layers += [nn.ReLU()] if k else []
+            channels = out
+        return nn.Sequential(*layers)
 
     def forward(self, y: torch.Tensor, obs: torch.Tensor) -> torch.Tensor:
         R, losses = obs.shape[0], []

@@ -162,6 +162,8 @@ def report(args) -> int:
                      "chi2_p_value": float(scipy_stats.chi2_contingency(table).pvalue)},
            "own_set": {"sets": [f for f, _ in own], "scores": [float(r.mean()) for _, r in own], "pooled": q,
                        "interval": [float(q_interval.low), float(q_interval.high)],
+                       "sd_of_scores": float(np.std([r.mean() for _, r in own], ddof=1)),
+                       "binomial_sd": float(np.sqrt(q * (1 - q) / n)),
                        "minus_fresh_interval": [float(difference.low), float(difference.high)],
                        "as_played": float(played.mean()), "fresh_sets_at_or_above": int((means >= played.mean()).sum()),
                        "binomial_tail": float(scipy_stats.binom.sf(k - 1, n, p))},
@@ -189,6 +191,8 @@ def markdown(out: dict, args) -> str:
              f"{f['chi2_p_value']:.2f}).", "",
              "**The run's own set** (evaluation.seed's episodes: as its evaluations played them, then the same "
              "episodes with other action draws): " + ", ".join(f"{m:.3f}" for m in o["scores"]) + ".",
+             f"The draws spread with sd {o['sd_of_scores']:.3f}, where binomial draws of its rate would with "
+             f"{o['binomial_sd']:.3f}: which episodes a set holds decides most of its score. "
              f"As played, {o['as_played']:.3f}: {o['fresh_sets_at_or_above']} of {len(f['scores'])} fresh sets score "
              f"as much, P(a set of {n} scores as much | rate {f['pooled']:.3f}) = {o['binomial_tail']:.3f}. Over all "
              f"its draws {o['pooled']:.3f} [{o['interval'][0]:.3f}, {o['interval'][1]:.3f}], "

@@ -130,7 +130,7 @@ class EvaluationConfig:
     episodes: int = 32  # episodes per evaluation (as enjoy.py --episodes), over min(episodes, n_workers) environments
     deterministic: bool = True  # the most probable action (as enjoy.py --deterministic); false: sampled
     # the evaluation seed: the evaluation after update u plays the episodes of enjoy.py --seed (seed + 2**31 + u) mod
-    # 2**32, e.g. 2147483973 after update 325 of a run with seed 0
+    # 2**32 (2147483973 after update 325 where this seed is 0)
     seed: int = 0
     # cut an episode at this many steps, scored as it stood (as enjoy.py --max-steps); 0: its time limit, else 100,000
     max_steps: int = 0

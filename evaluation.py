@@ -115,7 +115,8 @@ class Evaluator:
         return interval > 0 and (update % interval == 0 or update == self.config.updates)
 
     def __call__(self, model, normalizers, update: int) -> list[dict]:
-        """The episodes' stats for the model as it is after `update`; it is left in training mode."""
+        """The stats of the episodes of the evaluation after `update` (evaluation_seed) for the model as it is; it is
+        left in training mode."""
         from agent import Agent
         e = self.config.evaluation
         agent = Agent(model, self.config, self.action_space, self.device, normalizers, self.masked)

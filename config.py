@@ -124,10 +124,14 @@ class OptimizerConfig:
 
 @dataclass
 class EvaluationConfig:
-    interval: int = 0  # score the policy on held-out episodes every K updates and after the last; 0: never
+    # score the policy on held-out episodes every K updates and after the last, each time on a new draw of them
+    # (docs/reliability.md); the best so far is kept as models/<run-id>-best.pt; 0: never
+    interval: int = 0
     episodes: int = 32  # episodes per evaluation (as enjoy.py --episodes), over min(episodes, n_workers) environments
     deterministic: bool = True  # the most probable action (as enjoy.py --deterministic); false: sampled
-    seed: int = 0  # the evaluation seed (as enjoy.py --seed): the same held-out episodes at every evaluation
+    # the evaluation seed: the evaluation after update u plays the episodes of enjoy.py --seed (seed + 2**31 + u) mod
+    # 2**32 (2147483973 after update 325 where this seed is 0)
+    seed: int = 0
     # cut an episode at this many steps, scored as it stood (as enjoy.py --max-steps); 0: its time limit, else 100,000
     max_steps: int = 0
 

@@ -35,8 +35,8 @@ def parser() -> ArgumentParser:
     add("--episodes", type=number(int, 1, MAX_EPISODES), default=10, help="episodes to run (default: 10)")
     add("--seed", type=number(int, 0, SEEDS - 1), help="evaluation seed of the environments (disjoint from any "
         "training seed) and of the sampled actions: the same command gives the same scores. Default: the "
-        "checkpoint's evaluation.seed + 1, fresh episodes (its evaluation.seed replays those its run's evaluations "
-        "played and picked the best model on)")
+        "checkpoint's evaluation.seed + 1, fresh episodes (its run's evaluation after update u played those of "
+        "seed (evaluation.seed + 2**31 + u) mod 2**32; docs/config.md)")
     add("--deterministic", action="store_true", help="take the most probable action, not a sample")
     add("--training-levels", action="store_true", help="play the levels training drew from (the config's "
         "environment section without its evaluation_kwargs / evaluation_reset_params: MiniGrid's seed_pool, Memory "

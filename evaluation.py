@@ -1,7 +1,7 @@
 """Held-out scoring, alike for enjoy.py and for the evaluations a run makes while it trains: a run's eval/*
-at update k is what `enjoy.py --episodes E --seed S` prints for that checkpoint. The environments are
-seeded in the held-out half of the seed range, and each plays a fixed quota of the episodes (the first
-E to finish would favour short ones)."""
+at update k is what `enjoy.py --episodes E --seed evaluation_seed(S, k)` prints for that checkpoint. The
+environments are seeded in the held-out half of the seed range, and each plays a fixed quota of the episodes
+(the first E to finish would favour short ones)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from config import Config, EnvironmentConfig
+from config import SEEDS, Config, EnvironmentConfig
 from environments import HELD_OUT
 from errors import ConfigError
 from summaries import scores
@@ -18,6 +18,13 @@ from summaries import scores
 def evaluation_seeds(seed: int, count: int) -> list[int]:
     from worker import environment_seeds
     return [HELD_OUT + s for s in environment_seeds(seed, count)]
+
+
+def evaluation_seed(seed: int, update: int) -> int:
+    """The seed (as enjoy.py --seed) of a run's evaluation after `update`, evaluation.seed being `seed`: each
+    evaluation plays episodes of its own, so no one set's luck lasts from evaluation to evaluation. Half the seed
+    range away from `seed` and the seeds just above it, enjoy.py's default and the docs' fresh sets."""
+    return (seed + 2 ** 31 + update) % SEEDS
 
 
 @dataclass
@@ -46,8 +53,8 @@ def evaluate(agent, episodes: int, seed: int = 0, deterministic: bool = False, w
              on_episode=None, envs=None, max_steps: int | None = None,
              state: torch.Tensor | None = None) -> list[dict]:
     """Runs `episodes` held-out episodes; their stats (reward, length[, success], capped) in the order they
-    ended. envs: from evaluation_envs(), reset here and left open; else made and closed here. state: the
-    recurrent state (W, S) the environments' first episodes start from, if not the initial one."""
+    ended. envs: from evaluation_envs(), reset here to seed's environment seeds and left open; else made and closed
+    here. state: the recurrent state (W, S) the environments' first episodes start from, if not the initial one."""
     torch.manual_seed(seed)  # the same command samples the same actions
     own = envs is None
     if own:
@@ -55,7 +62,7 @@ def evaluate(agent, episodes: int, seed: int = 0, deterministic: bool = False, w
     W = envs.n
     quota = [episodes // W + (w < episodes % W) for w in range(W)]
     results, actions, rewards = [], None, None
-    obs, start = envs.reset(), np.ones(W, dtype=bool)
+    obs, start = envs.reset(evaluation_seeds(seed, W)), np.ones(W, dtype=bool)
     try:
         while len(results) < episodes:
             step = agent.act(obs, state, start, deterministic, envs.action_mask, actions, rewards)
@@ -107,15 +114,16 @@ class Evaluator:
         interval = self.config.evaluation.interval
         return interval > 0 and (update % interval == 0 or update == self.config.updates)
 
-    def __call__(self, model, normalizers) -> list[dict]:
-        """The episodes' stats for the model as it is now; it is left in training mode."""
+    def __call__(self, model, normalizers, update: int) -> list[dict]:
+        """The stats of the episodes of the evaluation after `update` (evaluation_seed) for the model as it is; it is
+        left in training mode."""
         from agent import Agent
         e = self.config.evaluation
         agent = Agent(model, self.config, self.action_space, self.device, normalizers, self.masked)
         devices = [self.device.index or 0] if self.device.type == "cuda" else []
         try:
             with torch.random.fork_rng(devices=devices):  # the training's generator is left as it was
-                return evaluate(agent, e.episodes, e.seed, e.deterministic, envs=self.envs)
+                return evaluate(agent, e.episodes, evaluation_seed(e.seed, update), e.deterministic, envs=self.envs)
         finally:
             model.train()
 

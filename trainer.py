@@ -173,7 +173,7 @@ class Trainer:
     def evaluate(self) -> list[dict]:
         """The held-out episodes of the policy as it is now."""
         with self.machine.acting():
-            return self.evaluator(self.model, self.normalizers)
+            return self.evaluator(self.model, self.normalizers, self.update)
 
     def keep_if_best(self, reward_mean: float) -> None:
         if self.best is None or reward_mean > self.best["reward_mean"]:

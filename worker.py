@@ -130,11 +130,11 @@ def _step_slice(envs, lo: int, shared: _Shared) -> list[tuple[int, dict]]:
     return episodes
 
 
-def _run(envs, lo: int, seeds, shared: _Shared, command: str, argument=None):
+def _run(envs, lo: int, shared: _Shared, command: str, argument=None):
     if command == "step":
         return _step_slice(envs, lo, shared)
     if command == "reset":
-        return _reset_slice(envs, lo, seeds, shared)
+        return _reset_slice(envs, lo, argument, shared)
     if command == "get_state":
         return [env.get_state() for env in envs]
     for env, state in zip(envs, argument):  # "set_state"
@@ -160,7 +160,7 @@ def _worker_main(conn, config: EnvironmentConfig, lo: int, seeds: list[int], sha
     try:
         envs = [config.make() for _ in seeds]
         while (message := conn.recv())[0] != "close":
-            conn.send(("ok", _run(envs, lo, seeds, shared, *message)))
+            conn.send(("ok", _run(envs, lo, shared, *message)))
     except (EOFError, BrokenPipeError, ConnectionResetError):
         pass  # the trainer is gone (it stopped, or was killed): just leave
     except Exception as error:
@@ -212,9 +212,12 @@ class VecEnv:
     def pids(self) -> list[int]:
         return [process.pid for process, *_ in self._workers]
 
-    def reset(self) -> np.ndarray:
-        """Resets every environment with its own seed; returns obs (W, *obs_shape)."""
-        self._each("reset")
+    def reset(self, seeds: list[int] | None = None) -> np.ndarray:
+        """Resets every environment with its own seed, or with new ones (W) that later resets use too; returns
+        obs (W, *obs_shape)."""
+        if seeds is not None:
+            self.seeds = [int(s) for s in seeds]
+        self._each("reset", [self.seeds[lo:hi] for *_, lo, hi in self._workers] or [self.seeds])
         self._finite()
         return self._shared.obs
 
@@ -273,7 +276,7 @@ class VecEnv:
         if not self._envs:
             return self._command(command, arguments)
         try:
-            return [_run(self._envs, 0, self.seeds, self._shared, command, None if arguments is None else arguments[0])]
+            return [_run(self._envs, 0, self._shared, command, None if arguments is None else arguments[0])]
         except _EnvFault as fault:
             self.close()
             trace = _trace(fault.__cause__)

@@ -11,7 +11,7 @@ if any probe ended wrong. Other forms:
     python tests/probes.py --only 4,6           # the probes of issue points 4 and 6 ('extra': the rest;
                                                 # '23.2': the outside round of issue 23, point 2;
                                                 # '58.2' .. '58.10', '58.b': issue 58's round;
-                                                # '72.1' .. '72.10', '72.r', '72.b': issue 72's)
+                                                # '72.1' .. '72.10', '72.r', '72.e', '72.b': issue 72's)
     python tests/probes.py --name flip -v       # probes whose name holds 'flip', with their stdout and stderr
     python tests/probes.py --list               # the probes, one line each, without running them
 
@@ -2651,7 +2651,7 @@ def full_wandb_folder(ctx: Ctx) -> None:
 
 def probes_of_issue_72(add, R, runs, stats) -> None:
     """Issue 72's round: each defect (points 72.1-72.10), the recurrent gain of a core that is not torch's own
-    ('72.r') and each borderline case decided ('72.b')."""
+    ('72.r'), evaluations that each play episodes of their own ('72.e') and each borderline case decided ('72.b')."""
     onnx = ["export.py", "--model", "models/poc_memory_env.pt", "--out"]
     example = ["examples/onnx_agent.py", "--model"]
     # 1: a console that closes or fills costs the export nothing
@@ -2761,6 +2761,31 @@ def probes_of_issue_72(add, R, runs, stats) -> None:
               "export)", [*onnx, "a.onnx"], words=("onnxruntime", "cannot be imported"),
               setup=write_file("onnxruntime.py", "raise ModuleNotFoundError(\"No module named 'onnxruntime'\", "
                                                  "name='onnxruntime')\n"), absent=("repo/a.onnx",)))
+    # point 5: each evaluation plays episodes of its own, and enjoy.py replays any of them
+    evaluated = ["train.py", "--run-id", "p", *TINY, "--set", "evaluation.interval=1", "--set",
+                 "evaluation.episodes=6", "--set", "evaluation.deterministic=false"]
+    replay = ["enjoy.py", "--model", "models/p.pt", "--episodes", "6", "--seed", str(2 ** 31 + 2)]
+    add(Probe("evaluation-replayed-by-enjoy", "72.e", "enjoy.py replays a run's evaluation",
+              "a run evaluated after each of its 2 updates; enjoy.py --seed 2**31 + 2 (evaluation.seed 0 + 2**31 + "
+              "update 2) scores models/p.pt as the run's evaluation after update 2 did (every evaluation played "
+              "evaluation.seed's episodes, so one set's luck lasted through the run)", replay,
+              action=evaluation_replayed(evaluated, replay), code=(0,), exists=("repo/models/p.pt",)))
+
+
+def evaluation_replayed(train: list[str], enjoy: list[str]):
+    """Trains (it must exit 0), then the judged enjoy.py: its closing line's return is the run's last eval."""
+    def action(ctx: Ctx) -> Proc:
+        run = ctx.run(train)
+        logged = [line.split(" eval ")[1].split()[0] for line in run.out if " eval " in line]
+        played = ctx.run(enjoy)
+        closing = [line for line in played.out if " episodes: return " in line]
+        if run.process.returncode != 0 or not logged or not closing:
+            ctx.notes.append(f"train.py exited {run.process.returncode} with {len(logged)} evaluations logged; "
+                             f"enjoy.py printed {len(closing)} closing lines")
+        elif f"return {logged[-1]} " not in closing[-1]:
+            ctx.notes.append(f"the run's last evaluation scored {logged[-1]}, enjoy.py: {closing[-1].strip()}")
+        return played
+    return action
 
 
 def at_most_one_line(ctx: Ctx, proc: Proc) -> str | None:

@@ -10,7 +10,7 @@ from agent import Agent
 from checkpoint import load_checkpoint
 from config import ConfigError, config_from_dict
 from environments import HELD_OUT
-from evaluation import evaluate, evaluation_seeds
+from evaluation import evaluate, evaluation_seed, evaluation_seeds
 from summaries import scores
 from trainer import Trainer
 from worker import environment_seeds
@@ -67,20 +67,20 @@ def test_no_evaluation_when_the_interval_is_zero(tmp_path):
 
 @pytest.mark.parametrize("deterministic", [True, False])
 def test_an_evaluation_scores_what_enjoy_scores_for_the_checkpoint_of_that_update(tmp_path, deterministic):
-    """The final checkpoint and the best one, each scored by enjoy.py's code with the evaluation's
-    episodes and seed, give the very episodes the run logged."""
+    """The final checkpoint and the best one, each scored by enjoy.py's code with the episodes and seed of
+    the evaluation of their update, give the very episodes the run logged."""
     raw = poc(updates=6, evaluation={"interval": 2, "episodes": 7, "seed": 5, "deterministic": deterministic})
     t = trainer(tmp_path, "e", raw)
     history = t.run()
     evaluated = {log.update: log.evaluation for log in history if log.evaluation is not None}
-    final = evaluate(Agent.load(tmp_path / "m/e.pt"), 7, seed=5, deterministic=deterministic)
+    final = evaluate(Agent.load(tmp_path / "m/e.pt"), 7, seed=evaluation_seed(5, 6), deterministic=deterministic)
     assert final == evaluated[6]
     best = load_checkpoint(tmp_path / "m/e-best.pt")
     means = {update: scores(episodes)["reward_mean"] for update, episodes in evaluated.items()}
     assert best["update"] == max(means, key=lambda u: (means[u], -u)) == t.best["update"]  # the first of the best
     assert t.best["reward_mean"] == max(means.values())
-    assert evaluate(Agent.load(tmp_path / "m/e-best.pt"), 7, seed=5, deterministic=deterministic) \
-        == evaluated[best["update"]]
+    assert evaluate(Agent.load(tmp_path / "m/e-best.pt"), 7, seed=evaluation_seed(5, best["update"]),
+                    deterministic=deterministic) == evaluated[best["update"]]
 
 
 def test_evaluations_leave_the_training_exactly_as_without_them(tmp_path):
@@ -153,13 +153,41 @@ def test_evaluation_reset_params_are_merged_for_evaluation_only_and_checked():
         config_from_dict(poc_raw)
 
 
-def test_evaluation_episodes_are_the_same_at_every_evaluation(tmp_path):
-    """One set of held-out episodes: an unchanged policy scores the same twice."""
+def test_each_evaluation_plays_held_out_episodes_no_other_evaluation_played(tmp_path):
+    """One set of episodes at every evaluation lent its luck to every score of a run and to the pick of its best
+    model (Mystery Path Grid, docs/reliability.md). Each evaluation draws its own, none a training episode; the same
+    update's are the same again (enjoy.py replays them), and enjoy.py's default seed plays none of them."""
     t = trainer(tmp_path, "e", poc(updates=1, evaluation={"interval": 1, "episodes": 6, "deterministic": False}))
-    first, second = t.evaluate(), t.evaluate()
+    env = t.config.environment.make()
+    played = {}
+    for update in (1, 2, 3, 2):
+        t.evaluator(t.model, t.normalizers, update)
+        played.setdefault(update, []).append([s for first in t.evaluator.envs.seeds
+                                              for s in episode_seeds(env, first, 20)])
     t.close()
-    assert first == second
-    assert np.mean([e["length"] for e in first]) > 0
+    assert played[2][0] == played[2][1]
+    seeds = [set(played[update][0]) for update in (1, 2, 3)]
+    assert min(min(s) for s in seeds) >= HELD_OUT
+    assert not (seeds[0] & seeds[1] or seeds[1] & seeds[2] or seeds[0] & seeds[2])
+    fresh = t.config.evaluation.fresh_seed
+    assert fresh not in {evaluation_seed(t.config.evaluation.seed, update) for update in range(100_000)}
+
+
+def test_environments_reset_to_new_seeds_alike_in_worker_processes_and_in_this_one():
+    """VecEnv.reset(seeds): the next evaluation's seeds reach environments wherever they run."""
+    from worker import VecEnv
+    config = config_from_dict(poc()).environment
+    local, remote = VecEnv(config, [1, 2, 3]), VecEnv(config, [1, 2, 3], processes=2)
+    env = config.make()
+    try:
+        for envs in (local, remote):
+            envs.reset([7, 8, 9])
+            assert [state["episode_seed"] for state in envs.get_state()] == \
+                [episode_seeds(env, seed, 1)[0] for seed in (7, 8, 9)]
+    finally:
+        env.close()
+        local.close()
+        remote.close()
 
 
 def test_evaluation_scores_whole_games_when_a_lost_life_ends_a_training_episode():

@@ -80,7 +80,8 @@ def test_breakout_model_scores_at_least_cleanrls_45_on_fresh_games():
 
 
 def test_enjoy_scores_fresh_episodes_by_default_not_those_the_run_picked_its_model_on():
-    """A run's evaluations play evaluation.seed's episodes; enjoy.py's default seed is the next one."""
+    """enjoy.py's default seed is evaluation.seed + 1: not evaluation.seed, whose episodes every evaluation of
+    the shipped models' runs played, nor any seed a run's evaluations play now (evaluation.evaluation_seed)."""
     model = ROOT / "models/poc_memory_env.pt"
     agent = Agent.load(model)
     result = subprocess.run([sys.executable, str(ROOT / "enjoy.py"), "--model", str(model), "--episodes", "20"],

@@ -71,8 +71,7 @@ def test_every_tool_refuses_what_it_cannot_read_in_one_line(tmp_path):
                 "learning.py": ["--config", "no.yaml"], "plot.py": ["--runs", "no-run", "--out", "p.png"],
                 "random_policy.py": ["--config", "no.yaml", "--out", "r"], "size.py": ["--at", "no-commit"],
                 "run_summary.py": ["--run", "no-run", "--command", "c", "--out", "s"],
-                "core_speed.py": ["--lengths", "0", "--out", "c"],
-                "evaluation_noise.py": ["report", "--fresh", "no.log", "--own", "no.log", "--out", "e"]}
+                "core_speed.py": ["--lengths", "0", "--out", "c"]}
     started = {name: subprocess.Popen([sys.executable, str(ROOT / "tools" / name), *args], cwd=tmp_path,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                for name, args in commands.items()}

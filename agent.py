@@ -23,7 +23,7 @@ import torch
 from checkpoint import arrays, fitted, load_checkpoint, load_model
 from config import Config, config_from_dict
 from environments import spaces_of
-from files import reason
+from plumbing.files import reason
 from model import ActorCritic, build_model
 from normalization import Normalizers
 from spaces import action_format

@@ -12,7 +12,7 @@ import psutil
 import torch
 
 from config import RecurrenceConfig
-from errors import ConfigError
+from plumbing.errors import ConfigError
 from model import ActorCritic, BurnIn
 from normalization import ValueNormalizer
 from spaces import ActionFormat

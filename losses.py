@@ -7,7 +7,7 @@ import torch
 
 from buffer import Minibatch
 from config import Config
-from errors import NonFiniteError
+from plumbing.errors import NonFiniteError
 from model import EvaluateOutput
 
 

@@ -15,8 +15,8 @@ import cores
 import fastpath
 from config import InitializationConfig, RecurrenceConfig
 from distributions import make_distribution
-from errors import ConfigError
-from machine import compute_dtype, no_gradient
+from plumbing.errors import ConfigError
+from plumbing.machine import compute_dtype, no_gradient
 from spaces import EnvSpaces, Layout, Part, SpaceError, layout
 
 

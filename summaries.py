@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from atomic import write_atomically
+from plumbing.atomic import write_atomically
 from config import Config
 
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository's environment builders
-import stopping  # noqa: E402
-from cli import ArgumentParser, console, failed, number, require, start_up_warnings  # noqa: E402
+from plumbing import stopping  # noqa: E402
+from plumbing.cli import ArgumentParser, console, failed, number, require, start_up_warnings  # noqa: E402
 from config import MAX_EPISODES, SEEDS, ConfigError, EnvironmentConfig, EvaluationConfig  # noqa: E402
 from environments import HELD_OUT  # noqa: E402
-from files import kind, reason  # noqa: E402
+from plumbing.files import kind, reason  # noqa: E402
 from spaces import env_actions  # noqa: E402
 from worker import environment_seeds  # noqa: E402
 

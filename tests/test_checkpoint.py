@@ -3,7 +3,8 @@ that do not fit are one CheckpointError line."""
 import pytest
 
 from checkpoint import MAX_CHECKPOINT_VALUES, CheckpointError, load_checkpoint, save_checkpoint
-from config import MAX_WORKERS, ConfigError, config_from_dict, require_small
+from config import MAX_WORKERS, ConfigError, config_from_dict
+from plumbing.yaml_input import require_small
 from environments import EpisodeStats
 from trainer import Trainer
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch.nn.utils.rnn import pack_padded_sequence
 
-import machine
+from plumbing import machine
 import model
 from config import ConfigError, InitializationConfig, RecurrenceConfig, config_from_dict
 from model import ActorCritic

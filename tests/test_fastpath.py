@@ -6,7 +6,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 import fastpath
-import machine
+from plumbing import machine
 import model
 from config import InitializationConfig, RecurrenceConfig
 from model import ActorCritic

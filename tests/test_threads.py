@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-import threads
+from plumbing import threads
 from config import config_from_dict
 from model import ActorCritic
 from trainer import Trainer
@@ -45,7 +45,7 @@ def test_train_py_sets_the_spin_before_torch_loads(tmp_path):
              "print('spin at torch import:', globals().get('seen'))\n")
     environment = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         cwd=Path(threads.__file__).parent, env=environment)
+                         cwd=Path(threads.__file__).parent.parent, env=environment)
     assert f"spin at torch import: {threads.SPIN_COUNT}" in out.stdout, out.stderr[-2000:]
 
 

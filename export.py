@@ -22,6 +22,7 @@ from plumbing import stopping
 from plumbing.cli import ArgumentParser, check_output, require
 from plumbing.errors import ConfigError
 from plumbing.files import reason
+from normalization import normalize
 from spaces import SpaceError, action_format
 
 # ONNX Runtime has run opset 18 since 1.14, and so do its C, C++, C#, Java and JavaScript packages
@@ -47,24 +48,18 @@ class Step(nn.Module):
         super().__init__()
         self.model, normalizers = agent.model, agent.normalizers
         self.obs_normalizer = normalizers and normalizers.observations
-        if self.obs_normalizer is not None:  # ObservationNormalizer's statistics, identity on the other entries
-            n = self.obs_normalizer
-            mean, std = np.zeros(n.features.shape), np.ones(n.features.shape)
-            mean[n.features], std[n.features] = n.mean, n.std
-            self.register_buffer("features", torch.from_numpy(n.features))
+        if self.obs_normalizer is not None:  # its statistics, frozen into the graph
+            mean, std = self.obs_normalizer.frozen()
+            self.register_buffer("features", torch.from_numpy(self.obs_normalizer.features))
             self.register_buffer("mean", torch.from_numpy(mean))  # float64, as ObservationNormalizer computes
             self.register_buffer("std", torch.from_numpy(std))
         self.values = normalizers and normalizers.values
         self.log_std = getattr(self.model.distribution, "log_std", None)  # a Gaussian's
 
     def observation(self, obs: torch.Tensor) -> torch.Tensor:
-        """ObservationNormalizer(obs, update=False) in torch."""
         if self.obs_normalizer is None:
             return obs
-        B, clip = obs.shape[0], self.obs_normalizer.clip
-        flat = obs.reshape(B, -1).double()  # (B, *obs_shape) -> (B, D)
-        scaled = ((flat - self.mean) / self.std).clamp(-clip, clip)
-        return torch.where(self.features, scaled, flat).float().reshape(obs.shape)
+        return normalize(obs, self.features, self.mean, self.std, self.obs_normalizer.clip)
 
     def forward(self, obs, state, episode_start, previous_action=None, previous_reward=None, action_mask=None):
         model = self.model
@@ -72,7 +67,7 @@ class Step(nn.Module):
         previous = None
         if model.previous_size:
             actions = state[:, :0] if previous_action is None else previous_action  # no action: its batch alone
-            previous = model.reset_previous(model.previous_input(actions, previous_reward), episode_start)
+            previous = model.previous_input(actions, previous_reward, episode_start)
         out = model.act(self.observation(obs), state, True, action_mask, previous)
         values = out.values
         if self.values is not None:

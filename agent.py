@@ -23,9 +23,9 @@ import torch
 from checkpoint import arrays, fitted, load_checkpoint, load_model
 from config import Config, config_from_dict
 from environments import spaces_of
-from plumbing.files import reason
 from model import ActorCritic, build_model
 from normalization import Normalizers
+from plumbing.files import reason
 from spaces import action_format
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)

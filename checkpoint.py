@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from plumbing.atomic import write_atomically
 from config import MAX_WORKERS
 from environments import EpisodeStats
+from plumbing.atomic import write_atomically
 from plumbing.errors import CheckpointError, ConfigError
 from plumbing.yaml_input import MAX_CONFIG_VALUES, require_small
 

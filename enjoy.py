@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from plumbing.atomic import write_atomically
-from plumbing import threads
-from plumbing.cli import ArgumentParser, check_output, failed, number
 from config import MAX_EPISODES, SEEDS, Config
+from plumbing import threads
+from plumbing.atomic import write_atomically
+from plumbing.cli import ArgumentParser, check_output, failed, number
 from plumbing.errors import ConfigError
 from plumbing.files import reason
 

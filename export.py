@@ -17,12 +17,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from plumbing.atomic import write_atomically
+from normalization import normalize
 from plumbing import stopping
+from plumbing.atomic import write_atomically
 from plumbing.cli import ArgumentParser, check_output, require
 from plumbing.errors import ConfigError
 from plumbing.files import reason
-from normalization import normalize
 from spaces import SpaceError, action_format
 
 # ONNX Runtime has run opset 18 since 1.14, and so do its C, C++, C#, Java and JavaScript packages

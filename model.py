@@ -11,10 +11,10 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
 
-import cores
-import fastpath
 from config import InitializationConfig, RecurrenceConfig
+import cores
 from distributions import make_distribution
+import fastpath
 from plumbing.errors import ConfigError
 from plumbing.machine import compute_dtype, no_gradient
 from spaces import EnvSpaces, Layout, Part, SpaceError, layout

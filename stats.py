@@ -23,9 +23,9 @@ from tensorboard.compat.proto.event_pb2 import Event
 from tensorboard.compat.tensorflow_stub import errors
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import PyRecordReader_New
 
+from config import EXECUTION_KEYS
 from plumbing.atomic import write_all_atomically
 from plumbing.cli import ArgumentParser, check_output, failed
-from config import EXECUTION_KEYS
 from plumbing.errors import ConfigError
 from plumbing.files import reason
 

@@ -22,14 +22,14 @@ from plumbing import script, stopping, threads
 
 script.begin(__name__)  # before the imports below and Ray's, which take seconds
 
+from config import SEEDS, config_from_dict, load_config  # noqa: E402
 from plumbing.atomic import write_atomically  # noqa: E402
 from plumbing.cli import ArgumentParser, failed, number  # noqa: E402
-from config import SEEDS, config_from_dict, load_config  # noqa: E402
 from plumbing.errors import ConfigError, WorkerError  # noqa: E402
 from plumbing.files import reason, writable  # noqa: E402
 from plumbing.yaml_input import read_yaml  # noqa: E402
-import tracking  # noqa: E402
 from spaces import SpaceError  # noqa: E402
+import tracking  # noqa: E402
 from train import check_run_id, default_run_id  # noqa: E402
 from worker import make_probe  # noqa: E402
 

@@ -12,8 +12,8 @@ from datetime import datetime
 from pathlib import Path
 
 from checkpoint import RunLock, fitted, load_checkpoint, same_checkpoint
-from plumbing.cli import ArgumentParser, failed, number
 from config import SEEDS, check_resume_overrides, config_from_dict, load_config
+from plumbing.cli import ArgumentParser, failed, number
 from plumbing.errors import CheckpointError, ConfigError, WorkerError
 from plumbing.files import kind, reason, writable
 from spaces import SpaceError

@@ -15,9 +15,9 @@ from multiprocessing.connection import wait
 import gymnasium as gym
 import numpy as np
 
-from plumbing import stopping
 from config import EnvironmentConfig
 from environments import spaces_of
+from plumbing import stopping
 from plumbing.errors import WorkerError
 from spaces import MASK_KEY, EnvSpaces, SpaceError, env_actions
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository's environment builders
-from plumbing import script  # noqa: E402
-from plumbing.cli import ArgumentParser, number, require  # noqa: E402
 from config import MAX_EPISODES, SEEDS, ConfigError, EnvironmentConfig, EvaluationConfig  # noqa: E402
 from environments import HELD_OUT  # noqa: E402
+from plumbing import script  # noqa: E402
+from plumbing.cli import ArgumentParser, number, require  # noqa: E402
 from plumbing.files import kind, reason  # noqa: E402
 from spaces import env_actions  # noqa: E402
 from worker import environment_seeds  # noqa: E402

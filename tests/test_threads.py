@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from plumbing import threads
 from config import config_from_dict
 from model import ActorCritic
+from plumbing import threads
 from trainer import Trainer
 
 SMALL = {"n_workers": 4, "worker_steps": 16, "n_mini_batch": 2, "hidden_layer_size": 8, "updates": 1,

@@ -216,3 +216,10 @@ def test_the_program_stands_on_at_most_nine_floors():
         return chains[module]
     longest = max((chain(module) for module in sorted(plan)), key=len)
     assert len(longest) <= 9, " -> ".join(longest)
+
+
+def test_the_plumbing_imports_nothing_of_the_algorithm():
+    """plumbing/ stands below the algorithm's files: its modules import each other and nothing else of ours."""
+    wrong = {module: sorted(name for name in imported if name.split(".")[0] != "plumbing")
+             for module, imported in _imports().items() if module.split(".")[0] == "plumbing"}
+    assert not any(wrong.values()), wrong

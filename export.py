@@ -48,11 +48,9 @@ class Step(nn.Module):
         super().__init__()
         self.model, normalizers = agent.model, agent.normalizers
         self.obs_normalizer = normalizers and normalizers.observations
-        if self.obs_normalizer is not None:  # its statistics, frozen into the graph
-            mean, std = self.obs_normalizer.frozen()
-            self.register_buffer("features", torch.from_numpy(self.obs_normalizer.features))
-            self.register_buffer("mean", torch.from_numpy(mean))  # float64, as ObservationNormalizer computes
-            self.register_buffer("std", torch.from_numpy(std))
+        if self.obs_normalizer is not None:  # its statistics, frozen into the graph (mean and std in float64)
+            for name, value in zip(("features", "mean", "std"), self.obs_normalizer.frozen()):
+                self.register_buffer(name, value)
         self.values = normalizers and normalizers.values
         self.log_std = getattr(self.model.distribution, "log_std", None)  # a Gaussian's
 

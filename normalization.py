@@ -45,15 +45,14 @@ class ObservationNormalizer(RunningMeanStd):
         """obs (W, *shape) -> a normalised float32 copy; update: fold this batch into the statistics first."""
         if update:
             self.update(obs.reshape(obs.shape[0], -1)[:, self.features])  # (W, *shape) -> (W, D) -> (W, features)
-        mean, std = (torch.from_numpy(x) for x in self.frozen())
         obs = torch.from_numpy(np.require(obs, requirements="CW"))  # torch takes no read-only or reversed array
-        return normalize(obs, torch.from_numpy(self.features), mean, std, self.clip).numpy()
+        return normalize(obs, *self.frozen(), self.clip).numpy()
 
-    def frozen(self) -> tuple[np.ndarray, np.ndarray]:
-        """(mean, std) (D,) over a flat observation: the statistics on the vector features, identity elsewhere."""
+    def frozen(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(features, mean, std) (D,) over a flat observation: the statistics on the features, identity elsewhere."""
         mean, std = np.zeros(self.features.shape), np.ones(self.features.shape)
         mean[self.features], std[self.features] = self.mean, self.std
-        return mean, std
+        return torch.from_numpy(self.features), torch.from_numpy(mean), torch.from_numpy(std)
 
 
 def normalize(obs: torch.Tensor, features: torch.Tensor, mean: torch.Tensor, std: torch.Tensor,

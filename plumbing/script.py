@@ -1,14 +1,6 @@
-"""The life every script shares (train, enjoy, export, sweep, stats, checkpoint):
-
-    script.begin(__name__)                    # its first lines, before the imports that take seconds
-    def main(argv=None) -> int:
-        return script.life(start, work)       # start() may refuse; work(started) runs under the stop signals
-    if __name__ == "__main__":
-        script.run(main)
-
-Exit codes, as each script's --help says: 0 done, 1 failed after it started (Failed), 2 refused before it
-started (a ConfigError or CheckpointError: bad flag, config or file), 128 + the signal's number (130 SIGINT,
-143 SIGTERM) when a stop signal ended it."""
+"""The life every script shares: begin(__name__) in its first lines, `return life(start, work)` in main(), and
+run(main) as a program. Exit codes, as each script's --help says: 0 done, 1 failed after it started (Failed), 2
+refused before it started (bad flag, config or file), 130 / 143 (128 + the signal's number) stopped by a signal."""
 from __future__ import annotations
 
 import os
@@ -22,11 +14,7 @@ from plumbing.errors import CheckpointError, ConfigError
 
 
 class Failed(Exception):
-    """The script failed after it started: `error: message`, exit code 1 (or `code`)."""
-
-    def __init__(self, message, code: int = 1):
-        super().__init__(message)
-        self.code = code
+    """The script failed after it started: `error: message`, exit code 1."""
 
 
 def begin(name: str) -> None:
@@ -52,7 +40,7 @@ def life(start: Callable[[], object], work: Callable[[object], int], refused: tu
         except (ConfigError, CheckpointError, *refused) as error:
             return failed(error)
         except Failed as error:
-            return failed(error, error.code)
+            return failed(error, 1)
         except KeyboardInterrupt:
             return stop.report(at_once())
         finally:

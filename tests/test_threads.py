@@ -1,4 +1,4 @@
-"""threads.py: the scripts shorten OpenMP's spin before torch loads unless the user chose a wait policy, and with
+"""plumbing/threads.py: the scripts shorten OpenMP's spin before torch loads unless the user chose a wait policy, and with
 torch_threads 0 a run takes the cores other processes leave free, all of them when it is alone. The CPU counters are
 scripted here: what the machine does meanwhile cannot change the outcome."""
 import itertools

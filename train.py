@@ -181,13 +181,13 @@ def main(argv=None) -> int:
             run["trainer"] = trainer = Trainer(config, run_id=run_id, device=device, summaries_dir=SUMMARIES,
                                                models_dir=MODELS, tracking=track,
                                                summaries_path=checkpoint and checkpoint["summaries_path"])
+            if checkpoint:
+                with fitted(args.resume):
+                    trainer.load_state_dict(checkpoint)
+                if "branch_of" in checkpoint:  # its own checkpoint is not written yet
+                    trainer.saved_update = None
         except WorkerError as error:  # an environment that failed as the run started
             raise script.Failed(f"{error}; {script.kept(None, None)}") from None
-        if checkpoint:
-            with fitted(args.resume):
-                trainer.load_state_dict(checkpoint)
-            if "branch_of" in checkpoint:  # its own checkpoint is not written yet
-                trainer.saved_update = None
         if replaced_best is not None:  # else enjoy.py would score the replaced run's model under this id
             replaced_best.unlink(missing_ok=True)
             print(f"removed {replaced_best}, the best evaluation of the run --overwrite replaces", flush=True)

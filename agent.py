@@ -23,9 +23,9 @@ import torch
 from checkpoint import arrays, fitted, load_checkpoint, load_model
 from config import Config, config_from_dict
 from environments import spaces_of
-from files import reason
 from model import ActorCritic, build_model
 from normalization import Normalizers
+from plumbing.files import reason
 from spaces import action_format
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -205,5 +205,5 @@ class Agent:
             lambda got: got in ((n,), (n, k)) if k == 1 else got == (n, k)), n)
         rewards = np.zeros(n, np.float32) if rewards is None else self._array(
             rewards, "previous_reward", f"an array of shape ({n},)", lambda got: got == (n,)).astype(np.float32)
-        previous = self.model.previous_input(torch.as_tensor(actions, device=self.device).reshape(n, -1), rewards)
-        return self.model.reset_previous(previous, episode_start)  # Discrete (n,) -> (n, 1) above
+        actions = torch.as_tensor(actions, device=self.device).reshape(n, -1)  # Discrete (n,) -> (n, 1)
+        return self.model.previous_input(actions, rewards, episode_start)

@@ -12,9 +12,9 @@ import psutil
 import torch
 
 from config import RecurrenceConfig
-from errors import ConfigError
 from model import ActorCritic, BurnIn
 from normalization import ValueNormalizer
+from plumbing.errors import ConfigError
 from spaces import ActionFormat
 
 

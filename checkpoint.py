@@ -2,10 +2,9 @@
 and the run's lock. `python checkpoint.py --inference-only SRC DST` keeps what Agent.load and enjoy.py use."""
 from __future__ import annotations
 
-import stopping
+from plumbing import script
 
-if __name__ == "__main__":
-    stopping.leave_at_once_on_stop_signals()  # until main() takes over: the imports below take a second
+script.begin(__name__)  # the imports below take a second
 
 import contextlib
 import errno
@@ -14,17 +13,17 @@ import hashlib
 import io
 import os
 import pickle
-import sys
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from atomic import write_atomically
-from config import MAX_CONFIG_VALUES, MAX_WORKERS, require_small
+from config import MAX_WORKERS
 from environments import EpisodeStats
-from errors import CheckpointError, ConfigError
+from plumbing.atomic import write_atomically
+from plumbing.errors import CheckpointError, ConfigError
+from plumbing.yaml_input import MAX_CONFIG_VALUES, require_small
 
 FORMAT = 2  # 1: pickled Python objects, no digest (before weights-only loading)
 # The most values (require_small's count: shared parts as often as referenced) a checkpoint of a config within
@@ -49,7 +48,7 @@ def load_model(model: torch.nn.Module, saved: dict) -> None:
 def fitted(path: str | Path):
     """Around putting a checkpoint into a model or a run: contents that do not fit its config (a file edited,
     its digest made to match) are one CheckpointError line."""
-    from files import reason
+    from plumbing.files import reason
     try:
         yield
     except CheckpointError:
@@ -112,7 +111,7 @@ def digest(tree) -> str:
 def save_checkpoint(path: str | Path, payload: dict) -> Path:
     """Writes payload (numpy arrays as tensors: weights-only loading reads no numpy) plus its digest atomically; a
     failed write (full disk, no permission) leaves `path` as it was and raises CheckpointError."""
-    from files import reason
+    from plumbing.files import reason
     path, payload = Path(path), {"format": FORMAT, **_leaves(payload, _tensor)}
     try:
         require_small(payload, "the checkpoint", limit=MAX_CHECKPOINT_VALUES)
@@ -134,7 +133,7 @@ def save_checkpoint(path: str | Path, payload: dict) -> Path:
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
     """Reads a checkpoint weights-only and checks its digest and contents; a problem is one CheckpointError."""
-    from files import kind
+    from plumbing.files import kind
     path = Path(path)
     if (what := kind(path)) != "a file":
         raise CheckpointError(f"checkpoint not found: {path}" if what == "missing" else
@@ -239,34 +238,26 @@ class RunLock:
 
 
 def main(argv=None) -> int:
-    from cli import ArgumentParser, failed, start_up_warnings
+    from plumbing.cli import ArgumentParser, check_output
     parser = ArgumentParser(description="Writes the inference-only part of a checkpoint (what enjoy.py and "
                             "Agent.load use).", epilog="Exit codes: 0 written, 2 refused (bad flag, source or "
                             "target), 130 / 143 stopped by Ctrl-C / SIGTERM.")
     parser.add_argument("--inference-only", action="store_true", required=True, help="the one export there is")
     parser.add_argument("source", help="a checkpoint written by train.py")
     parser.add_argument("target", type=Path, help="the new checkpoint's file (never an existing one)")
-    with stopping.Stop() as stop:
-        try:
-            with start_up_warnings():
-                args = parser.parse_args(argv)
-                target = args.target
-                if target.is_dir():
-                    raise CheckpointError(f"{target} is a folder: give the new checkpoint's file name")
-                if os.path.lexists(target):
-                    raise CheckpointError(f"{target} exists: choose another name (a checkpoint is never replaced)")
-                source = load_checkpoint(args.source)
-            stop.working()
-            save_checkpoint(target, {key: source[key] for key in INFERENCE})
-        except (CheckpointError, ConfigError) as error:
-            return failed(error)
-        except KeyboardInterrupt:
-            return stop.report()
-    print(f"wrote {target} ({target.stat().st_size / 2 ** 20:.1f} MiB)")
-    return 0
+
+    def start():
+        args = parser.parse_args(argv)
+        check_output("target", [args.target], False, example="agent.pt", replacing=" (a checkpoint is never replaced)")
+        return args.target, load_checkpoint(args.source)
+
+    def work(started) -> int:
+        target, source = started
+        save_checkpoint(target, {key: source[key] for key in INFERENCE})
+        print(f"wrote {target} ({target.stat().st_size / 2 ** 20:.1f} MiB)")
+        return 0
+    return script.life(start, work)
 
 
 if __name__ == "__main__":
-    from cli import console
-    console()
-    sys.exit(main())
+    script.run(main)

@@ -5,9 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
-import itertools
 import math
-import re
 import reprlib
 import typing
 from dataclasses import dataclass, field, replace
@@ -16,7 +14,8 @@ from typing import Any
 
 import yaml
 
-from errors import ConfigError
+from plumbing.errors import ConfigError
+from plumbing.yaml_input import read_yaml, require_small
 
 
 @dataclass
@@ -180,7 +179,7 @@ class Config:
     # the recurrent state stay float32); auto: bfloat16 on a CPU with AVX-512 BF16 or AMX, else float32 (GPUs too)
     precision: str = "float32"
     worker_processes: int = 0  # processes stepping the environments; 0: step them in the trainer's process
-    torch_threads: int = 0  # torch intra-op threads; 0: the cores others leave free (threads.py); above the cores here: those
+    torch_threads: int = 0  # torch intra-op threads; 0: the cores others leave free (plumbing/threads.py); above the cores here: those
     checkpoint_interval: int = 25  # save models/<run-id>.pt every K updates (and at the end); 0: only at the end
 
     def to_dict(self) -> dict:
@@ -192,7 +191,7 @@ EXECUTION_KEYS = ("device", "worker_processes", "torch_threads", "checkpoint_int
 
 
 def load_config(path: str | Path, overrides: list[str] = ()) -> Config:
-    from files import kind
+    from plumbing.files import kind
     path = Path(path)
     if (what := kind(path)) != "a file":
         raise ConfigError(f"config file not found: {path}" if what == "missing" else
@@ -209,76 +208,6 @@ def load_config(path: str | Path, overrides: list[str] = ()) -> Config:
         raise ConfigError(f"{path} holds no keys (it is empty, or comments only): to train on every default, "
                           "write {} in it")
     return config_from_dict(raw, overrides)
-
-
-# values a config may expand to, aliases counted as often as they repeat
-MAX_CONFIG_VALUES = 100_000
-MAX_CONFIG_DEPTH = 64  # nesting: a config nests 3 levels; PyYAML and copy recurse once per level
-
-
-def read_yaml(text: str):
-    """A yaml document as PyYAML's safe loader reads it, refusing a key given twice and require_small()'s."""
-    try:
-        tree = yaml.load(text, Loader=_ConfigLoader)
-    except RecursionError:
-        raise ConfigError(f"the yaml nests deeper than {MAX_CONFIG_DEPTH} levels") from None
-    require_small(tree, "the yaml")
-    return tree
-
-
-def require_small(tree, what: str, limit: int = MAX_CONFIG_VALUES, depth: int = MAX_CONFIG_DEPTH) -> None:
-    """Refuses a tree that expands past `limit` values (shared parts counted, walked once), nests or loops."""
-    sizes: dict[int, int] = {}
-
-    def size(node, level: int) -> int:
-        if not isinstance(node, (dict, list, tuple)):
-            return 1
-        key = id(node)
-        if key in sizes:
-            if sizes[key] < 0:
-                raise ConfigError(f"{what} holds itself (as a yaml alias inside its own anchor does)")
-            return sizes[key]
-        if level > depth:
-            raise ConfigError(f"{what} nests deeper than {depth} levels")
-        sizes[key] = -1  # being walked
-        items = itertools.chain.from_iterable(node.items()) if isinstance(node, dict) else node
-        total = 1
-        for item in items:
-            total += size(item, level + 1)
-            if total > limit:
-                raise ConfigError(f"{what} expands to more than {limit:,} values (parts repeated by reference, "
-                                  "as yaml aliases and merge keys do: a 'billion laughs')")
-        sizes[key] = total
-        return total
-    size(tree, 0)
-
-
-class _ConfigLoader(yaml.SafeLoader):
-    """yaml's safe loader, refusing a key written twice in a mapping and merge keys that expand one too far."""
-
-    def compose_mapping_node(self, anchor):
-        # as written, before merge keys: a merged key given again is an override (yaml's rule)
-        node = super().compose_mapping_node(anchor)
-        seen = set()
-        for key_node, _ in node.value:
-            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
-                key = (key_node.tag, key_node.value)
-                if key in seen:
-                    raise ConfigError(f"config key '{key_node.value}' is given twice "
-                                      f"(line {key_node.start_mark.line + 1})")
-                seen.add(key)
-        return node
-
-    def flatten_mapping(self, node):
-        super().flatten_mapping(node)
-        if len(node.value) > MAX_CONFIG_VALUES:
-            raise ConfigError(f"the yaml's merge keys expand a mapping to more than {MAX_CONFIG_VALUES:,} "
-                              "entries (a 'billion laughs')")
-
-
-# YAML 1.1 reads 3e-4 and 1.0e5 (no dot, or no exponent sign) as text: a number a researcher types is a number
-_ConfigLoader.add_implicit_resolver("tag:yaml.org,2002:float",
-                                    re.compile(r"^[-+]?[0-9][0-9_]*(\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789"))
 
 
 def config_from_dict(raw: dict, overrides: list[str] = ()) -> Config:

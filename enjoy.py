@@ -1,14 +1,9 @@
 """Watches, records and scores a trained agent: `python enjoy.py --help` says how."""
 from __future__ import annotations
 
-import sys
+from plumbing import script
 
-import stopping
-import threads
-
-if __name__ == "__main__":
-    threads.share_cores()  # before torch loads
-    stopping.leave_at_once_on_stop_signals()  # until main() takes over: the imports below take a second
+script.begin(__name__)  # the imports below take a second
 
 import importlib.util
 import os
@@ -18,11 +13,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from atomic import write_atomically
-from cli import ArgumentParser, console, failed, number, start_up_warnings
 from config import MAX_EPISODES, SEEDS, Config
-from errors import CheckpointError, ConfigError
-from files import reason
+from plumbing import threads
+from plumbing.atomic import write_atomically
+from plumbing.cli import ArgumentParser, check_output, failed, number
+from plumbing.errors import ConfigError
+from plumbing.files import reason
 
 
 def parser() -> ArgumentParser:
@@ -152,14 +148,7 @@ def check_options(args):
     if args.overwrite and video is None:
         raise ConfigError("--overwrite is for --video FILE: nothing else is written")
     if video is not None:
-        if video.is_dir():
-            raise ConfigError(f"--video {video} is a folder: give the video's file name, e.g. {video / 'run.gif'}")
-        if video.suffix.lower() not in (".gif", ".mp4"):
-            raise ConfigError(f"--video {video}: use a .gif or .mp4 file name")
-        if not (video.parent.is_dir() and os.access(video.parent, os.W_OK)):
-            raise ConfigError(f"--video {video}: {video.parent}/ is not a writable folder")
-        if os.path.lexists(video) and not args.overwrite:
-            raise ConfigError(f"--video {video} exists: choose another name, or pass --overwrite to replace it")
+        check_output("--video", [video], args.overwrite, (".gif", ".mp4"), "run.gif", folder_made=False)
         if video.suffix.lower() == ".mp4" and importlib.util.find_spec("imageio_ffmpeg") is None:
             raise ConfigError("writing .mp4 needs the video extra: pip install -r requirements-video.txt "
                               "(or use a .gif)")
@@ -183,22 +172,17 @@ def on_training_levels(config: Config, model: str) -> Config:
 def main(argv=None) -> int:
     from agent import Agent
     from spaces import SpaceError
-    with stopping.Stop() as stop:
-        try:
-            with start_up_warnings():
-                args = parser().parse_args(argv)
-                window = check_options(args)
-                agent = Agent.load(args.model)
-                if args.training_levels:
-                    agent.config = on_training_levels(agent.config, args.model)
-                if args.seed is None:  # not the episodes the run's own evaluations played (--help)
-                    args.seed = agent.config.evaluation.fresh_seed
-            stop.working()
-            return play(agent, args, window)
-        except (CheckpointError, ConfigError, SpaceError) as error:
-            return failed(error)
-        except KeyboardInterrupt:
-            return stop.report()
+
+    def start():
+        args = parser().parse_args(argv)
+        window = check_options(args)
+        agent = Agent.load(args.model)
+        if args.training_levels:
+            agent.config = on_training_levels(agent.config, args.model)
+        if args.seed is None:  # not the episodes the run's own evaluations played (--help)
+            args.seed = agent.config.evaluation.fresh_seed
+        return agent, args, window
+    return script.life(start, lambda started: play(*started), (SpaceError,))
 
 
 def play(agent, args, window) -> int:
@@ -240,5 +224,4 @@ def print_episode(i: int, stats: dict) -> None:
 
 
 if __name__ == "__main__":
-    console()  # a closed or failing console (`| head`, `>&-`, /dev/full) ends no episode
-    sys.exit(main())
+    script.run(main)

@@ -11,7 +11,7 @@ import torch
 
 from config import SEEDS, Config, EnvironmentConfig
 from environments import HELD_OUT
-from errors import ConfigError
+from plumbing.errors import ConfigError
 from summaries import scores
 
 

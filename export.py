@@ -2,18 +2,14 @@
 docs/export.md describes the graph and how to carry its recurrent state."""
 from __future__ import annotations
 
-import sys
+from plumbing import script
 
-import stopping
-
-if __name__ == "__main__":
-    stopping.leave_at_once_on_stop_signals()  # until main() takes over: the imports below take seconds
+script.begin(__name__)  # the imports below take seconds
 
 import contextlib
 import io
 import json
 import logging
-import os
 import warnings
 from pathlib import Path
 
@@ -21,10 +17,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from atomic import write_atomically
-from cli import ArgumentParser, console, failed, require, start_up_warnings
-from errors import CheckpointError, ConfigError
-from files import reason, writable
+from normalization import normalize
+from plumbing import stopping
+from plumbing.atomic import write_atomically
+from plumbing.cli import ArgumentParser, check_output, require
+from plumbing.errors import ConfigError
+from plumbing.files import reason
 from spaces import SpaceError, action_format
 
 # ONNX Runtime has run opset 18 since 1.14, and so do its C, C++, C#, Java and JavaScript packages
@@ -50,24 +48,16 @@ class Step(nn.Module):
         super().__init__()
         self.model, normalizers = agent.model, agent.normalizers
         self.obs_normalizer = normalizers and normalizers.observations
-        if self.obs_normalizer is not None:  # ObservationNormalizer's statistics, identity on the other entries
-            n = self.obs_normalizer
-            mean, std = np.zeros(n.features.shape), np.ones(n.features.shape)
-            mean[n.features], std[n.features] = n.mean, n.std
-            self.register_buffer("features", torch.from_numpy(n.features))
-            self.register_buffer("mean", torch.from_numpy(mean))  # float64, as ObservationNormalizer computes
-            self.register_buffer("std", torch.from_numpy(std))
+        if self.obs_normalizer is not None:  # its statistics, frozen into the graph (mean and std in float64)
+            for name, value in zip(("features", "mean", "std"), self.obs_normalizer.frozen()):
+                self.register_buffer(name, value)
         self.values = normalizers and normalizers.values
         self.log_std = getattr(self.model.distribution, "log_std", None)  # a Gaussian's
 
     def observation(self, obs: torch.Tensor) -> torch.Tensor:
-        """ObservationNormalizer(obs, update=False) in torch."""
         if self.obs_normalizer is None:
             return obs
-        B, clip = obs.shape[0], self.obs_normalizer.clip
-        flat = obs.reshape(B, -1).double()  # (B, *obs_shape) -> (B, D)
-        scaled = ((flat - self.mean) / self.std).clamp(-clip, clip)
-        return torch.where(self.features, scaled, flat).float().reshape(obs.shape)
+        return normalize(obs, self.features, self.mean, self.std, self.obs_normalizer.clip)
 
     def forward(self, obs, state, episode_start, previous_action=None, previous_reward=None, action_mask=None):
         model = self.model
@@ -75,7 +65,7 @@ class Step(nn.Module):
         previous = None
         if model.previous_size:
             actions = state[:, :0] if previous_action is None else previous_action  # no action: its batch alone
-            previous = model.reset_previous(model.previous_input(actions, previous_reward), episode_start)
+            previous = model.previous_input(actions, previous_reward, episode_start)
         out = model.act(self.observation(obs), state, True, action_mask, previous)
         values = out.values
         if self.values is not None:
@@ -179,40 +169,31 @@ def parser() -> ArgumentParser:
     return parser
 
 
-def check_target(out: Path, overwrite: bool) -> None:
-    if out.suffix.lower() != ".onnx":
-        raise ConfigError(f"--out {out}: give a .onnx file name")
-    if out.is_dir():
-        raise ConfigError(f"--out {out} is a folder: give the .onnx file's name")
-    if os.path.lexists(out) and not overwrite:
-        raise ConfigError(f"--out {out} exists: choose another name, or pass --overwrite to replace it")
-    if problem := writable(out.parent):
-        raise ConfigError(f"--out {out}: {out.parent}/ is not writable ({problem})")
-
-
 def main(argv=None) -> int:
     from agent import Agent
-    with stopping.Stop() as stop:
+
+    def start():
+        args = parser().parse_args(argv)
+        require("onnx", "onnxruntime", "onnxscript")  # torch.onnx's exporter needs onnxscript
+        check_output("--out", [args.out], args.overwrite, (".onnx",), "agent.onnx")
+        return args, Agent.load(args.model)
+
+    def work(started) -> int:
+        args, agent = started
         try:
-            with start_up_warnings():
-                args = parser().parse_args(argv)
-                require("onnx", "onnxruntime", "onnxscript")  # torch.onnx's exporter needs onnxscript
-                check_target(args.out, args.overwrite)
-                agent = Agent.load(args.model)
-            # the exporter's own code may swallow or rewrap a KeyboardInterrupt raised inside it; nothing is
-            # written before the atomic write, which holds the signal until the file is whole
-            stop.working(lambda number: stopping.leave(number, "during the export"))
             export(agent, args.out, args.overwrite, Path(args.model).name)
-        except (CheckpointError, ConfigError, SpaceError, ExportError) as error:
-            return failed(error)
         except FileExistsError:
-            return failed(f"{args.out} appeared meanwhile: pass --overwrite to replace it")
+            raise ConfigError(f"{args.out} appeared meanwhile: pass --overwrite to replace it") from None
         except OSError as error:
-            return failed(f"could not write {args.out} ({reason(error)})", 1)
-    print(f"wrote {args.out} ({args.out.stat().st_size / 2 ** 20:.1f} MiB, state size {agent.model.state_size})")
-    return 0
+            raise script.Failed(f"could not write {args.out} ({reason(error)})") from None
+        print(f"wrote {args.out} ({args.out.stat().st_size / 2 ** 20:.1f} MiB, state size "
+              f"{agent.model.state_size})")
+        return 0
+    # the exporter's own code may swallow or rewrap a KeyboardInterrupt raised inside it; nothing is written
+    # before the atomic write, which holds the signal until the file is whole
+    return script.life(start, work, (SpaceError, ExportError),
+                       on_first=lambda number: stopping.leave(number, "during the export"))
 
 
 if __name__ == "__main__":
-    console()  # a closed or failing console (`| head`, `>&-`, /dev/full) does not cost the export
-    sys.exit(main())
+    script.run(main)

@@ -7,8 +7,8 @@ import torch
 
 from buffer import Minibatch
 from config import Config
-from errors import NonFiniteError
 from model import EvaluateOutput
+from plumbing.errors import NonFiniteError
 
 
 def mean_weights(mask: torch.Tensor) -> torch.Tensor:

@@ -11,12 +11,12 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
 
-import cores
-import fastpath
 from config import InitializationConfig, RecurrenceConfig
+import cores
 from distributions import make_distribution
-from errors import ConfigError
-from machine import compute_dtype, no_gradient
+import fastpath
+from plumbing.errors import ConfigError
+from plumbing.machine import compute_dtype, no_gradient
 from spaces import EnvSpaces, Layout, Part, SpaceError, layout
 
 
@@ -332,8 +332,9 @@ class ActorCritic(nn.Module):
         starts = torch.as_tensor(starts, dtype=torch.bool, device=state.device)
         return torch.where(starts.unsqueeze(1), self.initial_state(1, state.device), state)
 
-    def previous_input(self, actions: torch.Tensor, rewards) -> torch.Tensor:
-        """The previous step's action (B, k) as its distribution encodes it and raw reward (B,) -> (B, P)."""
+    def previous_input(self, actions: torch.Tensor, rewards, starts=None) -> torch.Tensor:
+        """The previous step's action (B, k) as its distribution encodes it and raw reward (B,) -> (B, P), zeros
+        where an episode starts (B,) (reset_previous)."""
         config, parts = self._recurrence, []
         if config.previous_action:
             parts.append(self.distribution.features(actions))
@@ -342,7 +343,8 @@ class ActorCritic(nn.Module):
             if config.previous_reward_clip is not None:
                 reward = reward.clamp(-config.previous_reward_clip, config.previous_reward_clip)
             parts.append(reward.unsqueeze(1))
-        return torch.cat(parts, dim=1) if parts else actions.new_zeros(actions.shape[0], 0, dtype=torch.float32)
+        previous = torch.cat(parts, dim=1) if parts else actions.new_zeros(actions.shape[0], 0, dtype=torch.float32)
+        return previous if starts is None else self.reset_previous(previous, starts)
 
     def reset_previous(self, previous: torch.Tensor, starts: np.ndarray | torch.Tensor) -> torch.Tensor:
         """previous (B, P), zeros where an episode starts (B,): its first step has no step before it."""

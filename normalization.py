@@ -3,6 +3,7 @@ whole batches. The checkpoint carries them; Agent uses them frozen."""
 from __future__ import annotations
 
 import numpy as np
+import torch
 from gymnasium.wrappers.utils import RunningMeanStd as _GymnasiumRunningMeanStd
 
 from spaces import Layout
@@ -42,14 +43,25 @@ class ObservationNormalizer(RunningMeanStd):
 
     def __call__(self, obs: np.ndarray, update: bool) -> np.ndarray:
         """obs (W, *shape) -> a normalised float32 copy; update: fold this batch into the statistics first."""
-        W = obs.shape[0]
-        flat = obs.reshape(W, -1)  # (W, *shape) -> (W, D)
-        values = flat[:, self.features]
         if update:
-            self.update(values)
-        out = flat.astype(np.float32)
-        out[:, self.features] = np.clip((values - self.mean) / self.std, -self.clip, self.clip)
-        return out.reshape(obs.shape)  # (W, D) -> (W, *shape)
+            self.update(obs.reshape(obs.shape[0], -1)[:, self.features])  # (W, *shape) -> (W, D) -> (W, features)
+        obs = torch.from_numpy(np.require(obs, requirements="CW"))  # torch takes no read-only or reversed array
+        return normalize(obs, *self.frozen(), self.clip).numpy()
+
+    def frozen(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(features, mean, std) (D,) over a flat observation: the statistics on the features, identity elsewhere."""
+        mean, std = np.zeros(self.features.shape), np.ones(self.features.shape)
+        mean[self.features], std[self.features] = self.mean, self.std
+        return torch.from_numpy(self.features), torch.from_numpy(mean), torch.from_numpy(std)
+
+
+def normalize(obs: torch.Tensor, features: torch.Tensor, mean: torch.Tensor, std: torch.Tensor,
+              clip: float) -> torch.Tensor:
+    """obs (B, *shape) -> float32, (obs - mean) / std in float64 and clipped on the features (D,), as it is
+    elsewhere: for the trainer and the agent (ObservationNormalizer) and in the exported graph (export.Step)."""
+    flat = obs.reshape(obs.shape[0], -1).double()  # (B, *shape) -> (B, D)
+    scaled = ((flat - mean) / std).clamp(-clip, clip)
+    return torch.where(features, scaled, flat).float().reshape(obs.shape)
 
 
 class RewardScaler(RunningMeanStd):

@@ -1,12 +1,15 @@
 """Statistics over seeds: mean, median and IQM with bootstrap intervals (Agarwal et al., 2021; docs/sweeps.md)."""
 from __future__ import annotations
 
+from plumbing import script
+
+script.begin(__name__)  # the imports below take seconds
+
 import argparse
 import copy
 import difflib
 import itertools
 import json
-import os
 import sys
 import warnings
 from dataclasses import dataclass
@@ -20,11 +23,11 @@ from tensorboard.compat.proto.event_pb2 import Event
 from tensorboard.compat.tensorflow_stub import errors
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import PyRecordReader_New
 
-from atomic import write_all_atomically
-from cli import ArgumentParser, console, failed
 from config import EXECUTION_KEYS
-from errors import ConfigError
-from files import reason, writable
+from plumbing.atomic import write_all_atomically
+from plumbing.cli import ArgumentParser, check_output, failed
+from plumbing.errors import ConfigError
+from plumbing.files import reason
 
 N_RESAMPLES = 2000
 CONFIDENCE = 0.95
@@ -497,7 +500,8 @@ class WriteError(OSError):
 
 def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser("stats.py", description=__doc__, epilog="Exit codes: 0 written, 1 the files could not "
-                            "be written (none of them changed), 2 refused (bad flag, runs or --out).")
+                            "be written (none of them changed), 2 refused (bad flag, runs or --out), 130 / 143 stopped by Ctrl-C / "
+                            "SIGTERM.")
     parser.add_argument("--runs", action="extend", nargs="+", required=True,
                         help="folders with runs below them; each config is one grid point, seeds apart")
     parser.add_argument("--out", required=True, help="writes OUT.md, OUT.json, OUT.png; a folder gets stats.*")
@@ -510,27 +514,27 @@ def main(argv: list[str] | None = None) -> int:
                         help="a config key or section that may differ between one grid point's seeds (repeatable), "
                              "for settings that do not change training, such as evaluation")
     parser.add_argument("--overwrite", action="store_true", help="replace OUT.md, .json and .png if they exist")
-    try:
+
+    def start():
         args = parser.parse_args(argv)
         prefix = output_prefix(args.out)
-        taken = [f"{prefix}{suffix}" for suffix in (".md", ".json", ".png") if os.path.lexists(f"{prefix}{suffix}")]
-        if taken and not args.overwrite:
-            raise ConfigError(f"{taken[0]} exists: choose another --out, or pass --overwrite to replace it")
-        if problem := writable(prefix.parent):
-            raise ConfigError(f"--out {args.out}: cannot write in {prefix.parent} ({problem})")
-        markdown = report(args.runs, args.out, args.threshold, args.final_updates, args.published, args.pool)
-    except ConfigError as error:
-        return failed(error)
-    except WriteError as error:
-        return failed(f"could not write {error.filename} ({error.strerror}); none of them was written or changed", 1)
-    except OSError as error:
-        return failed(f"could not read {error.filename or 'the runs'} ({reason(error)})")
-    out = output_prefix(args.out)
-    print(markdown, end="")
-    print(f"wrote {out}.md, {out}.json, {out}.png")
-    return 0
+        check_output("--out", [Path(f"{prefix}{suffix}") for suffix in (".md", ".json", ".png")], args.overwrite)
+        return args
+
+    def work(args) -> int:
+        try:
+            markdown = report(args.runs, args.out, args.threshold, args.final_updates, args.published, args.pool)
+        except WriteError as error:
+            raise script.Failed(f"could not write {error.filename} ({error.strerror}); none of them was written or "
+                                "changed") from None
+        except OSError as error:
+            return failed(f"could not read {error.filename or 'the runs'} ({reason(error)})")
+        out = output_prefix(args.out)
+        print(markdown, end="")
+        print(f"wrote {out}.md, {out}.json, {out}.png")
+        return 0
+    return script.life(start, work)
 
 
 if __name__ == "__main__":
-    console()
-    sys.exit(main())
+    script.run(main)

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from atomic import write_atomically
 from config import Config
+from plumbing.atomic import write_atomically
 
 
 @dataclass

@@ -18,20 +18,18 @@ from pathlib import Path
 
 import yaml
 
-import stopping
-import threads
+from plumbing import script, stopping, threads
 
-if __name__ == "__main__":
-    threads.share_cores()  # before torch loads
-    stopping.leave_at_once_on_stop_signals()  # before the imports below and Ray's, which take seconds
+script.begin(__name__)  # before the imports below and Ray's, which take seconds
 
-from atomic import write_atomically  # noqa: E402
-from cli import ArgumentParser, console, failed, number, start_up_warnings  # noqa: E402
-from config import SEEDS, config_from_dict, load_config, read_yaml  # noqa: E402
-from errors import ConfigError, WorkerError  # noqa: E402
-from files import reason, writable  # noqa: E402
-import tracking  # noqa: E402
+from config import SEEDS, config_from_dict, load_config  # noqa: E402
+from plumbing.atomic import write_atomically  # noqa: E402
+from plumbing.cli import ArgumentParser, failed, number  # noqa: E402
+from plumbing.errors import ConfigError, WorkerError  # noqa: E402
+from plumbing.files import reason, writable  # noqa: E402
+from plumbing.yaml_input import read_yaml  # noqa: E402
 from spaces import SpaceError  # noqa: E402
+import tracking  # noqa: E402
 from train import check_run_id, default_run_id  # noqa: E402
 from worker import make_probe  # noqa: E402
 
@@ -486,50 +484,52 @@ def progress(sweep: Sweep):
 
 
 def main(argv: list[str] | None = None) -> int:
-    start = time.perf_counter()
-    with stopping.Stop() as stop:
+    began, run = time.perf_counter(), {}
+
+    def start():
+        args = (command := parser()).parse_args(argv)
+        if args.resume:  # read again into Nones: argparse fills no defaults in, so what is set was given
+            given = command.parse_args(argv, argparse.Namespace(**dict.fromkeys(vars(args))))
+            if flags := [f"--{k.replace('_', '-')}" for k, v in vars(given).items()
+                         if v is not None and k not in ("resume", "address", "threshold")]:
+                raise ConfigError(f"{', '.join(flags)} cannot be combined with --resume (the sweep keeps them)")
+            sweep = read_sweep_file(args.resume)
+            sweep.threshold = sweep.threshold if args.threshold is None else args.threshold
+        else:
+            check_new(sweep := read_sweep(args))
+        check_address(args.address)
+        run["sweep"] = sweep
+        return args, sweep
+
+    def work(started) -> int:
+        args, sweep = started
+        stop = stopping.Stop.in_place
         try:
-            with start_up_warnings():  # a refusal is its one line alone; a sweep that starts shows them
-                args = (command := parser()).parse_args(argv)
-                if args.resume:  # read again into Nones: argparse fills no defaults in, so what is set was given
-                    given = command.parse_args(argv, argparse.Namespace(**dict.fromkeys(vars(args))))
-                    if flags := [f"--{k.replace('_', '-')}" for k, v in vars(given).items()
-                                 if v is not None and k not in ("resume", "address", "threshold")]:
-                        raise ConfigError(f"{', '.join(flags)} cannot be combined with --resume (the sweep keeps them)")
-                    sweep = read_sweep_file(args.resume)
-                    sweep.threshold = sweep.threshold if args.threshold is None else args.threshold
-                else:
-                    check_new(sweep := read_sweep(args))
-                check_address(args.address)
-        except ConfigError as error:
-            return failed(error)
-        # the first signal is noted (Tune stops the trials at their checkpoints), a second stops at once
-        stop.working(on_first=lambda number: None)
-        try:
+            start_ray(args.address, sweep)
+        except SystemExit:  # ray.init's own SIGTERM handler, in place while Ray starts
+            stop.signal = stop.signal or signal.SIGTERM
+        except ConfigError:
+            if stop.signal is None:
+                raise
+        stop.working(on_first=lambda number: None)  # again: ray.init replaced the SIGTERM handler
+        if stop.signal is not None:
+            return stop.report()
+        if not args.resume:
             try:
-                start_ray(args.address, sweep)
-            except SystemExit:  # ray.init's own SIGTERM handler, in place while Ray starts
-                stop.signal = stop.signal or signal.SIGTERM
-            except ConfigError as error:
-                if stop.signal is None:
-                    return failed(error)
-            stop.working(on_first=lambda number: None)  # again: ray.init replaced the SIGTERM handler
-            if stop.signal is not None:
-                return stop.report()
-            if not args.resume:
-                try:
-                    write_sweep_file(sweep)
-                except OSError as error:
-                    return failed(f"could not write {sweep.folder}/sweep.json ({error}); no trial was started", 1)
-            results = tuner(sweep, bool(args.resume)).fit()
-            return report(sweep, list(results), time.perf_counter() - start, stop.signal)
-        except KeyboardInterrupt:  # a second signal
-            return stop.report(f" at once; resume with: python sweep.py --resume {sweep.folder}")
-        finally:
-            for number in stopping.STOP_SIGNALS:  # stopping Ray's processes takes a moment: let it finish
+                write_sweep_file(sweep)
+            except OSError as error:
+                raise script.Failed(f"could not write {sweep.folder}/sweep.json ({error}); no trial was started")
+        results = tuner(sweep, bool(args.resume)).fit()
+        return report(sweep, list(results), time.perf_counter() - began, stop.signal)
+
+    def close() -> None:
+        if "ray" in sys.modules:  # stopping Ray's processes takes a moment: let it finish
+            for number in stopping.STOP_SIGNALS:
                 signal.signal(number, signal.SIG_IGN)
-            import ray
-            ray.shutdown()
+            sys.modules["ray"].shutdown()
+    # the first signal is noted (Tune stops the trials at their checkpoints), a second stops at once
+    return script.life(start, work, on_first=lambda number: None, close=close,
+                       at_once=lambda: f" at once; resume with: python sweep.py --resume {run['sweep'].folder}")
 
 
 def report(sweep: Sweep, results: list, seconds: float, stopped_by: int | None) -> int:
@@ -574,11 +574,4 @@ def _score(value) -> float:
 
 
 if __name__ == "__main__":
-    console()
-    code = main()
-    for number in stopping.STOP_SIGNALS:  # the work is done: a signal now would only cut Ray's exit short
-        signal.signal(number, signal.SIG_IGN)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    stopping.end_children()  # whatever Ray left
-    os._exit(code)  # Ray is shut down: skip unloading it, seconds in which Python puts back the default handlers
+    script.run(main, quick_exit=True)

@@ -13,9 +13,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import stopping
-from errors import ConfigError
-from files import reason, writable
+from plumbing import stopping
+from plumbing.errors import ConfigError
+from plumbing.files import reason, writable
 
 ROOT = Path(__file__).resolve().parent
 

@@ -1,26 +1,21 @@
 """Trains a recurrent PPO agent from the command line: `python train.py --help` says how."""
 from __future__ import annotations
 
-import os
 import signal
-import sys
 
-import stopping
-import threads
+from plumbing import script
 
-if __name__ == "__main__":
-    threads.share_cores()  # before torch loads
-    stopping.leave_at_once_on_stop_signals()  # until main() takes over: the imports below take seconds
+script.begin(__name__)  # the imports below take seconds
 
 import re
 from datetime import datetime
 from pathlib import Path
 
 from checkpoint import RunLock, fitted, load_checkpoint, same_checkpoint
-from cli import ArgumentParser, console, failed, number, start_up_warnings
 from config import SEEDS, check_resume_overrides, config_from_dict, load_config
-from errors import CheckpointError, ConfigError, WorkerError
-from files import kind, reason, writable
+from plumbing.cli import ArgumentParser, failed, number
+from plumbing.errors import CheckpointError, ConfigError, WorkerError
+from plumbing.files import kind, reason, writable
 from spaces import SpaceError
 import tracking
 
@@ -171,60 +166,54 @@ def is_own_best(best: Path, run_id: str, checkpoint: dict | None) -> bool:
 
 
 def main(argv=None) -> int:
-    lock, trainer = None, None
+    run = {}  # what start() made, for the signals and the end to find
+
+    def start():
+        args = parser().parse_args(argv)
+        config, run_id, checkpoint = read_run(args)
+        track = tracking.from_flags(args, args.wandb_name or run_id)
+        device = resolve_device(config.device, args.cpu)
+        resume = None if checkpoint and "branch_of" in checkpoint else args.resume  # a branch is new
+        run["lock"] = RunLock(MODELS / f"{run_id}.lock")
+        replaced_best = claim(run["lock"], run_id, checkpoint, resume, args.overwrite)
+        from trainer import Trainer
+        try:
+            run["trainer"] = trainer = Trainer(config, run_id=run_id, device=device, summaries_dir=SUMMARIES,
+                                               models_dir=MODELS, tracking=track,
+                                               summaries_path=checkpoint and checkpoint["summaries_path"])
+            if checkpoint:
+                with fitted(args.resume):
+                    trainer.load_state_dict(checkpoint)
+                if "branch_of" in checkpoint:  # its own checkpoint is not written yet
+                    trainer.saved_update = None
+        except WorkerError as error:  # an environment that failed as the run started
+            raise script.Failed(f"{error}; {script.kept(None, None)}") from None
+        if replaced_best is not None:  # else enjoy.py would score the replaced run's model under this id
+            replaced_best.unlink(missing_ok=True)
+            print(f"removed {replaced_best}, the best evaluation of the run --overwrite replaces", flush=True)
+        return trainer, checkpoint
 
     def finish_update(signum: int) -> None:  # the run's first stop signal
-        trainer.stop_signal = signum
-        trainer.summaries.say(f"\n{signal.Signals(signum).name}: finishing this update, then saving (send it "
-                              "again to stop at once)")
+        run["trainer"].stop_signal = signum
+        run["trainer"].summaries.say(f"\n{signal.Signals(signum).name}: finishing this update, then saving (send "
+                                     "it again to stop at once)")
 
-    with stopping.Stop(leaving=lambda: lock and lock.release()) as stop:
-        try:
-            try:
-                with start_up_warnings():
-                    args = parser().parse_args(argv)
-                    config, run_id, checkpoint = read_run(args)
-                    track = tracking.from_flags(args, args.wandb_name or run_id)
-                    device = resolve_device(config.device, args.cpu)
-                    resume = None if checkpoint and "branch_of" in checkpoint else args.resume  # a branch is new
-                    lock = RunLock(MODELS / f"{run_id}.lock")
-                    replaced_best = claim(lock, run_id, checkpoint, resume, args.overwrite)
-                    from trainer import Trainer
-                    trainer = Trainer(config, run_id=run_id, device=device, summaries_dir=SUMMARIES,
-                                      models_dir=MODELS, summaries_path=checkpoint and checkpoint["summaries_path"],
-                                      tracking=track)
-                    if checkpoint:
-                        with fitted(args.resume):
-                            trainer.load_state_dict(checkpoint)
-                        if "branch_of" in checkpoint:  # its own checkpoint is not written yet
-                            trainer.saved_update = None
-                    if replaced_best is not None:  # else enjoy.py would score the replaced run's model under this id
-                        replaced_best.unlink(missing_ok=True)
-                        print(f"removed {replaced_best}, the best evaluation of the run --overwrite replaces",
-                              flush=True)
-            except (ConfigError, CheckpointError, SpaceError) as error:
-                return failed(error)
-            except WorkerError as error:  # an environment that failed as the run started
-                return failed(f"{error}; no checkpoint was saved in this run", 1)
-            stop.working(finish_update)
-            return train(trainer, checkpoint)
-        except KeyboardInterrupt:  # a second signal
-            return stop.report(f" at once, without saving; {last_checkpoint(trainer)}")
-        finally:
-            if trainer is not None:
-                trainer.close()
-            if lock is not None:
-                lock.release()
+    def close() -> None:
+        if "trainer" in run:
+            run["trainer"].close()
+        if "lock" in run:
+            run["lock"].release()
+    return script.life(start, lambda started: train(*started), (SpaceError,), finish_update,
+                       lambda: f" at once, without saving; {last_checkpoint(run.get('trainer'))}",
+                       leaving=lambda: "lock" in run and run["lock"].release(), close=close)
 
 
 def last_checkpoint(trainer) -> str:
-    if trainer is None or trainer.saved_update is None:
-        return "no checkpoint was saved in this run"
-    return f"the last good checkpoint is {trainer.checkpoint_path} (update {trainer.saved_update})"
+    return script.kept(trainer and trainer.checkpoint_path, trainer and trainer.saved_update)
 
 
 def train(trainer, checkpoint: dict | None) -> int:
-    from errors import NonFiniteError
+    from plumbing.errors import NonFiniteError
     if checkpoint:
         source = f" from {checkpoint['branch_of']}" if "branch_of" in checkpoint else ""
         print(f"{'branching' if source else 'resuming'} {trainer.run_id}{source} at update {trainer.update}/"
@@ -258,9 +247,4 @@ def train(trainer, checkpoint: dict | None) -> int:
 
 
 if __name__ == "__main__":
-    console()  # a closed or failing console (`| head`, `>&-`, /dev/full) does not cost the run
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    stopping.end_children()  # the forkserver and its resource tracker
-    os._exit(code)  # everything is saved and closed: skip unloading torch's libraries
+    script.run(main, quick_exit=True)

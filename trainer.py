@@ -9,16 +9,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import stopping
 from buffer import RolloutBuffer
 from checkpoint import arrays, load_model, save_checkpoint
 from config import Config, schedule_value
-from errors import NonFiniteError
 from evaluation import Evaluator
 from losses import StepStats, mean_metrics, ppo_loss, require_finite
-from machine import Machine
 from model import build_model
 from normalization import Normalizers
+from plumbing import stopping
+from plumbing.errors import NonFiniteError
+from plumbing.machine import Machine
 from summaries import PhaseTimes, Summaries, UpdateLog
 from worker import VecEnv, environment_seeds, make_probe
 

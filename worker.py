@@ -15,10 +15,10 @@ from multiprocessing.connection import wait
 import gymnasium as gym
 import numpy as np
 
-import stopping
 from config import EnvironmentConfig
 from environments import spaces_of
-from errors import WorkerError
+from plumbing import stopping
+from plumbing.errors import WorkerError
 from spaces import MASK_KEY, EnvSpaces, SpaceError, env_actions
 
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository's environment builders
-import stopping  # noqa: E402
-from cli import ArgumentParser, console, failed, number, require, start_up_warnings  # noqa: E402
 from config import MAX_EPISODES, SEEDS, ConfigError, EnvironmentConfig, EvaluationConfig  # noqa: E402
 from environments import HELD_OUT  # noqa: E402
-from files import kind, reason  # noqa: E402
+from plumbing import script  # noqa: E402
+from plumbing.cli import ArgumentParser, number, require  # noqa: E402
+from plumbing.files import kind, reason  # noqa: E402
 from spaces import env_actions  # noqa: E402
 from worker import environment_seeds  # noqa: E402
 
@@ -46,31 +46,24 @@ def main(argv=None) -> int:
     parser.add_argument("--episodes", type=number(int, 1, MAX_EPISODES), default=10, help="episodes to run (10)")
     parser.add_argument("--seed", type=number(int, 0, SEEDS - 1),
                         help="as enjoy.py's (default: the config's evaluation.seed + 1)")
-    with stopping.Stop() as stop:
+
+    def start():
+        args = parser.parse_args(argv)
+        graph, config = load(args.model)  # the training config, as a checkpoint keeps it
         try:
-            with start_up_warnings():
-                args = parser.parse_args(argv)
-                graph, config = load(args.model)  # the training config, as a checkpoint keeps it
-                try:
-                    environment = EnvironmentConfig(**config["environment"]).for_evaluation()
-                    evaluation = EvaluationConfig(**config["evaluation"])
-                except (KeyError, TypeError) as error:
-                    raise ConfigError(f"--model {args.model}: its config is not one this checkout reads "
-                                      f"({reason(error, 100)})") from None
-                seed = evaluation.fresh_seed if args.seed is None else args.seed
-                # As enjoy.py: W environments seeded in the held-out half of the seeds, a fixed quota of episodes each.
-                W = max(1, min(config["n_workers"], args.episodes))
-                envs = [environment.make(max_steps=evaluation.max_steps) for _ in range(W)]
-            stop.working()
-            play(graph, envs, config, args.episodes, seed)
-        except ConfigError as error:
-            return failed(error)
-        except KeyboardInterrupt:
-            return stop.report()
-    return 0
+            environment = EnvironmentConfig(**config["environment"]).for_evaluation()
+            evaluation = EvaluationConfig(**config["evaluation"])
+        except (KeyError, TypeError) as error:
+            raise ConfigError(f"--model {args.model}: its config is not one this checkout reads "
+                              f"({reason(error, 100)})") from None
+        seed = evaluation.fresh_seed if args.seed is None else args.seed
+        # As enjoy.py: W environments seeded in the held-out half of the seeds, a fixed quota of episodes each.
+        W = max(1, min(config["n_workers"], args.episodes))
+        return graph, [environment.make(max_steps=evaluation.max_steps) for _ in range(W)], config, args.episodes, seed
+    return script.life(start, lambda started: play(*started))
 
 
-def play(graph, envs: list, config: dict, episodes: int, seed: int) -> None:
+def play(graph, envs: list, config: dict, episodes: int, seed: int) -> int:
     inputs = {i.name: i for i in graph.get_inputs()}  # obs, state, episode_start, [previous_*], [action_mask]
     metadata = graph.get_modelmeta().custom_metadata_map
     W = len(envs)
@@ -108,9 +101,9 @@ def play(graph, envs: list, config: dict, episodes: int, seed: int) -> None:
     for env in envs:
         env.close()
     print(f"{len(returns)} episodes: return {np.mean(returns):.3f} +- {np.std(returns):.3f}")
+    return 0
 
 
 if __name__ == "__main__":
-    stopping.leave_at_once_on_stop_signals()
-    console()  # a closed or failing console (`| head`, `>&-`, /dev/full) ends no episode
-    sys.exit(main())
+    script.begin(__name__)
+    script.run(main)

@@ -4,7 +4,7 @@ without one (CI here) the GPU's cases are skipped, so they count only where a GP
 import pytest
 import torch
 
-from machine import bfloat16_is_fast
+from plumbing.machine import bfloat16_is_fast
 
 _GPU = torch.cuda.is_available()
 

@@ -95,8 +95,8 @@ ENDLESS = ["--set", "environment.type=gym", "--set", "environment.name=probe_env
            "--set", "environment.kwargs.endless=true"]
 
 # What a user's checkout holds that the scripts need (models/minigrid.pt, 16 MiB, is left out).
-COPIED = ["*.py", "environments/*.py", "examples/*.py", "configs/*.yaml", "tests/faulty_envs.py", "tests/memory_tasks.py",
-          "models/.gitkeep", "models/poc_memory_env.pt", "models/cartpole_masked.pt",
+COPIED = ["*.py", "environments/*.py", "plumbing/*.py", "examples/*.py", "configs/*.yaml", "tests/faulty_envs.py",
+          "tests/memory_tasks.py", "models/.gitkeep", "models/poc_memory_env.pt", "models/cartpole_masked.pt",
           "results/reference/*.csv"]  # a sweep's statistics plot the reference curves
 
 # Environments of the probes' own, written into each copy as probe_envs.py:

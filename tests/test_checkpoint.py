@@ -3,8 +3,9 @@ that do not fit are one CheckpointError line."""
 import pytest
 
 from checkpoint import MAX_CHECKPOINT_VALUES, CheckpointError, load_checkpoint, save_checkpoint
-from config import MAX_WORKERS, ConfigError, config_from_dict, require_small
+from config import MAX_WORKERS, ConfigError, config_from_dict
 from environments import EpisodeStats
+from plumbing.yaml_input import require_small
 from trainer import Trainer
 
 TINY = {"n_workers": 2, "worker_steps": 4, "n_mini_batch": 1, "updates": 1, "hidden_layer_size": 8,

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-import files
+from plumbing import files
 import train
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

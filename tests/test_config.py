@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from config import (ConfigError, ScheduleConfig, check_resume_overrides, config_from_dict, load_config, read_yaml,
+from plumbing.yaml_input import read_yaml
+from config import (ConfigError, ScheduleConfig, check_resume_overrides, config_from_dict, load_config,
                     schedule_value)
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,10 +9,10 @@ import pytest
 import torch
 from torch.nn.utils.rnn import pack_padded_sequence
 
-import machine
-import model
 from config import ConfigError, InitializationConfig, RecurrenceConfig, config_from_dict
+import model
 from model import ActorCritic
+from plumbing import machine
 from tests.devices import BFLOAT16_DEVICES, DEVICES
 from trainer import PhaseTimes, Trainer
 

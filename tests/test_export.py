@@ -250,7 +250,7 @@ def test_bad_input_is_one_line_exit_2_and_no_file(tmp_path, capsys):
 
 
 def test_a_failed_write_leaves_the_old_file_or_none(tmp_path, capsys, monkeypatch):
-    """The graph goes to a temporary file renamed over the target (atomic.py): a write that fails halfway
+    """The graph goes to a temporary file renamed over the target (plumbing/atomic.py): a write that fails halfway
     leaves no file, or the one that was there, and no temporary file."""
     monkeypatch.setattr(export, "to_onnx", lambda agent, source="": onnx.helper.make_model(
         onnx.helper.make_graph([], "empty", [], [])))

@@ -5,11 +5,11 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-import fastpath
-import machine
-import model
 from config import InitializationConfig, RecurrenceConfig
+import fastpath
+import model
 from model import ActorCritic
+from plumbing import machine
 
 
 def call(core, x, h, fast: bool):

@@ -1,4 +1,4 @@
-"""The repository keeps its three parts apart: the program (the modules at the root and environments/),
+"""The repository keeps its three parts apart: the program (the modules at the root, environments/ and plumbing/),
 the instruments that measure it (tools/), and what they measured (results/, outputs only)."""
 import ast
 import io
@@ -13,7 +13,8 @@ from tests.hang import HANG_S
 from tools import size
 
 ROOT = Path(__file__).resolve().parent.parent
-PROGRAM = sorted([*ROOT.glob("*.py"), *ROOT.glob("environments/*.py")])
+PACKAGES = ("environments", "plumbing")
+PROGRAM = sorted([*ROOT.glob("*.py"), *(p for package in PACKAGES for p in ROOT.glob(f"{package}/*.py"))])
 TOOLS = sorted((ROOT / "tools").rglob("*.py"))
 # where the commands a user pastes are written
 COMMAND_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "Makefile",
@@ -25,7 +26,7 @@ def test_results_holds_no_code():
 
 
 def test_the_program_imports_nothing_from_the_tools_and_edits_no_sys_path():
-    ours = {p.stem for p in ROOT.glob("*.py")} | {"environments"}
+    ours = {p.stem for p in ROOT.glob("*.py")} | set(PACKAGES)
     foreign = {"tools", "results", "tests"} | ({p.stem for p in TOOLS} - ours)  # a tool's name, run from tools/
     wrong = []
     for path in PROGRAM:
@@ -155,9 +156,9 @@ def test_no_measurement_logs_in_the_programs_comments():
 def _imports() -> dict[str, set[str]]:
     """Each program module -> the program's modules it imports, wherever the import stands (at the top, inside a
     function, under TYPE_CHECKING). environments/atari.py is the module environments.atari, environments/__init__.py
-    is environments."""
-    names = {path: path.stem if path.parent == ROOT else "environments" + ("" if path.stem == "__init__" else
-                                                                              f".{path.stem}") for path in PROGRAM}
+    is environments (plumbing/ likewise)."""
+    names = {path: path.stem if path.parent == ROOT else path.parent.name + ("" if path.stem == "__init__" else
+                                                                               f".{path.stem}") for path in PROGRAM}
     ours = set(names.values())
     graph = {}
     for path, module in names.items():
@@ -174,12 +175,14 @@ def _imports() -> dict[str, set[str]]:
 
 
 def _packages(graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    """The same imports with environments/ as one module: the floors of the program's plan."""
+    """The same imports with environments/ as one module: the floors of the program's plan. plumbing/ is a folder,
+    not one module: each of its modules is a room of its own, counted in the floors."""
+    def room(name: str) -> str:
+        return "environments" if name.split(".")[0] == "environments" else name
     merged = {}
     for module, imported in graph.items():
-        top = module.split(".")[0]
-        merged.setdefault(top, set()).update(name.split(".")[0] for name in imported)
-        merged[top].discard(top)
+        merged.setdefault(room(module), set()).update(room(name) for name in imported)
+        merged[room(module)].discard(room(module))
     return merged
 
 
@@ -213,3 +216,10 @@ def test_the_program_stands_on_at_most_nine_floors():
         return chains[module]
     longest = max((chain(module) for module in sorted(plan)), key=len)
     assert len(longest) <= 9, " -> ".join(longest)
+
+
+def test_the_plumbing_imports_nothing_of_the_algorithm():
+    """plumbing/ stands below the algorithm's files: its modules import each other and nothing else of ours."""
+    wrong = {module: sorted(name for name in imported if name.split(".")[0] != "plumbing")
+             for module, imported in _imports().items() if module.split(".")[0] == "plumbing"}
+    assert not any(wrong.values()), wrong

@@ -1,4 +1,4 @@
-"""threads.py: the scripts shorten OpenMP's spin before torch loads unless the user chose a wait policy, and with
+"""plumbing/threads.py: the scripts shorten OpenMP's spin before torch loads unless the user chose a wait policy, and with
 torch_threads 0 a run takes the cores other processes leave free, all of them when it is alone. The CPU counters are
 scripted here: what the machine does meanwhile cannot change the outcome."""
 import itertools
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
-import threads
 from config import config_from_dict
 from model import ActorCritic
+from plumbing import threads
 from trainer import Trainer
 
 SMALL = {"n_workers": 4, "worker_steps": 16, "n_mini_batch": 2, "hidden_layer_size": 8, "updates": 1,
@@ -45,7 +45,7 @@ def test_train_py_sets_the_spin_before_torch_loads(tmp_path):
              "print('spin at torch import:', globals().get('seen'))\n")
     environment = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         cwd=Path(threads.__file__).parent, env=environment)
+                         cwd=Path(threads.__file__).parent.parent, env=environment)
     assert f"spin at torch import: {threads.SPIN_COUNT}" in out.stdout, out.stderr[-2000:]
 
 

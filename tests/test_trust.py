@@ -129,8 +129,8 @@ def test_stop_signals_during_a_write_are_answered_once_it_is_done(tmp_path):
     """A write is never cut (a Ctrl-C in the middle of a checkpoint's write left its temporary file):
     SIGINT and SIGTERM that come meanwhile reach the script's handler once it is done, as often as they
     came; the file is whole and no temporary file is left."""
-    import stopping
-    from atomic import write_atomically
+    from plumbing import stopping
+    from plumbing.atomic import write_atomically
     firsts = []
 
     def write(tmp):
@@ -153,7 +153,7 @@ def test_stop_signals_during_a_write_are_answered_once_it_is_done(tmp_path):
 @pytest.mark.parametrize("replace", [True, False])
 def test_a_write_whose_last_step_fails_leaves_nothing(tmp_path, monkeypatch, replace):
     """No temporary file, and no empty file in the target's place, when the rename or link fails."""
-    from atomic import write_atomically
+    from plumbing.atomic import write_atomically
 
     def fail(*args):
         raise OSError(1, "Operation not permitted")
@@ -188,7 +188,7 @@ def file_size_limit(size: int):
 def test_a_lock_or_a_folder_check_that_cannot_write_leaves_one_line_and_no_file(tmp_path):
     """The lock was written unchecked: a full disk was a traceback (ENOSPC) and left an empty
     models/<run-id>.lock; and models/ passed the writable check, which wrote an empty file."""
-    probe = ("import sys; from checkpoint import RunLock, CheckpointError; from files import writable\n"
+    probe = ("import sys; from checkpoint import RunLock, CheckpointError; from plumbing.files import writable\n"
              "print(writable('models'))\n"
              "try:\n    RunLock('models/r.lock').acquire()\nexcept CheckpointError as e:\n    print(e)\n")
     (tmp_path / "models").mkdir()
@@ -482,7 +482,7 @@ def await_own_handlers(process: subprocess.Popen) -> None:
 
 HANDLER_IMPORTS_NOTHING = """
 import builtins, os, signal
-import stopping
+from plumbing import stopping
 def no_import(*args, **kwargs):
     raise ImportError("a stop signal's handler imported a module")
 {setup}
@@ -667,7 +667,7 @@ def test_a_refusal_is_one_line_even_where_a_library_warns_first(tmp_path):
 def test_start_up_warnings_are_dropped_with_a_refusal_and_shown_once_after_a_start():
     import warnings
 
-    from cli import start_up_warnings
+    from plumbing.cli import start_up_warnings
     from config import ConfigError
     with warnings.catch_warnings(record=True) as shown:
         warnings.simplefilter("default")
@@ -769,7 +769,7 @@ def test_a_stop_signal_during_a_deferred_block_reaches_the_handler_when_it_ends(
     not acted on there (a handler that exits would cut a worker's start-up data in half), and reaches
     the handler that was in place, in the order they came, as soon as the block ends; the handlers are
     restored."""
-    import stopping
+    from plumbing import stopping
     seen = []
     before = {number: signal.signal(number, lambda number, frame: seen.append(number))
               for number in stopping.STOP_SIGNALS}

@@ -27,10 +27,10 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cli import number  # noqa: E402
 from config import InitializationConfig, RecurrenceConfig  # noqa: E402
-from machine import autocast  # noqa: E402
 from model import CORES, ActorCritic  # noqa: E402
+from plumbing.cli import number  # noqa: E402
+from plumbing.machine import autocast  # noqa: E402
 from tools.benchmark import machine  # noqa: E402
 
 FEATURES = 64  # the observation's width

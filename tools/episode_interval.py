@@ -20,9 +20,9 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository's modules
+from plumbing.cli import failed  # noqa: E402
+from plumbing.files import kind  # noqa: E402
 import stats  # noqa: E402
-from cli import failed  # noqa: E402
-from files import kind  # noqa: E402
 
 
 def returns(path: str) -> np.ndarray:

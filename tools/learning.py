@@ -20,9 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent  # the repository root
 sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
-from cli import failed  # noqa: E402
 from config import load_config  # noqa: E402
-from errors import ConfigError  # noqa: E402
+from plumbing.cli import failed  # noqa: E402
+from plumbing.errors import ConfigError  # noqa: E402
 from trainer import Trainer  # noqa: E402
 from tools.benchmark import describe_tree, machine  # noqa: E402
 

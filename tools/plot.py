@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent  # the repository root
 sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
-from cli import failed  # noqa: E402
+from plumbing.cli import failed  # noqa: E402
 from stats import TAG, read_scalars  # noqa: E402
 
 

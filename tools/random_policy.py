@@ -22,10 +22,10 @@ ROOT = Path(__file__).resolve().parent.parent  # the repository root
 sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
 from agent import AgentStep  # noqa: E402
-from cli import failed  # noqa: E402
 from config import load_config  # noqa: E402
-from errors import ConfigError  # noqa: E402
 from evaluation import evaluate  # noqa: E402
+from plumbing.cli import failed  # noqa: E402
+from plumbing.errors import ConfigError  # noqa: E402
 from summaries import scores  # noqa: E402
 from tools.benchmark import describe_tree  # noqa: E402
 

@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent  # the repository root
 sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
-from atomic import write_atomically  # noqa: E402
+from plumbing.atomic import write_atomically  # noqa: E402
 from tools.benchmark import load_snapshot, machine  # noqa: E402
 
 OUT = ROOT / "results" / "test_tally"

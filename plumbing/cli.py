@@ -11,8 +11,8 @@ import reprlib
 import sys
 import warnings
 
-from errors import ConfigError
-from files import reason
+from plumbing.errors import ConfigError
+from plumbing.files import kind, reason, writable
 
 
 def failed(message, code: int = 2) -> int:
@@ -41,6 +41,23 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message):
         raise ConfigError(f"{message}: see --help")
+
+
+def check_output(flag: str, paths: list[Path], overwrite: bool, suffixes: tuple[str, ...] = (), example: str = "",
+                 replacing: str = ", or pass --overwrite to replace it", folder_made: bool = True) -> None:
+    """Refuses, in one ConfigError line, files a script would write (paths[0] named by `flag`, the others beside
+    it) before it starts: a name without one of `suffixes`, a folder, an existing file without `overwrite`, or a
+    folder that takes no files (a missing one is made, unless not folder_made)."""
+    path, named = paths[0], f"{flag} {paths[0]}" if flag.startswith("-") else str(paths[0])
+    if path.is_dir():
+        raise ConfigError(f"{named} is a folder: give the file's name, e.g. {path / example}")
+    if suffixes and path.suffix.lower() not in suffixes:
+        raise ConfigError(f"{named}: use a {' or '.join(suffixes)} file name")
+    if not overwrite and (taken := [p for p in paths if os.path.lexists(p)]):
+        raise ConfigError(f"{taken[0]} exists: choose another {flag if named != str(path) else 'name'}{replacing}")
+    problem = writable(path.parent) if folder_made or kind(path.parent) == "a folder" else kind(path.parent)
+    if problem:
+        raise ConfigError(f"{named}: {path.parent}/ is not a writable folder ({problem})")
 
 
 def require(*modules: str) -> None:

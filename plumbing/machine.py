@@ -7,8 +7,8 @@ import os
 
 import torch
 
-from errors import ConfigError
-from threads import FairShare
+from plumbing.errors import ConfigError
+from plumbing.threads import FairShare
 
 
 def bfloat16_is_fast(device: torch.device) -> bool:

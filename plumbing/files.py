@@ -44,3 +44,4 @@ def writable(folder: str | Path) -> str | None:
         if made:  # only then: a read-only file system refuses to unlink even a name that is not there
             probe.unlink(missing_ok=True)
     return None
+

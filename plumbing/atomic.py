@@ -7,7 +7,7 @@ import secrets
 from pathlib import Path
 from typing import Callable
 
-import stopping
+from plumbing import stopping
 
 
 def write_atomically(path: Path, write: Callable[[Path], None], keep_suffix: bool = False,

@@ -51,3 +51,10 @@ $PY tools/benchmark.py --against 8df78aa --own-configs --config configs/cartpole
 $PY tools/benchmark.py --against 5176396 --own-configs --config configs/cartpole_masked.yaml \
     --config configs/poc_memory_env.yaml --set torch_threads=2 --repeats 11 --require-idle \
     --out results/speed/fast_against_5176396_xeon_flat_grads
+
+# The week's merges (transformer core, trust round six, the house, the best-model rule) against bb9ca25, at b17132b
+$PY tools/benchmark.py --config configs/cartpole_masked.yaml --config configs/poc_memory_env.yaml --repeats 3 \
+    --against bb9ca25 --require-idle --out results/speed/week_against_bb9ca25
+# make test test by test, a fresh clone of each commit, one after the other (make_test_against_bb9ca25.md is
+# the two --durations=0 lists summed by file)
+# SDL_VIDEODRIVER=dummy python -m pytest -q -n 2 --durations=0 -p no:cacheprovider

@@ -51,7 +51,8 @@ def parser() -> ArgumentParser:
 
 def record(agent, episodes: int, seed: int = 0, deterministic: bool = False, on_episode=None,
            max_steps: int | None = None):
-    """Episodes one after another in one environment, cut as evaluate() cuts them: (stats, frames)."""
+    """Episodes one after another in one environment, cut as evaluate() cuts them: (stats, frames). A loop of its
+    own: evaluate()'s vector environments reset an ended episode inside step(), before its last frame is drawn."""
     from evaluation import evaluation_environment, evaluation_seeds
     from spaces import MASK_KEY, env_actions
     torch.manual_seed(seed)  # the policy's sampled actions: the same command gives the same scores

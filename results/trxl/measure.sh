@@ -17,7 +17,7 @@ print("config | core | state floats per row | stored states MiB | buffer MiB | p
 for path in ("configs/minigrid.yaml", "configs/mortar_mayhem_b_grid.yaml"):
     for sets in (["recurrence.layer_type=gru"], ["recurrence.layer_type=trxl"],
                  ["recurrence.layer_type=trxl", "recurrence.memory_length=96"]):
-        c = load_config(path, sets)
+        c = load_config(path, [*sets, "initialization.recurrent_gain=1.0"])  # MiniGrid's 1.41 is the LSTM's
         _, spaces = make_probe(c.environment, environment_seeds(0, 1)[0])
         m = build_model(c, spaces)
         b = RolloutBuffer(c.n_workers, c.worker_steps, spaces.observation.shape, spaces.observation.dtype,

@@ -58,3 +58,9 @@ $PY tools/benchmark.py --config configs/cartpole_masked.yaml --config configs/po
 # make test test by test, a fresh clone of each commit, one after the other (make_test_against_bb9ca25.md is
 # the two --durations=0 lists summed by file)
 # SDL_VIDEODRIVER=dummy python -m pytest -q -n 2 --durations=0 -p no:cacheprovider
+
+# autogroup.md: two busy loops on core 1, each in its own session, one niced; then the niced one's autogroup at 19
+# loop='while True: pass'
+# setsid taskset -c 1 python3 -c "$loop" &
+# setsid bash -c "echo $G > /proc/\$\$/autogroup; exec taskset -c 1 nice -n 19 python3 -c '$loop'" &   # G = 0, 19
+# (utime + stime of each from /proc/PID/stat over 20 s)

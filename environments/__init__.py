@@ -9,12 +9,12 @@ from typing import Callable, NamedTuple
 import gymnasium as gym
 import numpy as np
 
-from environments.atari import make_atari
+from environments.atari import CONTINUES, make_atari
 from environments.cartpole import CartPole
 from environments.memory_gym import make_memory_gym
 from environments.minigrid import make_minigrid
 from environments.poc_memory import PocMemoryEnv
-from environments.wrappers import CONTINUES, PackObservation, hide_entries
+from environments.wrappers import PackObservation, hide_entries
 from spaces import MASK_KEY, EnvSpaces, action_format, layout
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-from environments.wrappers import CONTINUES
-
+# In a terminated step's info: the training episode ends here, the scored episode goes on (EpisodeStats)
+CONTINUES = "episode_continues"
 NOOP, FIRE, RIGHT = 0, 1, 2  # the ALE's action ids in every game's minimal action set that has them
 
 

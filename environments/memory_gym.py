@@ -10,7 +10,7 @@ import os
 import gymnasium as gym
 import numpy as np
 
-from environments.wrappers import SeedRange
+from environments.seeding import SeedRange
 
 UNLIMITED_SEEDS = 2 ** 31 - 1
 

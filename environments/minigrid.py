@@ -7,7 +7,7 @@ from __future__ import annotations
 import gymnasium as gym
 from gymnasium import spaces
 
-from environments.wrappers import SeedRange
+from environments.seeding import SeedRange
 
 PIXELS = 84
 ACTIONS = 3  # MiniGrid's actions 0, 1, 2: turn left, turn right, move forward

@@ -1,10 +1,14 @@
-"""SplitMix64 (Steele, Lea and Flood 2014) for our own environments (CartPole, PocMemoryEnv): each episode
-starts from a seed of its own (environments.EpisodeStats) and needs only a few numbers, far fewer than
-building a numpy generator costs. The same seed always gives the same episode (not Gymnasium's).
+"""How episodes get their seeds. SplitMix64 (Steele, Lea and Flood 2014) for our own environments (CartPole,
+PocMemoryEnv): each episode starts from a seed of its own (environments.EpisodeStats) and needs only a few
+numbers, far fewer than building a numpy generator costs. The same seed always gives the same episode (not
+Gymnasium's). SeedRange for the families whose levels come from a range of seeds (MiniGrid, Memory Gym).
 """
 from __future__ import annotations
 
 import secrets
+
+import gymnasium as gym
+import numpy as np
 
 _MASK = 2 ** 64 - 1
 
@@ -28,3 +32,17 @@ class SplitMix64:
     def integers(self, n: int) -> int:
         """An integer in [0, n) (n small: the modulo's bias is below 2**-60)."""
         return self.next() % n
+
+
+class SeedRange(gym.Wrapper):
+    """Each reset draws the episode's seed from [start, start + count), by a generator that a seeded reset seeds."""
+
+    def __init__(self, env: gym.Env, start: int, count: int):
+        super().__init__(env)
+        self.start, self.count = start, count
+        self._rng = np.random.default_rng()
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        return self.env.reset(seed=self.start + int(self._rng.integers(self.count)), options=options)

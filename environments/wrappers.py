@@ -6,9 +6,6 @@ import numpy as np
 
 from spaces import MASK_KEY, SpaceError, layout, pack
 
-# In a terminated step's info: the training episode ends here, the scored episode goes on (EpisodeStats).
-CONTINUES = "episode_continues"
-
 
 def hide_entries(env: gym.Env, hidden: list[int]) -> gym.Env:
     """Drops the listed entries of a vector observation (environment.observation_mask): Pendulum without
@@ -26,20 +23,6 @@ def hide_entries(env: gym.Env, hidden: list[int]) -> gym.Env:
         raise SpaceError("environment.observation_mask hides every entry of the observation")
     kept = gym.spaces.Box(space.low[keep], space.high[keep], (keep.size,), space.dtype)
     return gym.wrappers.TransformObservation(env, lambda obs: obs[keep], kept)
-
-
-class SeedRange(gym.Wrapper):
-    """Each reset draws the episode's seed from [start, start + count), by a generator that a seeded reset seeds."""
-
-    def __init__(self, env: gym.Env, start: int, count: int):
-        super().__init__(env)
-        self.start, self.count = start, count
-        self._rng = np.random.default_rng()
-
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        if seed is not None:
-            self._rng = np.random.default_rng(seed)
-        return self.env.reset(seed=self.start + int(self._rng.integers(self.count)), options=options)
 
 
 class PackObservation(gym.Wrapper):

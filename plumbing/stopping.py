@@ -1,9 +1,10 @@
-"""How every script answers SIGINT (Ctrl-C) and SIGTERM: leave_at_once_on_stop_signals() before its imports,
-then `with Stop() as stop:` in main(): a signal while it starts leaves at once; from stop.working(on_first)
-the first calls on_first (without one, raises KeyboardInterrupt), the next raises KeyboardInterrupt, and
-one after that leaves at once. Leaving at once ends the processes the script started, says one line and
-exits 128 + the signal's number. Only the standard library and psutil are imported here, before the
-scripts' imports: a handler must not import, since the signal may land while that module is half imported.
+"""How every script answers SIGINT (Ctrl-C) and SIGTERM, through script.begin and script.life:
+leave_at_once_on_stop_signals() before its imports, then `with Stop() as stop:` in main(): a signal while it
+starts leaves at once; from stop.working(on_first) the first calls on_first (without one, raises
+KeyboardInterrupt), the next raises KeyboardInterrupt, and one after that leaves at once. Leaving at once ends
+the processes the script started, says one line and exits 128 + the signal's number. Only the standard library
+and psutil are imported here, before the scripts' imports: a handler must not import, since the signal may land
+while that module is half imported.
 """
 from __future__ import annotations
 

@@ -48,12 +48,12 @@ class EnvironmentConfig:
         return replace(self, kwargs={**self.kwargs, **self.evaluation_kwargs},
                        reset_params={**self.reset_params, **self.evaluation_reset_params})
 
-    def make(self, render_mode: str | None = None, max_steps: int | None = None):
+    def make(self, max_steps: int | None = None, filmed: bool = False):
         from environments import SetupError, make_env
         from spaces import SpaceError
         try:
             return make_env(self.type, self.name, self.kwargs, self.reset_params, self.observation_mask,
-                            render_mode, max_steps)
+                            max_steps, filmed)
         except (SetupError, SpaceError) as error:
             raise ConfigError(str(error)) from None
 

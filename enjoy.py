@@ -14,7 +14,6 @@ import numpy as np
 import torch
 
 from config import MAX_EPISODES, SEEDS, Config
-from plumbing import threads
 from plumbing.atomic import write_atomically
 from plumbing.cli import ArgumentParser, check_output, failed, number
 from plumbing.errors import ConfigError
@@ -23,9 +22,9 @@ from plumbing.files import reason
 
 def parser() -> ArgumentParser:
     parser = ArgumentParser(description="Watch, record and score a trained agent.", epilog=(
-        "Without --video or --render the episodes run in parallel across the config's number of environments. "
-        "Every episode prints one line; a summary follows. Exit codes: 0 done, 1 the video could not be written, "
-        "2 refused (bad flag or file), 130 / 143 stopped by Ctrl-C / SIGTERM."))
+        "The episodes run in parallel across the config's number of environments; --video and --render show the "
+        "episodes scored. Every episode prints one line; a summary follows. Exit codes: 0 done, 1 the video could "
+        "not be written, 2 refused (bad flag or file), 130 / 143 stopped by Ctrl-C / SIGTERM."))
     add = parser.add_argument
     add("--model", metavar="PATH", required=True, help="a checkpoint written by train.py (models/<run-id>.pt)")
     add("--episodes", type=number(int, 1, MAX_EPISODES), default=10, help="episodes to run (default: 10)")
@@ -51,39 +50,10 @@ def parser() -> ArgumentParser:
 
 def record(agent, episodes: int, seed: int = 0, deterministic: bool = False, on_episode=None,
            max_steps: int | None = None):
-    """Episodes one after another in one environment, cut as evaluate() cuts them: (stats, frames). A loop of its
-    own: evaluate()'s vector environments reset an ended episode inside step(), before its last frame is drawn."""
-    from evaluation import evaluation_environment, evaluation_seeds
-    from spaces import MASK_KEY, env_actions
-    torch.manual_seed(seed)  # the policy's sampled actions: the same command gives the same scores
-    env = evaluation_environment(agent.config, max_steps).make(render_mode="rgb_array")
-    results, frames, cores = [], [], threads.FairShare()
-    try:
-        for episode, env_seed in enumerate(evaluation_seeds(seed, episodes)):
-            obs, info = env.reset(seed=env_seed)
-            state, t, action_taken, reward, start = None, 0, None, None, True
-            frames.append(_stamp(env.render(), t))
-            while True:
-                torch.set_num_threads(cores.update())  # docs/reliability.md, "Runs side by side"
-                mask = info[MASK_KEY][None] if MASK_KEY in info else None
-                step = agent.act(obs[None], state, np.full(1, start), deterministic, mask, action_taken, reward)
-                state, action_taken = step.state, step.actions
-                action = env_actions(env.action_space, step.actions.reshape(1, -1))[0]  # (1, k) row -> env's form
-                obs, reward, terminated, truncated, info = env.step(action)
-                reward = np.array([reward], dtype=np.float32)  # (1,): act() takes it back at the next step
-                t += 1
-                frames.append(_stamp(env.render(), t))
-                start = terminated or truncated
-                if start and "episode" not in info:  # a training episode ended inside this one (a lost life)
-                    obs, info = env.reset()
-                elif start:
-                    results.append(info["episode"])
-                    if on_episode:
-                        on_episode(len(results), info["episode"])
-                    break
-    finally:
-        env.close()
-    return results, frames
+    """The episodes evaluate() plays, filmed: (stats, frames), the frames in the order the episodes ended."""
+    from evaluation import evaluate
+    results = evaluate(agent, episodes, seed, deterministic, on_episode=on_episode, max_steps=max_steps, filmed=True)
+    return results, [_stamp(frame, t) for stats in results for t, frame in enumerate(stats.pop("frames"))]
 
 
 def _stamp(frame: np.ndarray, t: int) -> np.ndarray:

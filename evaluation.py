@@ -28,37 +28,40 @@ def evaluation_seed(seed: int, update: int) -> int:
 
 
 @dataclass
-class CappedEnvironment(EnvironmentConfig):
-    """An environment section whose environments cut their episodes at max_steps, whoever makes them."""
+class EvaluationEnvironment(EnvironmentConfig):
+    """An environment section whose environments, whoever makes them, cut their episodes at max_steps and,
+    filmed, hand each episode's frames with its stats (EpisodeStats)."""
     max_steps: int = 0
+    filmed: bool = False
 
-    def make(self, render_mode: str | None = None, max_steps: int | None = None):
-        return super().make(render_mode, self.max_steps if max_steps is None else max_steps)
+    def make(self):
+        return super().make(self.max_steps, self.filmed)
 
 
-def evaluation_environment(config: Config, max_steps: int | None = None) -> CappedEnvironment:
+def evaluation_environment(config: Config, max_steps: int | None = None, filmed: bool = False) -> EvaluationEnvironment:
     """for_evaluation()'s section, episodes cut at max_steps (None: evaluation.max_steps): no evaluation hangs."""
     cap = config.evaluation.max_steps if max_steps is None else max_steps
-    return CappedEnvironment(**vars(config.environment.for_evaluation()), max_steps=cap)
+    return EvaluationEnvironment(**vars(config.environment.for_evaluation()), max_steps=cap, filmed=filmed)
 
 
 def evaluation_envs(config: Config, episodes: int, seed: int, workers: int | None = None,
-                    max_steps: int | None = None):
+                    max_steps: int | None = None, filmed: bool = False):
     from worker import VecEnv
     W = max(1, min(workers or config.n_workers, episodes))
-    return VecEnv(evaluation_environment(config, max_steps), evaluation_seeds(seed, W), processes=0)
+    return VecEnv(evaluation_environment(config, max_steps, filmed), evaluation_seeds(seed, W), processes=0)
 
 
 def evaluate(agent, episodes: int, seed: int = 0, deterministic: bool = False, workers: int | None = None,
              on_episode=None, envs=None, max_steps: int | None = None,
-             state: torch.Tensor | None = None) -> list[dict]:
-    """Runs `episodes` held-out episodes; their stats (reward, length[, success], capped) in the order they
-    ended. envs: from evaluation_envs(), reset here to seed's environment seeds and left open; else made and closed
-    here. state: the recurrent state (W, S) the environments' first episodes start from, if not the initial one."""
+             state: torch.Tensor | None = None, filmed: bool = False) -> list[dict]:
+    """Runs `episodes` held-out episodes; their stats (reward, length[, success], capped[, frames]) in the order
+    they ended. envs: from evaluation_envs(), reset here to seed's environment seeds and left open; else made and
+    closed here. state: the recurrent state (W, S) the environments' first episodes start from, if not the initial
+    one. filmed: each episode's stats hold its frames (EpisodeStats)."""
     torch.manual_seed(seed)  # the same command samples the same actions
     own = envs is None
     if own:
-        envs = evaluation_envs(agent.config, episodes, seed, workers, max_steps)
+        envs = evaluation_envs(agent.config, episodes, seed, workers, max_steps, filmed)
     W = envs.n
     quota = [episodes // W + (w < episodes % W) for w in range(W)]
     results, actions, rewards = [], None, None

@@ -37,11 +37,12 @@ class EpisodeStats(gym.Wrapper):
     """Adds info["episode"] = {reward, length[, success]} at each episode's end, in the environment's units.
     Each episode is reset with a seed from this wrapper's generator and its actions are kept, so set_state()
     resumes it by replay. A step whose info holds CONTINUES ends the training episode only; max_steps cuts a
-    scored episode (evaluation's cap, "capped")."""
+    scored episode (evaluation's cap, "capped"); filmed: the episode's frames come with its stats ("frames", one
+    per step and one at the start, each drawn before any reset)."""
 
-    def __init__(self, env: gym.Env, max_steps: int | None = None):
+    def __init__(self, env: gym.Env, max_steps: int | None = None, filmed: bool = False):
         super().__init__(env)
-        self.max_steps = max_steps
+        self.max_steps, self.filmed, self._frames = max_steps, filmed, []
         self._return, self._length = 0.0, 0
         self._seeds = np.random.default_rng()
         self._half = 0  # where the episode seeds' half begins: 0 or HELD_OUT
@@ -64,11 +65,15 @@ class EpisodeStats(gym.Wrapper):
 
     def _reset(self, options):
         self._return, self._length, self._actions, self._goes_on, self._continues = 0.0, 0, [], [], False
-        return self.env.reset(seed=self._episode_seed, options=options)
+        out = self.env.reset(seed=self._episode_seed, options=options)
+        self._frames = [self.env.render()] if self.filmed else []
+        return out
 
     def step(self, action):
         self._actions.append(action.copy() if type(action) is np.ndarray else action)
         obs, reward, terminated, truncated, info = self.env.step(action)
+        if self.filmed:
+            self._frames.append(self.env.render())
         self._return += float(reward)
         self._length += 1
         capped = self.max_steps is not None and self._length >= self.max_steps
@@ -81,6 +86,8 @@ class EpisodeStats(gym.Wrapper):
                     stats["success"] = float(info["success"])
                 if capped and (info.get(CONTINUES) or not (terminated or truncated)):
                     truncated, stats["capped"] = True, True
+                if self.filmed:
+                    stats["frames"] = self._frames
                 info = {**info, "episode": stats}
         return obs, reward, terminated, truncated, info
 
@@ -177,14 +184,13 @@ def check_settings(family: str, name: str = "", kwargs: dict | None = None,
 
 
 def make_env(family: str, name: str = "", kwargs: dict | None = None, reset_params: dict | None = None,
-             observation_mask: list[int] | None = None, render_mode: str | None = None,
-             max_steps: int | None = None) -> gym.Env:
+             observation_mask: list[int] | None = None, max_steps: int | None = None, filmed: bool = False) -> gym.Env:
     """The family's environment, its observation mask applied, any observation but a single Box packed into
     one vector, in EpisodeStats; what its constructor raises is a one-line SetupError. max_steps: evaluation's
-    step cap; 0: the environment's own time limit, else DEFAULT_MAX_STEPS; None: none."""
+    step cap; 0: the environment's own time limit, else DEFAULT_MAX_STEPS; None: none. filmed: EpisodeStats'."""
     spec = check_settings(family, name, kwargs, reset_params)
     try:
-        args = {**(kwargs or {}), **({"render_mode": render_mode} if render_mode else {})}  # kwargs' own kept
+        args = {**(kwargs or {}), **({"render_mode": "rgb_array"} if filmed else {})}  # kwargs' own kept
         args.update((key, value) for key, value in (("name", name), ("reset_params", reset_params)) if value)
         env = spec.build(**args)  # a name or reset_params not given: the family's defaults
     except ModuleNotFoundError as error:
@@ -203,7 +209,7 @@ def make_env(family: str, name: str = "", kwargs: dict | None = None, reset_para
         env = PackObservation(env)
     if max_steps == 0:
         max_steps = getattr(env.spec, "max_episode_steps", None) or DEFAULT_MAX_STEPS
-    return EpisodeStats(env, max_steps)
+    return EpisodeStats(env, max_steps, filmed)
 
 
 def spaces_of(env: EpisodeStats, seed: int | None = None) -> EnvSpaces:

@@ -1,6 +1,7 @@
 """Held-out evaluation: enjoy.py's scoring, and the evaluations a run makes while it trains."""
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -9,7 +10,7 @@ import yaml
 from agent import Agent
 from checkpoint import load_checkpoint
 from config import ConfigError, config_from_dict
-from environments import HELD_OUT
+from environments import CONTINUES, HELD_OUT, EpisodeStats
 from evaluation import evaluate, evaluation_seed, evaluation_seeds
 from summaries import scores
 from trainer import Trainer
@@ -274,28 +275,32 @@ def test_the_default_step_cap_ends_an_endless_episode(monkeypatch):
     assert steps == 40
 
 
+class Lives(gym.Env):
+    """Never over: a life lost every `life` steps, each a training episode's end inside the game (CONTINUES)."""
+    observation_space, action_space = gym.spaces.Box(-1.0, 1.0, (1,)), gym.spaces.Discrete(2)
+
+    def __init__(self, life: int):
+        self.life = life
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, dtype=np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        lost = self.t % self.life == 0
+        return np.zeros(1, dtype=np.float32), 1.0, lost, False, {CONTINUES: True} if lost else {}
+
+    def render(self):
+        return np.full((2, 2, 3), self.t, dtype=np.uint8)
+
+
 @pytest.mark.parametrize("life, cap", [(3, 10), (5, 10)])
 def test_the_step_cap_counts_a_whole_game_across_its_lost_lives(life, cap):
     """Under episodic_life a lost life ends a training episode inside the scored one (CONTINUES): the cap
     counts the game's steps, not a life's, and a life lost at the cap does not carry the game past it."""
-    import gymnasium as gym
-
-    from environments import CONTINUES, EpisodeStats
-
-    class Lives(gym.Env):  # never over: a life lost every `life` steps
-        observation_space, action_space = gym.spaces.Box(-1.0, 1.0, (1,)), gym.spaces.Discrete(2)
-
-        def reset(self, *, seed=None, options=None):
-            super().reset(seed=seed)
-            self.t = 0
-            return np.zeros(1, dtype=np.float32), {}
-
-        def step(self, action):
-            self.t += 1
-            lost = self.t % life == 0
-            return np.zeros(1, dtype=np.float32), 1.0, lost, False, {CONTINUES: True} if lost else {}
-
-    env = EpisodeStats(Lives(), max_steps=cap)
+    env = EpisodeStats(Lives(life), max_steps=cap)
     env.reset(seed=0)
     ends = 0
     while True:
@@ -309,3 +314,16 @@ def test_the_step_cap_counts_a_whole_game_across_its_lost_lives(life, cap):
     assert ends == (cap - 1) // life
     env.reset()  # a new game after the cut, not the old one going on
     assert env._length == 0 and not env._continues
+
+
+def test_a_filmed_game_has_a_frame_at_its_start_and_after_each_step_drawn_before_any_reset():
+    """enjoy.py's video: a lost life's reset draws no frame of its own, and the last step's frame is drawn
+    before the environment is reset (VecEnv resets an ended episode inside its step)."""
+    env = EpisodeStats(Lives(3), max_steps=10, filmed=True)
+    env.reset(seed=0)
+    while "episode" not in (out := env.step(0))[4]:
+        if out[2]:
+            env.reset()  # seedless after a lost life: the game goes on
+    info = out[4]
+    env.reset()
+    assert [int(frame[0, 0, 0]) for frame in info["episode"]["frames"]] == [0, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1]

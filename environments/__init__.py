@@ -1,4 +1,5 @@
-"""make_env(): one environment of a family, wrapped in EpisodeStats (episode reports, state for checkpoints)."""
+"""make_env(): one environment of a family, wrapped in EpisodeStats (episode reports, their frames for a video, state
+for checkpoints)."""
 from __future__ import annotations
 
 import reprlib

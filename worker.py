@@ -9,6 +9,7 @@ import multiprocessing as mp
 import signal
 import traceback
 from dataclasses import dataclass
+from functools import partial
 from multiprocessing import resource_tracker
 from multiprocessing.connection import wait
 
@@ -40,9 +41,10 @@ def environment_seeds(seed: int, count: int) -> list[int]:
 
 
 class _Shared:
-    """The step's arrays in shared memory, allocated once."""
+    """The step's arrays, allocated once: in shared memory for worker processes (ctx), else in this process's
+    own (shared memory is a file, which a file-size limit or a full /dev/shm would refuse)."""
 
-    def __init__(self, W: int, spaces: EnvSpaces, ctx):
+    def __init__(self, W: int, spaces: EnvSpaces, ctx=None):
         obs, actions = spaces.observation, spaces.action
         self.specs = {
             "obs": ((W, *obs.shape), obs.dtype),
@@ -53,7 +55,8 @@ class _Shared:
             "actions": ((W, actions.size), actions.dtype),
             "action_mask": ((W, actions.mask_size if spaces.masked else 0), np.bool_),
         }
-        self.raw = {name: ctx.RawArray("b", max(1, int(np.prod(shape)) * np.dtype(dtype).itemsize))
+        new = bytearray if ctx is None else partial(ctx.RawArray, "b")
+        self.raw = {name: new(max(1, int(np.prod(shape)) * np.dtype(dtype).itemsize))
                     for name, (shape, dtype) in self.specs.items()}
         self.attach()
 
@@ -183,7 +186,7 @@ class VecEnv:
         self.spaces = spaces
         W = len(self.seeds)
         ctx = mp.get_context("forkserver")
-        self._shared = _Shared(W, self.spaces, ctx)
+        self._shared = _Shared(W, self.spaces, ctx if processes else None)
         self._envs, self._workers = [], []
         if processes == 0:
             self._envs = [probe] + [config.make() for _ in range(W - 1)]

@@ -1226,6 +1226,11 @@ def build_probes() -> list[Probe]:
               "traceback", ["enjoy.py", "--model", "models/r.pt", "--episodes", "1", "--video", "out.gif"], setup=R,
               fsize=300, serial=True, code=(1, 2), one_line=True, words=("out.gif",),
               may_write=("repo/out.gif",)))
+    add(Probe("file-size-limit-scores", "2", "a file-size limit where nothing is written",
+              "RLIMIT_FSIZE 300 bytes: enjoy.py scores its episodes (its environments' step arrays were a shared-"
+              "memory file, refused: a traceback before the first episode)",
+              ["enjoy.py", "--model", "models/r.pt", "--episodes", "2"], setup=R, fsize=300, serial=True, code=(0,),
+              stdout_has=("2 episodes: return",)))
 
     # ---------------------------------------------------------------- 3: concurrency, locks, temporary names
     add(Probe("same-run-id-at-once", "3", "same run id at once",

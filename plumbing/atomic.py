@@ -14,28 +14,20 @@ def write_atomically(path: Path, write: Callable[[Path], None], keep_suffix: boo
                      replace: bool = True) -> None:
     """write(tmp), then tmp renamed over `path`; without `replace`, a file at `path` is never replaced, even one
     that appeared meanwhile (FileExistsError). Stop signals wait until it is done (stopping.deferred)."""
-    tmp = _temporary(path, keep_suffix)
-    with stopping.deferred():
-        try:
-            write(tmp)
-            if replace:
-                os.replace(tmp, path)
-            else:  # a new link never replaces: FileExistsError if anything is there
-                os.link(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
+    write_all_atomically({path: write}, keep_suffix, replace)
 
 
-def write_all_atomically(files: dict[Path, Callable[[Path], None]]) -> None:
+def write_all_atomically(files: dict[Path, Callable[[Path], None]], keep_suffix: bool = False,
+                         replace: bool = True) -> None:
     """Each file written under its temporary name, then all renamed into place: a write that fails changes none
     of them (a set of files that belong together, such as stats.py's .md, .json and .png)."""
-    tmps = {path: _temporary(path) for path in files}
+    tmps = {path: _temporary(path, keep_suffix) for path in files}
     with stopping.deferred():
         try:
             for path, write in files.items():
                 write(tmps[path])
             for path, tmp in tmps.items():
-                os.replace(tmp, path)
+                (os.replace if replace else os.link)(tmp, path)  # a new link never replaces a file
         finally:
             for tmp in tmps.values():
                 tmp.unlink(missing_ok=True)

@@ -23,6 +23,7 @@ from config import MAX_WORKERS
 from environments import EpisodeStats
 from plumbing.atomic import write_atomically
 from plumbing.errors import CheckpointError, ConfigError
+from plumbing.files import kind, reason
 from plumbing.yaml_input import MAX_CONFIG_VALUES, require_small
 
 FORMAT = 2  # 1: pickled Python objects, no digest (before weights-only loading)
@@ -32,9 +33,8 @@ FORMAT = 2  # 1: pickled Python objects, no digest (before weights-only loading)
 # stacked layers in two cores take 800) with the counts and generators. save_checkpoint refuses more too.
 MAX_CHECKPOINT_VALUES = MAX_CONFIG_VALUES + MAX_WORKERS * EpisodeStats.STATE_VALUES + 100_000
 INFERENCE = ("format", "model", "config", "update", "steps", "run_id", "normalization")  # what acting needs
-# and what only a resumed run needs besides (Trainer.state_dict); "previous" and "best" are optional (older
-# checkpoints lack them)
-RESUME = ("summaries_path", "summaries", "optimizer", "rng", "environments", "obs", "state")
+# and what only a resumed run needs besides (Trainer.state_dict)
+RESUME = ("summaries_path", "summaries", "optimizer", "rng", "environments", "obs", "state", "previous", "best")
 
 
 def load_model(model: torch.nn.Module, saved: dict) -> None:
@@ -48,7 +48,6 @@ def load_model(model: torch.nn.Module, saved: dict) -> None:
 def fitted(path: str | Path):
     """Around putting a checkpoint into a model or a run: contents that do not fit its config (a file edited,
     its digest made to match) are one CheckpointError line."""
-    from plumbing.files import reason
     try:
         yield
     except CheckpointError:
@@ -111,7 +110,6 @@ def digest(tree) -> str:
 def save_checkpoint(path: str | Path, payload: dict) -> Path:
     """Writes payload (numpy arrays as tensors: weights-only loading reads no numpy) plus its digest atomically; a
     failed write (full disk, no permission) leaves `path` as it was and raises CheckpointError."""
-    from plumbing.files import reason
     path, payload = Path(path), {"format": FORMAT, **_leaves(payload, _tensor)}
     try:
         require_small(payload, "the checkpoint", limit=MAX_CHECKPOINT_VALUES)
@@ -133,7 +131,6 @@ def save_checkpoint(path: str | Path, payload: dict) -> Path:
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
     """Reads a checkpoint weights-only and checks its digest and contents; a problem is one CheckpointError."""
-    from plumbing.files import kind
     path = Path(path)
     if (what := kind(path)) != "a file":
         raise CheckpointError(f"checkpoint not found: {path}" if what == "missing" else

@@ -230,9 +230,8 @@ class Trainer:
         self.envs.set_state(arrays(saved["environments"]))
         self.obs = _same_shape("obs", arrays(saved["obs"]).copy(), self.obs)
         self.state = _same_shape("state", torch.as_tensor(saved["state"]), self.state).to(self.device)
-        if "previous" in saved:
-            self.previous = _same_shape("previous", torch.as_tensor(saved["previous"]), self.previous).to(self.device)
-        self.best = saved.get("best")  # absent from checkpoints written before evaluation during training
+        self.previous = _same_shape("previous", torch.as_tensor(saved["previous"]), self.previous).to(self.device)
+        self.best = saved["best"]
         self.summaries.load_state_dict(saved["summaries"])
         self.normalizers.load_state_dict(arrays(saved["normalization"]))
 

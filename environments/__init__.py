@@ -106,7 +106,7 @@ class EpisodeStats(gym.Wrapper):
         self._episode_seed = state["episode_seed"]
         if self._episode_seed is not None:
             self._reset(None)
-            goes_on = [int(n) for n in state.get("goes_on", ())]  # absent from checkpoints before CONTINUES
+            goes_on = [int(n) for n in state["goes_on"]]
             for taken, action in enumerate(np.asarray(state["actions"])):
                 while goes_on and goes_on[0] == taken:
                     goes_on.pop(0)
@@ -115,7 +115,7 @@ class EpisodeStats(gym.Wrapper):
             if goes_on:  # the episode went on after its last action: nothing taken since
                 self.reset()
         self._seeds.bit_generator.state = state["seeds"]
-        self._half = state.get("half", 0)  # checkpoints from before the halves: training's
+        self._half = state["half"]
 
 
 class Allowed(NamedTuple):

@@ -38,33 +38,28 @@ class EvaluationEnvironment(EnvironmentConfig):
         return super().make(self.max_steps, self.filmed)
 
 
-def evaluation_environment(config: Config, max_steps: int | None = None, filmed: bool = False) -> EvaluationEnvironment:
-    """for_evaluation()'s section, episodes cut at max_steps (None: evaluation.max_steps): no evaluation hangs."""
-    cap = config.evaluation.max_steps if max_steps is None else max_steps
-    return EvaluationEnvironment(**vars(config.environment.for_evaluation()), max_steps=cap, filmed=filmed)
-
-
 def evaluation_envs(config: Config, episodes: int, seed: int, workers: int | None = None,
                     max_steps: int | None = None, filmed: bool = False):
+    """for_evaluation()'s environments, in this process, episodes cut at max_steps (None: evaluation.max_steps):
+    no evaluation hangs."""
     from worker import VecEnv
     W = max(1, min(workers or config.n_workers, episodes))
-    return VecEnv(evaluation_environment(config, max_steps, filmed), evaluation_seeds(seed, W), processes=0)
+    cap = config.evaluation.max_steps if max_steps is None else max_steps
+    environment = EvaluationEnvironment(**vars(config.environment.for_evaluation()), max_steps=cap, filmed=filmed)
+    return VecEnv(environment, evaluation_seeds(seed, W), processes=0)
 
 
 def evaluate(agent, episodes: int, seed: int = 0, deterministic: bool = False, workers: int | None = None,
-             on_episode=None, envs=None, max_steps: int | None = None,
-             state: torch.Tensor | None = None, filmed: bool = False) -> list[dict]:
+             on_episode=None, envs=None, max_steps: int | None = None, filmed: bool = False) -> list[dict]:
     """Runs `episodes` held-out episodes; their stats (reward, length[, success], capped[, frames]) in the order
     they ended. envs: from evaluation_envs(), reset here to seed's environment seeds and left open; else made and
-    closed here. state: the recurrent state (W, S) the environments' first episodes start from, if not the initial
-    one. filmed: each episode's stats hold its frames (EpisodeStats)."""
+    closed here. filmed: each episode's stats hold its frames (EpisodeStats)."""
     torch.manual_seed(seed)  # the same command samples the same actions
-    own = envs is None
-    if own:
+    if own := envs is None:
         envs = evaluation_envs(agent.config, episodes, seed, workers, max_steps, filmed)
     W = envs.n
     quota = [episodes // W + (w < episodes % W) for w in range(W)]
-    results, actions, rewards = [], None, None
+    results, state, actions, rewards = [], None, None, None
     obs, start = envs.reset(evaluation_seeds(seed, W)), np.ones(W, dtype=bool)
     try:
         while len(results) < episodes:

@@ -239,22 +239,6 @@ def test_training_levels_are_the_training_section_and_refused_where_there_are_no
     assert seen and all(kwargs == {"length": 5} for kwargs in seen)
 
 
-def test_evaluate_starts_the_environments_from_a_given_state(tmp_path):
-    agent = Agent.load(trained(tmp_path, updates=1))
-    given, first = agent.initial_state(2) + 0.5, []
-    act = agent.act
-
-    def spy(obs, state, *args, **kwargs):
-        first.append(state)
-        return act(obs, state, *args, **kwargs)
-
-    agent.act = spy
-    evaluate(agent, episodes=2, workers=2, state=given)
-    evaluate(agent, episodes=2, workers=2)
-    starts = [state for state in first if state is None or torch.equal(state, given)]
-    assert len(starts) == 2 and torch.equal(starts[0], given) and starts[1] is None
-
-
 @pytest.mark.slow
 def test_enjoy_ends_on_an_environment_without_a_time_limit_and_says_where_it_cut(tmp_path):
     """A deterministic policy on an environment that never ends an episode: enjoy.py ran forever and

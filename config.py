@@ -338,10 +338,9 @@ def validate(config: Config) -> None:
          "initialises its own parameters")
     need(rec.sequence_length <= config.worker_steps, "recurrence.sequence_length", rec.sequence_length,
          f"at most worker_steps ({config.worker_steps}); <= 0 means whole episodes")
-    for key, value, default in (("previous_reward_scale", rec.previous_reward_scale, 1.0),
-                                ("previous_reward_clip", rec.previous_reward_clip, None)):
-        need(rec.previous_reward or value == default, f"recurrence.{key}", value,
-             "it applies only with recurrence.previous_reward: true")
+    for key in ("previous_reward_scale", "previous_reward_clip"):
+        need(rec.previous_reward or getattr(rec, key) == getattr(RecurrenceConfig, key), f"recurrence.{key}",
+             getattr(rec, key), "it applies only with recurrence.previous_reward: true")
     need(rec.burn_in == 0 or rec.sequence_length > 0, "recurrence.burn_in", rec.burn_in,
          "needs sequence_length > 0 (a whole-episode sequence has no steps of its episode before it)")
     need(rec.burn_in + max(rec.sequence_length, 0) <= config.worker_steps, "recurrence.burn_in", rec.burn_in,

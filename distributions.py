@@ -13,6 +13,11 @@ from torch import nn
 from spaces import action_format
 
 
+def one_hot(indices: torch.Tensor, categories: list[int]) -> torch.Tensor:
+    """(B, k) indices -> (B, sum of the categories), one one-hot block per index."""
+    return torch.cat([nn.functional.one_hot(i.long(), n) for i, n in zip(indices.unbind(1), categories)], dim=1)
+
+
 def _masked_logits(logits: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     if mask is None:
         return logits
@@ -30,8 +35,7 @@ class Categorical(nn.Module):
 
     def features(self, actions: torch.Tensor) -> torch.Tensor:
         """(B, k) indices -> (B, sum(nvec)) float: one one-hot block per branch."""
-        return torch.cat([nn.functional.one_hot(a, n) for a, n in zip(actions.long().unbind(1), self.nvec)],
-                         dim=1).float()
+        return one_hot(actions, self.nvec).float()
 
     def _log_softmax(self, logits: torch.Tensor, mask: torch.Tensor | None) -> list[torch.Tensor]:
         # (B, sum(nvec)) -> one (B, n_i) block per branch; a mask is laid out the same way

@@ -36,10 +36,6 @@ class ExportError(ValueError):
     """A model that cannot be written as an ONNX graph; the message is one line that names what cannot."""
 
 
-def _dtype(dtype) -> torch.dtype:
-    return torch.from_numpy(np.zeros(0, dtype)).dtype
-
-
 class Step(nn.Module):
     """Agent.act(deterministic=True) as one module: the frozen observation normaliser, the resets at an episode's
     start, the model's own act() and the value in the environment's return units."""
@@ -79,11 +75,11 @@ def example_inputs(agent, batch: int, generator: torch.Generator | None = None) 
     model, recurrence = agent.model, agent.config.recurrence
     layout, actions = model.observation_layout, action_format(agent.action_space)
     state = model.initial_state(batch)
-    inputs = {"obs": torch.zeros(batch, *layout.shape, dtype=_dtype(layout.dtype)),
+    inputs = {"obs": torch.from_numpy(np.zeros((batch, *layout.shape), layout.dtype)),
               "state": state if generator is None else torch.randn(state.shape, generator=generator),
               "episode_start": torch.arange(batch) % 2 == 0}
     if recurrence.previous_action:
-        inputs["previous_action"] = torch.zeros(batch, actions.size, dtype=_dtype(actions.dtype))
+        inputs["previous_action"] = torch.from_numpy(np.zeros((batch, actions.size), actions.dtype))
     if recurrence.previous_reward:
         inputs["previous_reward"] = torch.zeros(batch)
     if agent.masked:

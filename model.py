@@ -13,7 +13,7 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
 
 from config import InitializationConfig, RecurrenceConfig
 import cores
-from distributions import make_distribution
+from distributions import make_distribution, one_hot
 import fastpath
 from plumbing.errors import ConfigError
 from plumbing.machine import compute_dtype, no_gradient
@@ -194,7 +194,7 @@ class _VectorEncoder(nn.Module):
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         x = obs.reshape(obs.shape[0], -1)  # (B, *shape) -> (B, size); a Discrete part is (B,)
         if self._categories:
-            x = _one_hot(x, self._categories)
+            x = one_hot(x, self._categories)
         return self.net(x.float())
 
 
@@ -214,11 +214,6 @@ class _PartsEncoder(nn.Module):
         parts = [encoder(obs[:, p.start:p.start + p.size].reshape(B, *p.shape))  # (B, D) -> (B, *part's shape)
                  for p, encoder in zip(self.parts, self.encoders)]
         return torch.cat(parts, dim=-1)  # (B, sum of the parts' features)
-
-
-def _one_hot(indices: torch.Tensor, categories: list[int]) -> torch.Tensor:
-    """(B, k) indices -> (B, sum of the categories), one one-hot block per index."""
-    return torch.cat([F.one_hot(i.long(), n) for i, n in zip(indices.unbind(1), categories)], dim=1)
 
 
 class ObservationDecoder(nn.Module):
@@ -261,7 +256,7 @@ class ObservationDecoder(nn.Module):
                 target = (target.float() * part.scale).clamp(0, 1)
                 error = F.binary_cross_entropy_with_logits(predicted, target, reduction="none")
             else:
-                target = (_one_hot(target.reshape(R, -1), list(part.categories)) if part.categories
+                target = (one_hot(target.reshape(R, -1), list(part.categories)) if part.categories
                           else target.reshape(R, -1)).float()
                 error = (predicted - target).square()
             losses.append(error.flatten(1).mean(1))

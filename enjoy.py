@@ -11,7 +11,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from config import MAX_EPISODES, SEEDS, Config
 from plumbing.atomic import write_atomically

@@ -38,7 +38,7 @@ def add_flags(parser, run: str) -> None:
     parser.add_argument("--wandb-entity", metavar="NAME", help="with --track: the W&B user or team (default: yours)")
 
 
-def from_flags(args, name: str | None = None, group: str | None = None) -> Tracking | None:
+def from_flags(args, name: str | None = None) -> Tracking | None:
     """--track's settings, or None; a --wandb-* flag without --track is refused (it would do nothing)."""
     given = [f"--{key.replace('_', '-')}" for key, value in vars(args).items()
              if key.startswith("wandb_") and value is not None]
@@ -46,7 +46,7 @@ def from_flags(args, name: str | None = None, group: str | None = None) -> Track
         raise ConfigError(f"{', '.join(given)} is for --track: add --track, or leave it out")
     if not args.track:
         return None
-    return Tracking(args.wandb_project or Tracking.project, args.wandb_entity, name, group)
+    return Tracking(args.wandb_project or Tracking.project, args.wandb_entity, name)
 
 
 def git_commit() -> str | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from checkpoint import RunLock, fitted, load_checkpoint, same_checkpoint
 from config import SEEDS, check_resume_overrides, config_from_dict, load_config
 from plumbing.cli import ArgumentParser, failed, number
-from plumbing.errors import CheckpointError, ConfigError, WorkerError
+from plumbing.errors import CheckpointError, ConfigError, NonFiniteError, WorkerError
 from plumbing.files import kind, reason, writable
 from spaces import SpaceError
 import tracking
@@ -86,9 +86,7 @@ def read_run(args):
         path = args.config or DEFAULT_CONFIG  # no argparse default: --resume refuses a --config that was given
         config = load_config(path, args.set)
         config.seed = config.seed if args.seed is None else args.seed
-        run_id = args.run_id
-        if run_id is None:
-            run_id = default_run_id(path)
+        run_id = default_run_id(path) if args.run_id is None else args.run_id
         check_run_id(run_id, "--run-id")
         return config, run_id, None
     given = [flag for flag, value in (("--config", args.config), ("--seed", args.seed)) if value is not None]
@@ -121,8 +119,7 @@ def claim(lock: RunLock, run_id: str, checkpoint: dict | None, resume: str | Non
     best evaluation's); takes the run id's lock first (the caller releases it). Returns the best evaluation
     of the run that --overwrite replaces, for the caller to remove once the run starts, or None."""
     for folder in (MODELS, SUMMARIES):
-        problem = writable(folder)
-        if problem:
+        if problem := writable(folder):
             raise ConfigError(f"{folder}/ is not writable ({problem}): the run could not save its work")
     lock.acquire()
     target, best = MODELS / f"{run_id}.pt", MODELS / f"{run_id}-best.pt"
@@ -213,7 +210,6 @@ def last_checkpoint(trainer) -> str:
 
 
 def train(trainer, checkpoint: dict | None) -> int:
-    from plumbing.errors import NonFiniteError
     if checkpoint:
         source = f" from {checkpoint['branch_of']}" if "branch_of" in checkpoint else ""
         print(f"{'branching' if source else 'resuming'} {trainer.run_id}{source} at update {trainer.update}/"

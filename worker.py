@@ -271,8 +271,7 @@ class VecEnv:
     def set_state(self, states: list[dict]) -> None:
         if len(states) != self.n:
             raise ValueError(f"{len(states)} environment states for {self.n} environments")
-        slices = [(lo, hi) for *_, lo, hi in self._workers] or [(0, self.n)]
-        self._each("set_state", [states[lo:hi] for lo, hi in slices])
+        self._each("set_state", [states[lo:hi] for *_, lo, hi in self._workers] or [states])
 
     def _each(self, command: str, arguments: list | None = None) -> list:
         """Runs a command on each slice of environments (one slice: all of them, in this process); the replies."""

@@ -10,14 +10,7 @@
 # minigrid_<core>_cuda.md/.json (configs/minigrid.yaml on cuda, steps/s per core).
 set -uo pipefail
 OUT=${OUT:-results/gpu/out}
-mkdir -p "$OUT"
-export SDL_VIDEODRIVER=dummy PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    || { echo "wheels: run results/gpu/wheels.sh here and carry .whl"; exit 2; }
-export PYTHONPATH=/tmp/site
-
-{ nvidia-smi -L; python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda,
-torch.cuda.get_device_name(), 'bfloat16', torch.cuda.is_bf16_supported())"; } 2>&1 | tee "$OUT/gpu.txt"
+source results/gpu/setup.sh
 
 timeout 200 python3 -m pytest -q -p no:cacheprovider -n 8 -k "cuda" tests/test_cores.py tests/test_consistency.py \
     2>&1 | tee "$OUT/cores_tests.txt"

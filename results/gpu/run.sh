@@ -14,14 +14,7 @@
 # and docopt (0.6 MB, as results/gpu/tests_optimizer.txt was made), MiniGrid's runs pygame-ce too.
 set -uo pipefail
 OUT=${OUT:-results/gpu/out}
-mkdir -p "$OUT"
-export SDL_VIDEODRIVER=dummy PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    || { echo "wheels: run results/gpu/wheels.sh here and carry .whl"; exit 2; }
-export PYTHONPATH=/tmp/site
-
-{ nvidia-smi -L; python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda,
-torch.cuda.get_device_name(), 'bfloat16', torch.cuda.is_bf16_supported())"; } 2>&1 | tee "$OUT/gpu.txt"
+source results/gpu/setup.sh
 
 # the cuda cases only (tests/devices.py): consistency of the training pass with the rollout (float32 to
 # 1e-5, bfloat16 to its stated tolerance), every shipped config's two updates and its checkpoint, the

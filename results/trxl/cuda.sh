@@ -10,14 +10,7 @@
 # taking turns, 2 runs a side, the same overrides as results/trxl/measure.sh on the CPU).
 set -uo pipefail
 OUT=${OUT:-results/trxl/cuda_out}
-mkdir -p "$OUT"
-export SDL_VIDEODRIVER=dummy PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    || { echo "wheels: run results/gpu/wheels.sh here and carry .whl"; exit 2; }
-export PYTHONPATH=/tmp/site
-
-{ nvidia-smi -L; python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda,
-torch.cuda.get_device_name())"; } 2>&1 | tee "$OUT/gpu.txt"
+source results/gpu/setup.sh
 
 timeout 150 python3 -m pytest -q -p no:cacheprovider -n 8 -k "cuda and trxl" tests/test_cores.py \
     tests/test_consistency.py 2>&1 | tee "$OUT/trxl_tests.txt" | tail -3

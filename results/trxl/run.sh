@@ -41,11 +41,11 @@ minigrid() {
 }
 # (from eb6673b on, a core that is not torch's own refuses the config's LSTM recurrent_gain: 1.0 for the transformer)
 minigrid minigrid_trxl_seed0 --set recurrence.layer_type=trxl --seed 0
+minigrid minigrid_trxl_seed1 --set recurrence.layer_type=trxl --set initialization.recurrent_gain=1.0 --seed 1
+minigrid minigrid_trxl_seed2 --set recurrence.layer_type=trxl --set initialization.recurrent_gain=1.0 --seed 2
 minigrid minigrid_gru_rec_seed0 --set recurrence.layer_type=gru --set reconstruction_coefficient=0.1 --seed 0
 minigrid minigrid_trxl_rec_seed0 --set recurrence.layer_type=trxl --set initialization.recurrent_gain=1.0 \
     --set reconstruction_coefficient=0.1 --seed 0
-minigrid minigrid_trxl_seed1 --set recurrence.layer_type=trxl --set initialization.recurrent_gain=1.0 --seed 1
-minigrid minigrid_trxl_seed2 --set recurrence.layer_type=trxl --set initialization.recurrent_gain=1.0 --seed 2
 minigrid minigrid_gru_seed0 --set recurrence.layer_type=gru --seed 0
 
 # Mortar Mayhem B Grid, seed 0, 8,192,000 steps (500 updates); a window of 96 steps holds a whole episode

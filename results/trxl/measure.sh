@@ -33,4 +33,11 @@ for c in minigrid mortar_mayhem_b_grid; do
   $PY tools/benchmark.py --config configs/$c.yaml --vary recurrence.layer_type=gru,trxl --set updates=$updates \
       --set evaluation.interval=0 --set initialization.recurrent_gain=1.0 --repeats 3 --out "$out/speed_$c"
 done
+# The same under bfloat16 autocast, on a CPU that runs it natively (AVX-512 BF16 or AMX; precision: auto picks it)
+for c in minigrid mortar_mayhem_b_grid; do
+  updates=3; [ $c = mortar_mayhem_b_grid ] && updates=1
+  $PY tools/benchmark.py --config configs/$c.yaml --vary recurrence.layer_type=gru,trxl --set updates=$updates \
+      --set evaluation.interval=0 --set initialization.recurrent_gain=1.0 --set precision=bfloat16 --repeats 3 \
+      --require-idle --out "$out/speed_${c}_bf16"
+done
 $PY tools/core_speed.py --cores gru lstm mingru lru trxl --repeats 7 --out "$out/core_speed"

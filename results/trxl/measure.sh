@@ -26,18 +26,18 @@ for path in ("configs/minigrid.yaml", "configs/mortar_mayhem_b_grid.yaml"):
         print(f"{path} | {' '.join(sets)} | {m.state_size} | {b.states.nbytes / 2 ** 20:.0f} | "
               f"{sum(a.nbytes for a in b._flat.values()) / 2 ** 20:.0f} | {sum(p.numel() for p in m.parameters())}")
 PY
-# Speed and peak RSS per core on the same configs, alternated, 3 runs each (the long runs paused meanwhile)
-for c in minigrid mortar_mayhem_b_grid; do
-  updates=3; [ $c = mortar_mayhem_b_grid ] && updates=1
-  # the transformer refuses MiniGrid's LSTM recurrent_gain; 1.0 for both cores (an initial value: the speed is the same)
-  $PY tools/benchmark.py --config configs/$c.yaml --vary recurrence.layer_type=gru,trxl --set updates=$updates \
-      --set evaluation.interval=0 --set initialization.recurrent_gain=1.0 --repeats 3 --out "$out/speed_$c"
-done
-# The same under bfloat16 autocast, on a CPU that runs it natively (AVX-512 BF16 or AMX; precision: auto picks it)
-for c in minigrid mortar_mayhem_b_grid; do
-  updates=3; [ $c = mortar_mayhem_b_grid ] && updates=1
-  $PY tools/benchmark.py --config configs/$c.yaml --vary recurrence.layer_type=gru,trxl --set updates=$updates \
-      --set evaluation.interval=0 --set initialization.recurrent_gain=1.0 --set precision=bfloat16 --repeats 3 \
-      --require-idle --out "$out/speed_${c}_bf16"
+# Speed and peak RSS per core on the same configs, alternated, 3 runs each (the long runs paused meanwhile), in
+# float32 and, where the CPU runs it natively (the config refuses it elsewhere), under bfloat16 autocast
+for precision in float32 bfloat16; do
+  suffix=; [ $precision = bfloat16 ] && suffix=_bf16
+  [ $precision = bfloat16 ] && { $PY -c "import torch, plumbing.machine as m
+assert m.bfloat16_is_fast(torch.device('cpu'))" 2> /dev/null || continue; }
+  for c in minigrid mortar_mayhem_b_grid; do
+    updates=3; [ $c = mortar_mayhem_b_grid ] && updates=1
+    # the transformer refuses MiniGrid's LSTM recurrent_gain; 1.0 for both cores (an initial value: the speed is the same)
+    $PY tools/benchmark.py --config configs/$c.yaml --vary recurrence.layer_type=gru,trxl --set updates=$updates \
+        --set evaluation.interval=0 --set initialization.recurrent_gain=1.0 --set precision=$precision --repeats 3 \
+        --require-idle --out "$out/speed_$c$suffix"
+  done
 done
 $PY tools/core_speed.py --cores gru lstm mingru lru trxl --repeats 7 --out "$out/core_speed"

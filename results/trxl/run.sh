@@ -48,14 +48,22 @@ minigrid minigrid_trxl_rec_seed0 --set recurrence.layer_type=trxl --set initiali
     --set reconstruction_coefficient=0.1 --seed 0
 minigrid minigrid_gru_seed0 --set recurrence.layer_type=gru --seed 0
 
-# Mortar Mayhem B Grid, seed 0, 8,192,000 steps (500 updates); a window of 96 steps holds a whole episode
-run=mmb_grid_trxl_seed0
-if [ ! -f "$out/$run.md" ]; then
+# The Memory Gym tasks at the published point, 8,192,000 steps (the configs' first 500 updates), checkpoint every 5
+# updates: run-id, config, then train.py's --set and --seed arguments. Its best held-out model on 150 fresh episodes.
+memory_gym() {
+  local run=$1 config=$2; shift 2
+  [ -f "$out/$run.md" ] && return 0
   if [ -f "models/$run.pt" ]; then $PY train.py --resume "models/$run.pt"
-  else $PY train.py --config configs/mortar_mayhem_b_grid.yaml --set updates=500 --set checkpoint_interval=5 \
-      --set recurrence.layer_type=trxl --set recurrence.memory_length=96 --run-id $run; fi
+  else $PY train.py --config "$config" --set updates=500 --set checkpoint_interval=5 "$@" --run-id "$run"; fi
   mkdir -p "$out/runs"; cp -r "summaries/$run" "$out/runs/"
-  $PY tools/run_summary.py --run "summaries/$run" --last 10 --out "$out/$run" --command "python train.py --config \
-configs/mortar_mayhem_b_grid.yaml --set updates=500 --set recurrence.layer_type=trxl --set recurrence.memory_length=96"
-fi
-
+  $PY tools/run_summary.py --run "summaries/$run" --last 10 --out "$out/$run" \
+      --command "python train.py --config $config --set updates=500 $*"
+  $PY enjoy.py --model "models/$run-best.pt" --episodes 150 > "$out/${run}_fresh.log"
+}
+# a window of 96 steps holds a whole Mortar Mayhem B Grid episode, and is CleanRL's ppo_trxl window for Mystery Path Grid
+memory_gym mmb_grid_trxl_seed0 configs/mortar_mayhem_b_grid.yaml --set recurrence.layer_type=trxl \
+    --set recurrence.memory_length=96
+memory_gym mpg_grid_trxl_seed0 configs/mystery_path_grid.yaml --set recurrence.layer_type=trxl \
+    --set recurrence.memory_length=96
+# the GRU's second seed on Mystery Path Grid (results/memory_gym/ holds seed 0), the shipped config
+memory_gym mpg_grid_gru_seed1 configs/mystery_path_grid.yaml --seed 1

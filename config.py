@@ -10,12 +10,70 @@ import reprlib
 import typing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
 from plumbing.errors import ConfigError
 from plumbing.yaml_input import read_yaml, require_small
+
+# bounds where more failed deep inside numpy or torch or hung start-up (sizes in memory: buffer.py, model.py)
+MAX_WORKERS = 2 ** 16
+MAX_LAYERS = 100
+MAX_MEMORY = 2 ** 16  # a transformer's window, in steps
+SEEDS = 2 ** 32  # a seed is an integer in [0, SEEDS): numpy's and the environments' range
+MAX_EPISODES = 10 ** 6  # per evaluation: every episode's stats are kept, one held-out seed drawn for each
+
+
+def key(default=dataclasses.MISSING, *, factory=dataclasses.MISSING, above=None, at_least=None, at_most=None,
+        choices: tuple = (), check: Callable[[Any], bool] | None = None, allowed: str = "", why: str = "",
+        resume: str = "", term: bool = False):
+    """A config field with its own rules, which validate() reads: its bounds (above, at_least, at_most), its
+    choices, or a check for what those cannot say; `allowed` words the rule in a refusal and `why` gives its
+    reason. `resume` says what --resume may do with it: "fixed", nothing; "switch", change it but not turn it on or
+    off (0 being off). `term`: it weighs a term of the loss (tests/test_extending.py turns each on)."""
+    return field(default=default, default_factory=factory, metadata=dict(
+        above=above, at_least=at_least, at_most=at_most, choices=choices, check=check, allowed=allowed, why=why,
+        resume=resume, term=term))
+
+
+def rule(meta: dict, integer: bool) -> str:
+    """A field's own rules in words ("" where it has none): what its refusal says, and docs/config.md."""
+    if not meta:
+        return ""
+    low = meta["above"] if meta["above"] is not None else meta["at_least"]
+    if meta["allowed"]:
+        allowed = meta["allowed"]
+    elif meta["choices"]:
+        allowed = f"one of {', '.join(meta['choices'])}"
+    elif low is None:
+        return ""
+    elif meta["at_most"] is None:
+        allowed = f"must be {'>' if meta['above'] is not None else '>='} {low}"
+    elif integer:
+        allowed = f"from {low + (meta['above'] is not None):,} to {meta['at_most']:,}"
+    else:
+        allowed = f"must be in [{low}, {meta['at_most']}]"
+    return f"{allowed} ({meta['why']})" if meta["why"] else allowed
+
+
+def _keeps(meta: dict, value) -> bool:
+    """Whether value keeps a field's own rules (None: an optional key left out)."""
+    return value is None or not (
+        (meta["above"] is not None and not value > meta["above"])
+        or (meta["at_least"] is not None and not value >= meta["at_least"])
+        or (meta["at_most"] is not None and not value <= meta["at_most"])
+        or (meta["choices"] and value not in meta["choices"])
+        or (meta["check"] is not None and not meta["check"](value)))
+
+
+def config_fields(cls, prefix: str = ""):
+    """(dotted key, field) of every field of a config class, each section before the keys inside it."""
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        yield f"{prefix}{f.name}", f
+        if dataclasses.is_dataclass(hints[f.name]):
+            yield from config_fields(hints[f.name], f"{prefix}{f.name}.")
 
 
 @dataclass
@@ -24,10 +82,13 @@ class EnvironmentConfig:
     name: str = ""  # Gymnasium id for families that wrap one (Minigrid, MemoryGym, Atari, gym)
     kwargs: dict = field(default_factory=dict)  # passed to the environment's constructor / gym.make
     reset_params: dict = field(default_factory=dict)  # passed to every reset as options= (Memory Gym's reset parameters)
-    reward_scale: float | None = None  # training reward multiplier; None: the family's default (CartPole 0.01)
+    # training reward multiplier; None: the family's default (CartPole 0.01)
+    reward_scale: float | None = key(None, above=0)
     # training rewards clipped to [-clip, clip] after the scale (1: Atari's sign, as DQN); episode stats keep raw ones
-    reward_clip: float | None = None
-    observation_mask: list | None = None  # indices of vector-observation entries to hide (e.g. [2]: Pendulum's velocity)
+    reward_clip: float | None = key(None, above=0)
+    # indices of vector-observation entries to hide (e.g. [2]: Pendulum's velocity)
+    observation_mask: list | None = key(None, check=lambda mask: len(mask) > 0 and all(type(i) is int for i in mask),
+                                        allowed="a non-empty list of integer indices (or null)")
     # merged over kwargs to score or record, e.g. {seed_pool: 0}: MiniGrid scored on unlimited, held-out layouts
     evaluation_kwargs: dict = field(default_factory=dict)
     # merged over reset_params likewise, e.g. {start-seed: 100000}: Memory Gym scored on novel seeds
@@ -61,48 +122,79 @@ class EnvironmentConfig:
 @dataclass
 class RecurrenceConfig:
     sequence_length: int = 8  # steps per training sequence (truncated BPTT); <= 0: whole episodes
-    hidden_state_size: int = 32  # units of the recurrent layer (a transformer's width)
-    layer_type: str = "gru"  # the core, a key of CORE_KEYS: gru, lstm, mingru (minGRU), lru (LRU) or trxl
+    hidden_state_size: int = key(32, above=0, resume="fixed")  # units of the recurrent layer (a transformer's width)
+    # the core, a key of CORES: gru, lstm, mingru (minGRU), lru (LRU) or trxl
+    layer_type: str = key("gru", resume="fixed")
     # zero the recurrent state when an episode starts; false: it runs on into the next episode, while evaluations
     # and enjoy.py start from zeros, so a core can score lower there than in training (docs/results.md, minGRU)
     reset_hidden_state: bool = True
-    num_layers: int = 1  # stacked recurrent layers (a transformer's blocks)
-    separate_critic_core: bool = False  # the value function gets its own recurrent core (sb3-contrib's option)
-    previous_action: bool = False  # the core also sees the last action (zeros at an episode's start)
-    previous_reward: bool = False  # the core also sees the last raw environment reward (0 at an episode's start)
-    previous_reward_scale: float = 1.0  # multiplies that reward (before the clip); only with previous_reward
-    previous_reward_clip: float | None = None  # then clips it to [-clip, clip]; None: none; only with previous_reward
-    burn_in: int = 0  # steps before each sequence unrolled without gradient to warm its state (R2D2); 0: none
+    # stacked recurrent layers (a transformer's blocks)
+    num_layers: int = key(1, above=0, at_most=MAX_LAYERS, why="torch builds and steps stacked layers one by one",
+                          resume="fixed")
+    # the value function gets its own recurrent core (sb3-contrib's option)
+    separate_critic_core: bool = key(False, resume="fixed")
+    # the core also sees the last action (zeros at an episode's start)
+    previous_action: bool = key(False, resume="fixed")
+    # the core also sees the last raw environment reward (0 at an episode's start)
+    previous_reward: bool = key(False, resume="fixed")
+    # multiplies that reward (before the clip); only with previous_reward
+    previous_reward_scale: float = key(1.0, above=0, resume="fixed")
+    # then clips it to [-clip, clip]; None: none; only with previous_reward
+    previous_reward_clip: float | None = key(None, above=0, resume="fixed")
+    # steps before each sequence unrolled without gradient to warm its state (R2D2); 0: none
+    burn_in: int = key(0, at_least=0)
     refresh_states: bool = False  # before each epoch, recompute every stored state with the current parameters
-    memory_length: int = 64  # trxl (Transformer-XL): the steps before this one each block attends over
-    attention_heads: int = 4  # trxl: attention heads per block; they divide hidden_state_size
-    gated: bool = False  # trxl: GTrXL's gates in place of the blocks' residual sums (Parisotto et al. 2020)
+    # trxl (Transformer-XL): the steps before this one each block attends over
+    memory_length: int = key(64, above=0, at_most=MAX_MEMORY, resume="fixed")
+    # trxl: attention heads per block; they divide hidden_state_size
+    attention_heads: int = key(4, above=0, resume="fixed")
+    # trxl: GTrXL's gates in place of the blocks' residual sums (Parisotto et al. 2020)
+    gated: bool = key(False, resume="fixed")
 
 
-# recurrence.layer_type -> the recurrence keys that core alone reads. model.CORES builds each core; the two name the
-# same cores (tests/test_cores.py), and the config is checked without torch.
-CORE_KEYS = {"gru": (), "lstm": (), "mingru": (), "lru": (), "trxl": ("memory_length", "attention_heads", "gated")}
-# the cores that are torch's own recurrent layers: initialization.recurrent_gain initialises them, and every other
-# core keeps the parameters it made (tests/test_cores.py checks this against model.CORES)
-TORCH_CORES = ("gru", "lstm")
+@dataclass(frozen=True)
+class Core:
+    """A memory model, declared once: model.py builds it, the config is checked against it without importing torch.
+    It is called as layer(x (N, L, F), state) -> (outputs (N, L, H), state); cores.py says more."""
+    layer: str | type  # its nn.Module class, or "module.Class" to import it only when a model is built
+    state_parts: int = 1  # tensors in its state: 1, or 2 (an LSTM's h and c, the LRU's real and imaginary parts)
+    keys: tuple[str, ...] = ()  # the recurrence keys this core alone reads (a transformer's memory_length)
+    # torch's own recurrent layer (an nn.RNNBase): it stacks its own layers, initialization.recurrent_gain applies
+    torch_rnn: bool = False
+    # built as layer(F, recurrence), every layer at once, its state one (N, layer.state_size) tensor of its own layout
+    whole: bool = False
+    packed: bool = False  # it also takes a PackedSequence of the real steps alone, as torch's RNNs do
+
+
+# recurrence.layer_type -> its core
+CORES = {
+    "gru": Core("torch.nn.GRU", torch_rnn=True, packed=True),
+    "lstm": Core("torch.nn.LSTM", state_parts=2, torch_rnn=True, packed=True),
+    "mingru": Core("cores.MinGRU", packed=True),
+    "lru": Core("cores.LRU", state_parts=2, packed=True),
+    "trxl": Core("cores.TransformerXL", keys=("memory_length", "attention_heads", "gated"), whole=True),
+}
 
 
 @dataclass
 class ScheduleConfig:
-    shape: str = "polynomial"  # polynomial (decays from initial to final) or constant (initial throughout)
-    initial: float = 3.0e-4  # value at update 0
-    final: float = 3.0e-4  # value from max_decay_steps on
-    power: float = 1.0  # polynomial power of the decay (1: linear)
-    max_decay_steps: int = 1  # updates until the final value is reached
+    # polynomial (decays from initial to final) or constant (initial throughout)
+    shape: str = key("polynomial", choices=("polynomial", "constant"))
+    initial: float = key(3.0e-4, at_least=0)  # value at update 0
+    final: float = key(3.0e-4, at_least=0)  # value from max_decay_steps on
+    power: float = key(1.0, above=0)  # polynomial power of the decay (1: linear)
+    max_decay_steps: int = key(1, above=0)  # updates until the final value is reached
 
 
 @dataclass
 class NormalizationConfig:
-    observations: bool = False  # running mean/std per feature of vector observations (never images), then clipped
-    observation_clip: float = 10.0  # normalised observations are clipped to [-clip, clip]
-    rewards: bool = False  # divide rewards by the running std of the discounted return
-    reward_clip: float = 10.0  # scaled rewards are clipped to [-clip, clip]
-    value_targets: bool = False  # the value head learns returns standardised by their running mean/std
+    # running mean/std per feature of vector observations (never images), then clipped
+    observations: bool = key(False, resume="fixed")
+    observation_clip: float = key(10.0, above=0)  # normalised observations are clipped to [-clip, clip]
+    rewards: bool = key(False, resume="fixed")  # divide rewards by the running std of the discounted return
+    reward_clip: float = key(10.0, above=0)  # scaled rewards are clipped to [-clip, clip]
+    # the value head learns returns standardised by their running mean/std
+    value_targets: bool = key(False, resume="fixed")
     advantages: bool = True  # standardise advantages per minibatch (over real steps only)
 
 
@@ -117,22 +209,25 @@ class InitializationConfig:
 
 @dataclass
 class OptimizerConfig:
-    eps: float = 1.0e-8  # AdamW's epsilon (torch's default, the reference's; CleanRL's Adam takes 1e-5)
-    weight_decay: float = 0.01  # AdamW's decoupled weight decay (torch's default, the reference's; 0: Adam)
+    eps: float = key(1.0e-8, above=0)  # AdamW's epsilon (torch's default, the reference's; CleanRL's Adam takes 1e-5)
+    # AdamW's decoupled weight decay (torch's default, the reference's; 0: Adam)
+    weight_decay: float = key(0.01, at_least=0)
 
 
 @dataclass
 class EvaluationConfig:
     # score the policy on held-out episodes every K updates and after the last, each time on a new draw of them
     # (docs/reliability.md); the best so far is kept as models/<run-id>-best.pt; 0: never
-    interval: int = 0
-    episodes: int = 32  # episodes per evaluation (as enjoy.py --episodes), over min(episodes, n_workers) environments
+    interval: int = key(0, at_least=0)
+    # episodes per evaluation (as enjoy.py --episodes), over min(episodes, n_workers) environments
+    episodes: int = key(32, at_least=1, at_most=MAX_EPISODES, why="as enjoy.py --episodes")
     deterministic: bool = True  # the most probable action (as enjoy.py --deterministic); false: sampled
     # the evaluation seed: the evaluation after update u plays the episodes of enjoy.py --seed (seed + 2**31 + u) mod
     # 2**32 (2147483973 after update 325 where this seed is 0)
-    seed: int = 0
+    seed: int = key(0, at_least=0, at_most=SEEDS - 1, allowed="an integer in [0, 2**32)")
     # cut an episode at this many steps, scored as it stood (as enjoy.py --max-steps); 0: its time limit, else 100,000
-    max_steps: int = 0
+    max_steps: int = key(0, at_least=0, at_most=2 ** 31 - 1,
+                         allowed="from 0 (the environment's own time limit, else 100,000) to 2**31 - 1")
 
     @property
     def fresh_seed(self) -> int:
@@ -142,18 +237,21 @@ class EvaluationConfig:
 
 @dataclass
 class Config:
-    environment: EnvironmentConfig = field(default_factory=EnvironmentConfig)  # what to train on (below)
-    gamma: float = 0.99  # discount factor
-    lamda: float = 0.95  # GAE lambda (the reference's spelling)
-    updates: int = 30  # PPO iterations: collect W*T steps, then optimise
-    epochs: int = 4  # passes over each rollout
-    n_workers: int = 16  # W: environments stepped in parallel
-    worker_steps: int = 128  # T: steps per environment per rollout
-    n_mini_batch: int = 8  # minibatches per epoch (each a set of whole sequences)
-    value_loss_coefficient: float = 0.25  # weight of the value loss
-    hidden_layer_size: int = 64  # units of the hidden layers after the recurrent core
-    vector_encoder_size: int = 0  # units of a Linear+ReLU on vector observations before the core; 0: none
-    max_grad_norm: float = 0.5  # global gradient-norm clip
+    environment: EnvironmentConfig = key(factory=EnvironmentConfig, resume="fixed")  # what to train on (below)
+    gamma: float = key(0.99, at_least=0, at_most=1)  # discount factor
+    lamda: float = key(0.95, at_least=0, at_most=1)  # GAE lambda (the reference's spelling)
+    updates: int = key(30, above=0)  # PPO iterations: collect W*T steps, then optimise
+    epochs: int = key(4, above=0)  # passes over each rollout
+    # W: environments stepped in parallel
+    n_workers: int = key(16, above=0, at_most=MAX_WORKERS, resume="fixed",
+                         why="environments are Python objects, each made and stepped on its own")
+    worker_steps: int = key(128, above=0)  # T: steps per environment per rollout
+    n_mini_batch: int = key(8, above=0)  # minibatches per epoch (each a set of whole sequences)
+    value_loss_coefficient: float = key(0.25, at_least=0, term=True)  # weight of the value loss
+    hidden_layer_size: int = key(64, above=0, resume="fixed")  # units of the hidden layers after the recurrent core
+    # units of a Linear+ReLU on vector observations before the core; 0: none
+    vector_encoder_size: int = key(0, at_least=0, resume="fixed")
+    max_grad_norm: float = key(0.5, above=0)  # global gradient-norm clip
     recurrence: RecurrenceConfig = field(default_factory=RecurrenceConfig)  # the recurrent core and its sequences
     learning_rate_schedule: ScheduleConfig = field(default_factory=ScheduleConfig)  # AdamW's learning rate
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)  # AdamW's other settings
@@ -163,24 +261,32 @@ class Config:
         default_factory=lambda: ScheduleConfig(initial=0.2, final=0.2))
     # weight of the mean square of the recurrent cores' outputs over the real steps, a penalty on large activations
     # (Merity et al. 2017's activation regularisation); 0: none
-    activation_penalty: float = 0.0
+    activation_penalty: float = key(0.0, at_least=0, term=True)
     # weight of the observation-reconstruction loss (the Memory Gym paper's auxiliary loss): a decoder from the cores'
     # outputs back to each real step's observation, trained with the model; 0: no decoder and no loss
-    reconstruction_coefficient: float = 0.0
+    reconstruction_coefficient: float = key(0.0, at_least=0, resume="switch", term=True)
     value_clip: bool = True  # clip the value loss around the rollout's values (as the reference)
-    value_clip_range: float | None = None  # its clip range; None: the policy's clip range of the update
-    target_kl: float | None = None  # stop the update's epochs once a minibatch's approx-KL exceeds it; None: never
+    value_clip_range: float | None = key(None, above=0)  # its clip range; None: the policy's clip range of the update
+    # stop the update's epochs once a minibatch's approx-KL exceeds it; None: never
+    target_kl: float | None = key(None, above=0)
     normalization: NormalizationConfig = field(default_factory=NormalizationConfig)  # the normalisation switches
-    initialization: InitializationConfig = field(default_factory=InitializationConfig)  # the weights' initial values
+    # the weights' initial values
+    initialization: InitializationConfig = key(factory=InitializationConfig, resume="fixed")
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)  # held-out evaluation while training
-    seed: int = 0  # run seed: torch, numpy and every environment's seed derive from it
-    device: str = "auto"  # auto (cuda when available), cpu, cuda, cuda:N
+    # run seed: torch, numpy and every environment's seed derive from it
+    seed: int = key(0, at_least=0, at_most=SEEDS - 1, allowed="an integer in [0, 2**32)", resume="fixed")
+    # auto (cuda when available), cpu, cuda, cuda:N
+    device: str = key("auto", check=lambda d: d in ("auto", "cpu", "cuda") or d.startswith("cuda:"),
+                      allowed="one of auto, cpu, cuda, cuda:N")
     # float32; bfloat16: the rollout and the training pass under autocast (parameters, optimizer, losses and
     # the recurrent state stay float32); auto: bfloat16 on a CPU with AVX-512 BF16 or AMX, else float32 (GPUs too)
-    precision: str = "float32"
-    worker_processes: int = 0  # processes stepping the environments; 0: step them in the trainer's process
-    torch_threads: int = 0  # torch intra-op threads; 0: the cores others leave free (plumbing/threads.py); above the cores here: those
-    checkpoint_interval: int = 25  # save models/<run-id>.pt every K updates (and at the end); 0: only at the end
+    precision: str = key("float32", choices=("float32", "bfloat16", "auto"))
+    # processes stepping the environments; 0: step them in the trainer's process
+    worker_processes: int = key(0, at_least=0)
+    # torch intra-op threads; 0: the cores others leave free (plumbing/threads.py); above the cores here: those
+    torch_threads: int = key(0, at_least=0)
+    # save models/<run-id>.pt every K updates (and at the end); 0: only at the end
+    checkpoint_interval: int = key(25, at_least=0)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -275,25 +381,9 @@ def _coerce(hint, value, key: str):
     return float(value) if hint is float else value
 
 
-# bounds where more failed deep inside numpy or torch or hung start-up (sizes in memory: buffer.py, model.py)
-MAX_WORKERS = 2 ** 16
-MAX_LAYERS = 100
-SEEDS = 2 ** 32  # a seed is an integer in [0, SEEDS): numpy's and the environments' range
-MAX_EPISODES = 10 ** 6  # per evaluation: every episode's stats are kept, one held-out seed drawn for each
 
 
 SCHEDULES = ("learning_rate_schedule", "beta_schedule", "clip_range_schedule")
-# Bounds of single keys (docs/config.md says what 0 or null means where it means something)
-POSITIVE = ("updates", "epochs", "n_workers", "worker_steps", "n_mini_batch", "hidden_layer_size", "max_grad_norm",
-            "recurrence.hidden_state_size", "recurrence.memory_length", "recurrence.attention_heads",
-            "recurrence.previous_reward_scale", "recurrence.previous_reward_clip",
-            "value_clip_range", "target_kl", "normalization.observation_clip", "normalization.reward_clip",
-            "optimizer.eps", "environment.reward_scale", "environment.reward_clip", "learning_rate_schedule.initial",
-            "clip_range_schedule.final", *(f"{s}.{key}" for s in SCHEDULES for key in ("power", "max_decay_steps")))
-AT_LEAST_0 = ("vector_encoder_size", "value_loss_coefficient", "activation_penalty", "reconstruction_coefficient",
-              "worker_processes",
-              "torch_threads", "checkpoint_interval", "recurrence.burn_in", "optimizer.weight_decay",
-              "evaluation.interval", *(f"{s}.{key}" for s in SCHEDULES for key in ("initial", "final")))
 
 
 def validate(config: Config) -> None:
@@ -302,40 +392,30 @@ def validate(config: Config) -> None:
             raise ConfigError(f"config key '{key}' = {reprlib.repr(value)} is not allowed: {allowed}")
 
     values = config.to_dict()
-    for keys, ok, allowed in ((POSITIVE, lambda v: v > 0, "must be > 0"),
-                              (AT_LEAST_0, lambda v: v >= 0, "must be >= 0")):
-        for key in keys:
-            value = _get(values, key)
-            need(value is None or ok(value), key, value, allowed)
-    need(config.n_workers <= MAX_WORKERS, "n_workers", config.n_workers, f"at most {MAX_WORKERS:,} (environments "
-         "are Python objects, each made and stepped on its own)")
-    need(0.0 <= config.gamma <= 1.0, "gamma", config.gamma, "must be in [0, 1]")
-    need(0.0 <= config.lamda <= 1.0, "lamda", config.lamda, "must be in [0, 1]")
+    for name, f in config_fields(Config):  # each key's own rules, declared beside it
+        value = _get(values, name)
+        need(not f.metadata or _keeps(f.metadata, value), name, value, rule(f.metadata, isinstance(value, int)))
+    need(config.learning_rate_schedule.initial > 0, "learning_rate_schedule.initial",
+         config.learning_rate_schedule.initial, "must be > 0")
+    need(config.clip_range_schedule.final > 0, "clip_range_schedule.final", config.clip_range_schedule.final,
+         "must be > 0")
     need(config.worker_processes <= config.n_workers, "worker_processes", config.worker_processes,
          f"at most n_workers ({config.n_workers})")
-    need(0 <= config.seed < SEEDS, "seed", config.seed, "an integer in [0, 2**32)")
-    device = config.device
-    need(device in ("auto", "cpu", "cuda") or device.startswith("cuda:"), "device", device,
-         "one of auto, cpu, cuda, cuda:N")
-    need(config.precision in ("float32", "bfloat16", "auto"), "precision", config.precision,
-         "one of float32, bfloat16, auto")
 
     rec = config.recurrence
-    need(0 < rec.num_layers <= MAX_LAYERS, "recurrence.num_layers", rec.num_layers,
-         f"from 1 to {MAX_LAYERS} (torch builds and steps stacked layers one by one)")
-    need(rec.layer_type in CORE_KEYS, "recurrence.layer_type", rec.layer_type, f"one of {', '.join(CORE_KEYS)}")
-    own_keys = CORE_KEYS[rec.layer_type]
-    for name, keys in CORE_KEYS.items():  # a core's own keys (a transformer's memory_length) apply to that core only
-        for key in keys:
-            need(key in own_keys or getattr(rec, key) == getattr(RecurrenceConfig, key), f"recurrence.{key}",
+    need(rec.layer_type in CORES, "recurrence.layer_type", rec.layer_type, f"one of {', '.join(CORES)}")
+    core = CORES[rec.layer_type]
+    for name, other in CORES.items():  # a core's own keys (a transformer's memory_length) apply to that core only
+        for key in other.keys:
+            need(key in core.keys or getattr(rec, key) == getattr(RecurrenceConfig, key), f"recurrence.{key}",
                  getattr(rec, key), f"it applies only with recurrence.layer_type: {name}")
-    need("attention_heads" not in own_keys or rec.hidden_state_size % rec.attention_heads == 0,
+    need("attention_heads" not in core.keys or rec.hidden_state_size % rec.attention_heads == 0,
          "recurrence.attention_heads", rec.attention_heads,
          f"must divide recurrence.hidden_state_size ({rec.hidden_state_size})")
     gain = config.initialization.recurrent_gain
-    need(rec.layer_type in TORCH_CORES or gain == InitializationConfig.recurrent_gain, "initialization.recurrent_gain",
-         gain, f"it applies to torch's own recurrent layers ({', '.join(TORCH_CORES)}); the {rec.layer_type} core "
-         "initialises its own parameters")
+    need(core.torch_rnn or gain == InitializationConfig.recurrent_gain, "initialization.recurrent_gain", gain,
+         f"it applies to torch's own recurrent layers ({', '.join(n for n, c in CORES.items() if c.torch_rnn)}); "
+         f"the {rec.layer_type} core initialises its own parameters (--set initialization.recurrent_gain=1.0)")
     need(rec.sequence_length <= config.worker_steps, "recurrence.sequence_length", rec.sequence_length,
          f"at most worker_steps ({config.worker_steps}); <= 0 means whole episodes")
     for key in ("previous_reward_scale", "previous_reward_clip"):
@@ -351,18 +431,6 @@ def validate(config: Config) -> None:
     need(config.n_mini_batch <= min_sequences, "n_mini_batch", config.n_mini_batch,
          f"at most {min_sequences}, the fewest sequences a rollout of n_workers x worker_steps "
          f"with sequence_length {rec.sequence_length} can hold")
-    for name in SCHEDULES:
-        shape = getattr(config, name).shape
-        need(shape in ("polynomial", "constant"), f"{name}.shape", shape, "one of polynomial, constant")
-    mask = config.environment.observation_mask
-    need(mask is None or (len(mask) > 0 and all(isinstance(i, int) and not isinstance(i, bool) for i in mask)),
-         "environment.observation_mask", mask, "a non-empty list of integer indices (or null)")
-    e = config.evaluation
-    need(1 <= e.episodes <= MAX_EPISODES, "evaluation.episodes", e.episodes,
-         f"from 1 to {MAX_EPISODES:,} (as enjoy.py --episodes)")
-    need(0 <= e.max_steps < 2 ** 31, "evaluation.max_steps", e.max_steps,
-         "from 0 (the environment's own time limit, else 100,000) to 2**31 - 1")
-    need(0 <= e.seed < SEEDS, "evaluation.seed", e.seed, "an integer in [0, 2**32)")
 
     from environments import SetupError, check_settings
     env = config.environment
@@ -382,24 +450,17 @@ def _get(tree: dict, key: str):
     return tree
 
 
-# Keys a resumed run cannot change: the model, the environments and the normalisers' statistics depend on them
-FIXED_ON_RESUME = ("environment", "n_workers", "hidden_layer_size", "vector_encoder_size",
-                   "recurrence.hidden_state_size", "recurrence.layer_type", "recurrence.num_layers",
-                   "recurrence.memory_length", "recurrence.attention_heads", "recurrence.gated",
-                   "recurrence.separate_critic_core", "recurrence.previous_action", "recurrence.previous_reward",
-                   "recurrence.previous_reward_scale", "recurrence.previous_reward_clip", "normalization.observations",
-                   "normalization.rewards", "normalization.value_targets", "initialization", "seed")
-
-
-ON_OR_OFF_ON_RESUME = ("reconstruction_coefficient",)
-
-
 def check_resume_overrides(saved: dict, config: Config) -> None:
+    """Refuses what a resumed run cannot change: the keys declared resume="fixed" (the model, the environments and
+    the normalisers' statistics depend on them) and resume="switch" (a loss term's own head exists while it is on)."""
     saved = _build(Config, saved, prefix="").to_dict()  # keys added since the checkpoint was written: defaults
-    now = config.to_dict()
-    changed = [key for key in FIXED_ON_RESUME if _get(saved, key) != _get(now, key)]
-    # a loss term's own head (model.AUXILIARY_HEADS) exists while its coefficient is above 0: it cannot come or go
-    changed += [f"{key} (0 or not)" for key in ON_OR_OFF_ON_RESUME if (_get(saved, key) > 0) != (_get(now, key) > 0)]
+    now, changed = config.to_dict(), []
+    for name, f in config_fields(Config):
+        was, is_ = _get(saved, name), _get(now, name)
+        if f.metadata.get("resume") == "fixed" and was != is_:
+            changed.append(name)
+        elif f.metadata.get("resume") == "switch" and (was > 0) != (is_ > 0):
+            changed.append(f"{name} (0 or not)")
     if changed:
         raise ConfigError(f"{', '.join(changed)} cannot change on --resume (the checkpoint's model, "
                           "environments and statistics depend on them); start a new run instead")

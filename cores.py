@@ -1,4 +1,4 @@
-"""Memory models ("cores") beyond torch's own, in plain torch next to their papers; model.CORES names each core.
+"""Memory models ("cores") beyond torch's own, in plain torch next to their papers; config.CORES declares each core.
 
 A core is called as core(x (N, L, F), state) -> (outputs (N, L, H), state), its state (layers, N, H) or a tuple of
 state_parts such tensors. Calling it on L steps must equal calling it L times on one step: the rollout steps it,

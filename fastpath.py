@@ -1,13 +1,21 @@
-"""torch's LSTM a faster way on a CPU, for model.py behind one switch (applies), for the cores whose entry in
-model.CORES says lstm_fastpath. There torch's LSTM runs oneDNN's kernel, whose backward is slow for an image
-encoder's wide input (docs/results.md): a step goes through torch's lstm_cell, a packed sequence through one input
-projection and then one time step at a time."""
+"""The training pass's faster ways on a CPU, each the same computation as model.py's plain one (tests/test_fastpath.py
+and tests/test_consistency.py prove them equal): sequences() feeds the cores the real steps alone, as a
+PackedSequence, where the padded slots would cost more; call() runs torch's LSTM there without oneDNN's kernel,
+whose backward is slow for an image encoder's wide input (docs/results.md): a step through torch's lstm_cell, a
+packed sequence through one input projection and then one time step at a time."""
 from __future__ import annotations
+
+from typing import Callable
 
 import torch
 from torch import nn
 from torch.nn import functional as F
-from torch.nn.utils.rnn import PackedSequence
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
+
+# The cores are fed the real steps alone when at least half the slots are padding, and torch's own layers also when
+# the input is an image encoder's (at least PACK_MIN_WIDTH features): their padded kernels are the slower ones there.
+PACK_MIN_WIDTH = 2048
+PACK_MIN_PADDING = 0.5
 
 # Under bfloat16, oneDNN builds a kernel for every new row count of a matrix product; rounding the rows up to
 # a multiple of ROWS (the extra rows' results are dropped) keeps the counts few while the minibatches vary.
@@ -18,13 +26,28 @@ def _round_up(n: int) -> int:
     return -(-n // ROWS) * ROWS
 
 
-def applies(x: torch.Tensor | PackedSequence) -> bool:
-    """Whether run() takes x: on a CPU, a step or a packed sequence."""
+def sequences(run_cores: Callable, x: torch.Tensor, mask: torch.Tensor, state: torch.Tensor, core):
+    """run_cores(x, state)'s outputs at the real steps (R, cores x H), for x (N, L, F) padded where mask (N, L) is
+    False: on a CPU, for a core whose entry (config.CORES) says it takes them, from the real steps alone."""
+    N, L, F_in = x.shape
+    lengths = mask.sum(1)
+    wide = core.torch_rnn and F_in >= PACK_MIN_WIDTH
+    if x.device.type != "cpu" or not core.packed or not (wide or lengths.sum() <= (1 - PACK_MIN_PADDING) * N * L):
+        return run_cores(x, state)[0][mask]
+    packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+    y, _ = run_cores(packed, state)  # (R, cores x H) in the packed order: time step by time step
+    return pad_packed_sequence(packed._replace(data=y), batch_first=True, total_length=L)[0][mask]
+
+
+def call(core: nn.Module, x: torch.Tensor | PackedSequence, state):
+    """core(x, state), torch's LSTM on a CPU a faster way for a step or a packed sequence."""
     step = isinstance(x, torch.Tensor) and x.shape[1] == 1
-    return x.data.device.type == "cpu" and (step or isinstance(x, PackedSequence))
+    if type(core) is nn.LSTM and x.data.device.type == "cpu" and (step or isinstance(x, PackedSequence)):
+        return _lstm(core, x, state)
+    return core(x, state)
 
 
-def run(core: nn.Module, x: torch.Tensor | PackedSequence, state: tuple[torch.Tensor, torch.Tensor]):
+def _lstm(core: nn.LSTM, x: torch.Tensor | PackedSequence, state: tuple[torch.Tensor, torch.Tensor]):
     """core(x, (h, c)) for x (B, 1, F) or packed (R, F), h and c (layers, B, H)."""
     h, c = state
     if isinstance(x, torch.Tensor):  # a step: (B, 1, F) -> (B, F), one cell per layer

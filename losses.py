@@ -8,7 +8,7 @@ import torch
 from buffer import Minibatch
 from config import Config
 from model import EvaluateOutput
-from plumbing.errors import NonFiniteError
+from plumbing.errors import NonFiniteError, StrayParameterError
 
 
 def mean_weights(mask: torch.Tensor) -> torch.Tensor:
@@ -64,6 +64,33 @@ def ppo_loss(out: EvaluateOutput, mb: Minibatch, *, config: Config, clip_range: 
         clip_frac = (((ratio - 1).abs() > clip_range) * w).sum()
     return Losses(total=total, pg_loss=pg_loss, v_loss=v_loss, entropy=entropy, activation=activation,
                   reconstruction=reconstruction, approx_kl=approx_kl, clip_frac=clip_frac)
+
+
+def reached_parameters(total: torch.Tensor) -> list[torch.Tensor]:
+    """The leaves of total's autograd graph that take a gradient: every parameter the loss depends on."""
+    leaves, seen, todo = [], set(), [total.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if hasattr(node, "variable"):  # an AccumulateGrad: a leaf tensor
+            leaves.append(node.variable)
+        todo.extend(child for child, _ in node.next_functions)
+    return leaves
+
+
+def require_model_parameters(total: torch.Tensor, model: torch.nn.Module) -> None:
+    """Refuses a loss that reaches a tensor outside the model, which the optimiser (built from the model's
+    parameters) would never step and the checkpoint (the model's state_dict) never hold: a head kept beside the
+    loss, say, where model.AUXILIARY_HEADS is its place."""
+    own = {id(p) for p in model.parameters()}
+    for leaf in reached_parameters(total):
+        if id(leaf) not in own:
+            raise StrayParameterError(
+                f"the loss reaches a tensor of shape {tuple(leaf.shape)} that is not a parameter of the model, so no "
+                "update would train it and no checkpoint hold it: build its module as part of the model (a loss "
+                "term's head: model.AUXILIARY_HEADS, docs/extending.md)")
 
 
 def require_finite(losses: Losses, grad_norm: torch.Tensor, update: int) -> None:

@@ -2,6 +2,7 @@
 the recurrent state along as one tensor (B, S), S = cores x layers x parts x H (h, or h and c)."""
 from __future__ import annotations
 
+import importlib
 from typing import NamedTuple
 
 import gymnasium as gym
@@ -9,32 +10,14 @@ import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
-from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
+from torch.nn.utils.rnn import PackedSequence
 
-from config import InitializationConfig, RecurrenceConfig
-import cores
+from config import CORES, Core, InitializationConfig, RecurrenceConfig
 from distributions import make_distribution, one_hot
 import fastpath
 from plumbing.errors import ConfigError
 from plumbing.machine import compute_dtype, no_gradient
 from spaces import EnvSpaces, Layout, Part, SpaceError, layout
-
-
-# On a CPU the training pass feeds the cores the real steps alone (a PackedSequence; torch's LSTM runs it in
-# fastpath.py) when at least half the slots are padding, and torch's own layers also when the input is an image
-# encoder's: their padded kernels are the slower ones there.
-PACK_MIN_WIDTH = 2048
-PACK_MIN_PADDING = 0.5
-
-
-class Core(NamedTuple):
-    layer: type  # an nn.Module class: see build_core()
-    state_parts: int  # tensors in its state: 1, or 2 (an LSTM's h and c, the LRU's real and imaginary parts)
-    lstm_fastpath: bool = False  # torch's nn.LSTM, which fastpath.py runs a faster way on a CPU
-    takes_packed: bool = False  # the layer takes a PackedSequence of the real steps alone, as torch's RNNs do
-    # the layer is every layer of the core at once, built as layer(F, recurrence), its state one (N, layer.state_size)
-    # tensor of its own layout (a transformer's window of memory)
-    whole: bool = False
 
 
 class Stack(nn.Module):
@@ -55,27 +38,25 @@ class Stack(nn.Module):
         return x, final if len(final) > 1 else final[0]
 
 
+def layer_class(core: Core) -> type:
+    """The core's module class, imported where its entry names it as "module.Class"."""
+    if not isinstance(core.layer, str):
+        return core.layer
+    module, _, name = core.layer.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
 def build_core(core: Core, input_size: int, recurrence: RecurrenceConfig) -> nn.Module:
     """torch's own RNNs stack their layers: layer(F, H, num_layers=, batch_first=True). A whole core reads its keys
     from the recurrence config itself. Any other core is built one layer at a time as layer(F, H), and stacked here."""
-    hidden_size, num_layers = recurrence.hidden_state_size, recurrence.num_layers
+    layer, hidden_size, num_layers = layer_class(core), recurrence.hidden_state_size, recurrence.num_layers
     if core.whole:
-        return core.layer(input_size, recurrence)
-    if issubclass(core.layer, nn.RNNBase):
-        return core.layer(input_size, hidden_size, num_layers=num_layers, batch_first=True)
+        return layer(input_size, recurrence)
+    if core.torch_rnn:
+        return layer(input_size, hidden_size, num_layers=num_layers, batch_first=True)
     if num_layers == 1:
-        return core.layer(input_size, hidden_size)
-    return Stack([core.layer(input_size if k == 0 else hidden_size, hidden_size) for k in range(num_layers)])
-
-
-# recurrence.layer_type -> its core (config.CORE_KEYS names the same cores)
-CORES = {
-    "gru": Core(nn.GRU, state_parts=1, takes_packed=True),
-    "lstm": Core(nn.LSTM, state_parts=2, lstm_fastpath=True, takes_packed=True),
-    "mingru": Core(cores.MinGRU, state_parts=1, takes_packed=True),
-    "lru": Core(cores.LRU, state_parts=2, takes_packed=True),
-    "trxl": Core(cores.TransformerXL, state_parts=1, whole=True),
-}
+        return layer(input_size, hidden_size)
+    return Stack([layer(input_size if k == 0 else hidden_size, hidden_size) for k in range(num_layers)])
 
 
 class ActOutput(NamedTuple):
@@ -119,13 +100,6 @@ class _Init:
                 else:
                     nn.init.zeros_(param)
         return layer
-
-    def core(self, core: nn.Module, gain: float) -> nn.Module:
-        """torch's own recurrent layers in a core initialised as the reference's; any other module keeps its own."""
-        for module in core.modules():
-            if isinstance(module, nn.RNNBase):
-                self(module, gain)
-        return core
 
 
 # The reference baseline's CNN: (output channels, kernel, stride) of each layer, each followed by a ReLU
@@ -263,11 +237,15 @@ class ObservationDecoder(nn.Module):
         return torch.stack(losses).mean(0)
 
 
-# Heads that only a loss term reads: the term's name -> its module, built as module(observation layout, width of the
-# cores' outputs, init) when the config's `<name>_coefficient` is above 0. They are the model's own modules, so the
-# optimiser trains them and the checkpoint holds them; the training pass calls each as head(y (R, F), obs (R, ...))
-# and hands losses.py the loss of each real step, EvaluateOutput.auxiliary[name] (R,).
-AUXILIARY_HEADS = {"reconstruction": ObservationDecoder}
+class Head(NamedTuple):
+    coefficient: str  # the config key that weighs its loss term: the head exists while it is above 0
+    module: type  # built as module(observation layout, width of the cores' outputs, init)
+
+
+# Heads that only a loss term reads, by the term's name. They are the model's own modules, so the optimiser trains
+# them and the checkpoint holds them; the training pass calls each as head(y (R, F), obs (R, ...)) and hands
+# losses.py the loss of each real step, EvaluateOutput.auxiliary[name] (R,).
+AUXILIARY_HEADS = {"reconstruction": Head("reconstruction_coefficient", ObservationDecoder)}
 
 
 class ActorCritic(nn.Module):
@@ -287,13 +265,12 @@ class ActorCritic(nn.Module):
                               + int(recurrence.previous_reward))
         self._recurrence = recurrence
         self.hidden_size, self.layers = recurrence.hidden_state_size, recurrence.num_layers
-        entry = CORES[recurrence.layer_type]
-        self._parts, self._lstm_fastpath = entry.state_parts, entry.lstm_fastpath
-        self._takes_packed, self._whole = entry.takes_packed, entry.whole
+        self._entry = entry = CORES[recurrence.layer_type]
         self._input_size = self.encoder.out_features + self.previous_size
 
-        def new_core() -> nn.Module:
-            return init.core(build_core(entry, self._input_size, recurrence), gains.recurrent_gain)
+        def new_core() -> nn.Module:  # torch's own layers initialised as the reference's; any other keeps its own
+            core = build_core(entry, self._input_size, recurrence)
+            return init(core, gains.recurrent_gain) if entry.torch_rnn else core
         self.core = new_core()
         self.hidden = init(nn.Linear(self.hidden_size, width), gains.hidden_gain)
         self.critic_core = self.critic_hidden = None
@@ -310,11 +287,11 @@ class ActorCritic(nn.Module):
         self.policy_out = init(nn.Linear(width, self.distribution.n_params), gains.policy_gain)
         self.value_out = init(nn.Linear(width, 1), gains.value_gain)
         features = len(self._cores) * self.hidden_size
-        self.auxiliary = nn.ModuleDict({name: AUXILIARY_HEADS[name](observation, features, init) for name in auxiliary})
+        self.auxiliary = nn.ModuleDict({name: AUXILIARY_HEADS[name].module(observation, features, init) for name in auxiliary})
 
     @property
     def state_size(self) -> int:
-        per_core = self.core.state_size if self._whole else self.layers * self._parts * self.hidden_size
+        per_core = self.core.state_size if self._entry.whole else self.layers * self._entry.state_parts * self.hidden_size
         return len(self._cores) * per_core
 
     def initial_state(self, batch: int, device=None) -> torch.Tensor:
@@ -359,15 +336,16 @@ class ActorCritic(nn.Module):
         """Every core over x (N, L, F + P) or packed (R, F + P) from state (N, S) -> outputs (.., cores x H), state."""
         N, outputs, states = state.shape[0], [], []
         for index, core in enumerate(self._cores):
-            if self._whole:  # (N, S) -> (N, cores, S / cores) -> this core's (N, S / cores)
+            if self._entry.whole:  # (N, S) -> (N, cores, S / cores) -> this core's (N, S / cores)
                 y, h = core(x, state.view(N, len(self._cores), -1)[:, index])
                 outputs.append(y)
                 states.append(h)
                 continue
             # (N, S) -> (N, cores, layers, parts, H) -> this core's (parts, layers, N, H)
-            h = state.view(N, -1, self.layers, self._parts, self.hidden_size)[:, index].permute(2, 1, 0, 3)
-            h = tuple(part.contiguous() for part in h) if self._parts > 1 else h[0].contiguous()
-            y, h = fastpath.run(core, x, h) if self._lstm_fastpath and fastpath.applies(x) else core(x, h)
+            parts = self._entry.state_parts
+            h = state.view(N, -1, self.layers, parts, self.hidden_size)[:, index].permute(2, 1, 0, 3)
+            h = tuple(part.contiguous() for part in h) if parts > 1 else h[0].contiguous()
+            y, h = fastpath.call(core, x, h)
             outputs.append(y.data if isinstance(y, PackedSequence) else y)
             h = torch.stack(h if isinstance(h, tuple) else (h,), dim=2)  # -> (layers, N, parts, H)
             states.append(h.transpose(0, 1).reshape(N, -1))  # -> (N, layers, parts, H) -> (N, layers x parts x H)
@@ -414,17 +392,8 @@ class ActorCritic(nn.Module):
             raise ValueError(f"obs holds the real steps alone, obs[mask]: expected {expected}, got {tuple(obs.shape)}")
         if burn_in is not None:
             state = self.burn_in_state(state, burn_in)
-        x = self.encoder(obs)  # (R, F): the encoder sees the real steps only
-        wide = self._input_size >= PACK_MIN_WIDTH and all(isinstance(core, nn.RNNBase) for core in self._cores)
-        packs = obs.device.type == "cpu" and self._takes_packed and (wide or R <= (1 - PACK_MIN_PADDING) * N * L)
-        if packs:  # torch's packed order of the real steps (time step by time step), from packing their numbers
-            order = pack_padded_sequence(_scatter(torch.arange(R, device=obs.device), mask), mask.sum(1).cpu(),
-                                         batch_first=True, enforce_sorted=False)
-            x = self._with_previous(x, None if previous is None else previous[mask])
-            y, _ = self._run_cores(order._replace(data=x[order.data]), state)  # row-major -> packed order
-            y = y[torch.argsort(order.data)]  # packed -> row-major (R, cores x H)
-        else:  # (R, F) -> (N, L, F + P) -> (N, L, cores x H) -> (R, cores x H)
-            y = self._run_cores(self._with_previous(_scatter(x, mask), previous), state)[0][mask]
+        x = self._with_previous(_scatter(self.encoder(obs), mask), previous)  # (R, F) -> (N, L, F + P)
+        y = fastpath.sequences(self._run_cores, x, mask, state, self._entry)  # (R, cores x H), the real steps'
         params, values = self._heads(y)
         log_prob, entropy = self.distribution.evaluate(params, actions[mask],
                                                        None if action_mask is None else action_mask[mask])
@@ -465,7 +434,7 @@ class ActorCritic(nn.Module):
 def build_model(config, spaces: EnvSpaces) -> ActorCritic:
     """The model a config describes; parameters too large to allocate are a ConfigError, not a crash."""
     try:
-        auxiliary = tuple(name for name in AUXILIARY_HEADS if getattr(config, f"{name}_coefficient", 0) > 0)
+        auxiliary = tuple(name for name, head in AUXILIARY_HEADS.items() if getattr(config, head.coefficient) > 0)
         return ActorCritic(spaces.observation, spaces.action_space, config.hidden_layer_size, config.recurrence,
                            config.vector_encoder_size, initialization=config.initialization, auxiliary=auxiliary)
     except (MemoryError, RuntimeError) as error:

@@ -14,7 +14,7 @@ from pathlib import Path
 from checkpoint import RunLock, fitted, load_checkpoint, same_checkpoint
 from config import SEEDS, check_resume_overrides, config_from_dict, load_config
 from plumbing.cli import ArgumentParser, failed, number
-from plumbing.errors import CheckpointError, ConfigError, NonFiniteError, WorkerError
+from plumbing.errors import CheckpointError, ConfigError, NonFiniteError, StrayParameterError, WorkerError
 from plumbing.files import kind, reason, writable
 from spaces import SpaceError
 import tracking
@@ -225,7 +225,7 @@ def train(trainer, checkpoint: dict | None) -> int:
         other = getattr(error, "path", None) != trainer.checkpoint_path  # e.g. models/<run-id>-best.pt
         return failed(f"{error}; {last_checkpoint(trainer)}" if other and trainer.saved_update is not None
                       else error, 1)
-    except (WorkerError, NonFiniteError, OSError) as error:
+    except (WorkerError, NonFiniteError, StrayParameterError, OSError) as error:
         if isinstance(error, OSError):  # e.g. summaries on a full disk
             error = f"could not write {error.filename or trainer.summaries.path} ({reason(error)})"
         return failed(f"{error}; {last_checkpoint(trainer)}", 1)

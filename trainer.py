@@ -13,7 +13,7 @@ from buffer import RolloutBuffer
 from checkpoint import arrays, load_model, save_checkpoint
 from config import Config, schedule_value
 from evaluation import Evaluator
-from losses import StepStats, mean_metrics, ppo_loss, require_finite
+from losses import StepStats, mean_metrics, ppo_loss, require_finite, require_model_parameters
 from model import build_model
 from normalization import Normalizers
 from plumbing import stopping
@@ -48,6 +48,7 @@ class Trainer:
         self.envs = VecEnv(config.environment, seeds, config.worker_processes, probe, self.spaces)
         self.update = self.steps = 0
         self.saved_update: int | None = None  # the update of the last checkpoint written
+        self.loss_checked = False  # the first minibatch's loss reaches the model's parameters alone
         self.stop_signal: int | None = None  # set by a signal handler: stop after this update
         self.checkpoint_path = Path(models_dir) / f"{run_id}.pt"
         self.best: dict | None = None  # the best evaluation so far, {"reward_mean", "update"}, saved to best_path
@@ -162,6 +163,9 @@ class Trainer:
                 losses = ppo_loss(out, mb, config=c, clip_range=clip, beta=beta)
                 if c.target_kl is not None and losses.approx_kl.item() > c.target_kl:
                     return mean_metrics(steps, rejected=losses)  # too far from the rollout's policy: stop here
+                if not self.loss_checked:
+                    require_model_parameters(losses.total, self.model)
+                    self.loss_checked = True
                 self.optimizer.zero_grad()
                 losses.total.backward()
                 grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), c.max_grad_norm)

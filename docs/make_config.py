@@ -71,6 +71,15 @@ def default(value) -> str:
     return f'`"{value}"`' if value == "" else f"`{value}`"
 
 
+def rules(f: dataclasses.Field, hint) -> str:
+    """The key's own rules as config.py declares them beside it, and what --resume may do with it."""
+    if not f.metadata:
+        return ""
+    words = [config.rule(f.metadata, int in (hint, *typing.get_args(hint)))]
+    words += {"fixed": ["fixed on --resume"], "switch": ["not turned on or off on --resume"]}.get(f.metadata["resume"], [])
+    return "; ".join(w for w in words if w)
+
+
 def section(defaults, prefix: str) -> list[str]:
     """The table of a section, its defaults those of the instance Config() holds (the schedules differ)."""
     cls = type(defaults)
@@ -80,10 +89,11 @@ def section(defaults, prefix: str) -> list[str]:
         if not notes.get(f.name):
             raise SystemExit(f"config.py: {cls.__name__}.{f.name} has no comment to document it")
         value = getattr(defaults, f.name)
-        rows.append(f"| `{prefix}{f.name}` | {type_name(hints[f.name])} | {default(value)} | {notes[f.name]} |")
+        rows.append(f"| `{prefix}{f.name}` | {type_name(hints[f.name])} | {default(value)} | {notes[f.name]} | "
+                    f"{rules(f, hints[f.name])} |")
         if dataclasses.is_dataclass(hints[f.name]):
             nested.append((value, f"{prefix}{f.name}."))
-    out = ["| key | type | default | meaning |", "|---|---|---|---|", *rows, ""]
+    out = ["| key | type | default | meaning | allowed |", "|---|---|---|---|---|", *rows, ""]
     for sub, sub_prefix in nested:
         out += [f"## `{sub_prefix.rstrip('.')}`", "", *section(sub, sub_prefix)]
     return out

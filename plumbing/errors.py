@@ -14,5 +14,9 @@ class NonFiniteError(RuntimeError):
     """A loss, gradient or parameter that is NaN or infinite: the update stops, nothing is saved."""
 
 
+class StrayParameterError(RuntimeError):
+    """The loss reaches a tensor that is not the model's parameter: no step would train it, no checkpoint hold it."""
+
+
 class WorkerError(RuntimeError):
     """An environment failed in reset or step (the message names it, with its traceback), or a worker died."""

@@ -9,7 +9,8 @@ import pytest
 import torch
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from config import ConfigError, InitializationConfig, RecurrenceConfig, config_from_dict
+from config import CORES, ConfigError, InitializationConfig, RecurrenceConfig, config_from_dict
+import fastpath
 import model
 from model import ActorCritic
 from plumbing import machine
@@ -25,8 +26,8 @@ TOLERANCE = {"cpu": 1e-5, "cuda": 1e-4}
 
 def packing(monkeypatch, packed: bool) -> None:
     """Makes evaluate() feed torch's layers the real steps alone (a PackedSequence) always, or never."""
-    monkeypatch.setattr(model, "PACK_MIN_WIDTH", 0 if packed else 2 ** 62)
-    monkeypatch.setattr(model, "PACK_MIN_PADDING", 0.0 if packed else 1.0)
+    monkeypatch.setattr(fastpath, "PACK_MIN_WIDTH", 0 if packed else 2 ** 62)
+    monkeypatch.setattr(fastpath, "PACK_MIN_PADDING", 0.0 if packed else 1.0)
 
 
 def small_config(env: str, layer: str, L: int, reset: bool, seed: int = 0):
@@ -40,7 +41,7 @@ def small_config(env: str, layer: str, L: int, reset: bool, seed: int = 0):
 @pytest.mark.parametrize("env", ["PocMemoryEnv", "CartPoleMasked"])
 @pytest.mark.parametrize("reset", [True, False])
 @pytest.mark.parametrize("L", [8, 0])
-@pytest.mark.parametrize("layer", list(model.CORES))
+@pytest.mark.parametrize("layer", list(CORES))
 @pytest.mark.parametrize("device", DEVICES)
 def test_recomputed_log_probs_and_values_match_rollout(tmp_path, device, layer, L, reset, env):
     trainer = Trainer(small_config(env, layer, L, reset), device=device, summaries_dir=tmp_path,
@@ -146,7 +147,7 @@ def test_auto_precision_is_bfloat16_only_on_a_cpu_that_runs_it_natively(monkeypa
 
 
 @pytest.mark.parametrize("packed", [False, True])
-@pytest.mark.parametrize("layer", list(model.CORES))
+@pytest.mark.parametrize("layer", list(CORES))
 @pytest.mark.parametrize("env", ["tests.memory_tasks:CueImage-v0", "tests.memory_tasks:CueDict-v0"])
 @pytest.mark.parametrize("device", BFLOAT16_DEVICES)
 def test_recomputed_log_probs_match_the_rollout_under_bfloat16(tmp_path, monkeypatch, device, env, layer, packed):
@@ -221,13 +222,13 @@ SWITCHES = {
 
 
 @pytest.mark.parametrize("switches", SWITCHES)
-@pytest.mark.parametrize("layer", list(model.CORES))
+@pytest.mark.parametrize("layer", list(CORES))
 def test_every_core_reproduces_its_rollout_under_every_switch(tmp_path, layer, switches):
     check_the_training_pass_reproduces_the_rollout(
         tmp_path, {"environment": {"type": "PocMemoryEnv"}, "recurrence": {"layer_type": layer, **SWITCHES[switches]}})
 
 
-@pytest.mark.parametrize("layer", list(model.CORES))
+@pytest.mark.parametrize("layer", list(CORES))
 def test_encoding_only_real_steps_leaves_outputs_and_gradients_unchanged(layer):
     """evaluate(mask=...) takes the real steps' observations alone and skips the encoder on padding: the same
     outputs on real steps and the same gradients as every slot encoded."""
@@ -256,7 +257,7 @@ def test_encoding_only_real_steps_leaves_outputs_and_gradients_unchanged(layer):
 
 @pytest.mark.parametrize("critic_core", [False, True])
 @pytest.mark.parametrize("layers", [1, 2])
-@pytest.mark.parametrize("layer", [name for name, core in model.CORES.items() if core.takes_packed])
+@pytest.mark.parametrize("layer", [name for name, core in CORES.items() if core.packed])
 @pytest.mark.parametrize("padded", [False, True])
 @pytest.mark.parametrize("extras", [False, True])  # the previous action and reward, an action mask
 def test_the_packed_way_gives_the_padded_ways_outputs_and_gradients(monkeypatch, layer, layers, critic_core, padded,
@@ -279,7 +280,7 @@ def test_the_packed_way_gives_the_padded_ways_outputs_and_gradients(monkeypatch,
     action_mask = (torch.rand(N, L, 3) < 0.5).scatter(-1, actions, True)  # (N, L, 3), the taken action allowed
     state = torch.randn(N, net.state_size) * 0.5
     results, calls = [], []
-    monkeypatch.setattr(model, "pack_padded_sequence", lambda *a, **k: calls.append(1) or pack_padded_sequence(*a, **k))
+    monkeypatch.setattr(fastpath, "pack_padded_sequence", lambda *a, **k: calls.append(1) or pack_padded_sequence(*a, **k))
     for packed in (False, True):
         packing(monkeypatch, packed)
         net.zero_grad()
@@ -301,7 +302,7 @@ def test_the_rule_packs_on_a_cpu_for_half_padding_or_wide_inputs_to_torchs_layer
     layers also when the core's input is at least PACK_MIN_WIDTH wide (with padding or without, with a mask or
     without); minGRU and the LRU gain nothing from packing a wide input."""
     calls = []
-    monkeypatch.setattr(model, "pack_padded_sequence", lambda *a, **k: calls.append(1) or pack_padded_sequence(*a, **k))
+    monkeypatch.setattr(fastpath, "pack_padded_sequence", lambda *a, **k: calls.append(1) or pack_padded_sequence(*a, **k))
 
     def packs(width: int, lengths: list[int], masked: bool = True, layer: str = "gru") -> bool:
         net = ActorCritic(gym.spaces.Box(-1, 1, (width,), np.float32), gym.spaces.Discrete(3), 8,
@@ -315,8 +316,8 @@ def test_the_rule_packs_on_a_cpu_for_half_padding_or_wide_inputs_to_torchs_layer
         return bool(calls)
 
     assert packs(8, [4, 1, 1, 2]) and packs(8, [2, 2]) and not packs(8, [4, 1, 2, 2]) and not packs(8, [4, 4])
-    assert packs(model.PACK_MIN_WIDTH, [4, 4]) and packs(model.PACK_MIN_WIDTH, [4, 4], masked=False)
-    assert not packs(model.PACK_MIN_WIDTH - 1, [4, 3]) and not packs(8, [4, 4], masked=False)
+    assert packs(fastpath.PACK_MIN_WIDTH, [4, 4]) and packs(fastpath.PACK_MIN_WIDTH, [4, 4], masked=False)
+    assert not packs(fastpath.PACK_MIN_WIDTH - 1, [4, 3]) and not packs(8, [4, 4], masked=False)
     for layer in ("mingru", "lru"):
         assert packs(8, [4, 1, 1, 2], layer=layer) and not packs(8, [4, 1, 2, 2], layer=layer)
-        assert not packs(model.PACK_MIN_WIDTH, [4, 4], layer=layer) and packs(model.PACK_MIN_WIDTH, [2, 2], layer=layer)
+        assert not packs(fastpath.PACK_MIN_WIDTH, [4, 4], layer=layer) and packs(fastpath.PACK_MIN_WIDTH, [2, 2], layer=layer)

@@ -11,36 +11,36 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 import config
 import cores
 import model
-from config import CORE_KEYS, InitializationConfig, RecurrenceConfig
+from config import CORES, Core, InitializationConfig, RecurrenceConfig
 from model import ActorCritic
 from tests.devices import BFLOAT16_DEVICES, DEVICES
 
 
 
-def suites(core: model.Core) -> set[str]:
+def suites(core: Core) -> set[str]:
     """The suites below that take a core beyond those every core passes, by what its entry declares: "scan" for a
     scan_min_length (cores.linear_recurrence), "packed" for a packed path of its own, "stacked" for a one-layer
     module the model stacks (neither whole nor torch's own)."""
-    own = not issubclass(core.layer, nn.RNNBase)
-    return {suite for suite, takes in (("scan", hasattr(core.layer, "scan_min_length")),
-                                       ("packed", core.takes_packed and own), ("stacked", not core.whole and own))
+    own = not core.torch_rnn
+    return {suite for suite, takes in (("scan", hasattr(model.layer_class(core), "scan_min_length")),
+                                       ("packed", core.packed and own), ("stacked", not core.whole and own))
             if takes}
 
 
-SCANNED, PACKED, STACKED = ([name for name, core in model.CORES.items() if suite in suites(core)]
+SCANNED, PACKED, STACKED = ([name for name, core in CORES.items() if suite in suites(core)]
                             for suite in ("scan", "packed", "stacked"))
 PATHS = {"loop": 2 ** 62, "scan": 1}  # the scan_min_length that makes every sequence take the path
 
 
 def build(name: str, layers: int, F: int = 12, H: int = 16, **keys) -> nn.Module:
-    return model.build_core(model.CORES[name], F, RecurrenceConfig(hidden_state_size=H, num_layers=layers, **keys))
+    return model.build_core(CORES[name], F, RecurrenceConfig(hidden_state_size=H, num_layers=layers, **keys))
 
 
 def take(monkeypatch, name: str, path: str, device: str = "cpu") -> None:
-    monkeypatch.setitem(model.CORES[name].layer.scan_min_length, torch.device(device).type, PATHS[path])
+    monkeypatch.setitem(model.layer_class(CORES[name]).scan_min_length, torch.device(device).type, PATHS[path])
 
 
-def state(core: model.Core, layers: int, N: int, H: int, device: str):
+def state(core: Core, layers: int, N: int, H: int, device: str):
     parts = tuple(torch.randn(layers, N, H, device=device) * 0.5 for _ in range(core.state_parts))
     return parts if len(parts) > 1 else parts[0]
 
@@ -66,7 +66,7 @@ def test_a_sequence_equals_its_steps_in_float32(monkeypatch, name, path, L, devi
     torch.manual_seed(0)
     take(monkeypatch, name, path, device)
     layer = build(name, 2).to(device)
-    x, h = torch.randn(5, L, 12, device=device), state(model.CORES[name], 2, 5, 16, device)
+    x, h = torch.randn(5, L, 12, device=device), state(CORES[name], 2, 5, 16, device)
     for a, b in zip(flat(*layer(x, h)), flat(*stepped(layer, x, h))):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
 
@@ -75,7 +75,7 @@ def test_a_sequence_equals_its_steps_in_float32(monkeypatch, name, path, L, devi
 def test_both_paths_give_the_same_gradients(monkeypatch, name):
     torch.manual_seed(0)
     layer = build(name, 1)
-    x, h = torch.randn(4, 100, 12), state(model.CORES[name], 1, 4, 16, "cpu")
+    x, h = torch.randn(4, 100, 12), state(CORES[name], 1, 4, 16, "cpu")
     grads = []
     for path in PATHS:
         take(monkeypatch, name, path)
@@ -95,7 +95,7 @@ def test_a_sequence_equals_its_steps_under_bfloat16(monkeypatch, name, path, dev
     torch.manual_seed(0)
     take(monkeypatch, name, path, device)
     layer = build(name, 1).to(device)
-    x, h = torch.randn(3, 512, 12, device=device), state(model.CORES[name], 1, 3, 16, device)
+    x, h = torch.randn(3, 512, 12, device=device), state(CORES[name], 1, 3, 16, device)
     with torch.autocast(torch.device(device).type, dtype=torch.bfloat16):
         whole, steps = flat(*layer(x, h)), flat(*stepped(layer, x, h))
     for a, b in zip(whole, steps):
@@ -109,7 +109,7 @@ def test_packed_sequences_equal_each_sequence_stepped_alone(name):
     torch.manual_seed(0)
     layer = build(name, 2)
     lengths = torch.tensor([3, 40, 1, 17, 40, 9])
-    x, h = torch.randn(6, 40, 12, requires_grad=True), state(model.CORES[name], 2, 6, 16, "cpu")
+    x, h = torch.randn(6, 40, 12, requires_grad=True), state(CORES[name], 2, 6, 16, "cpu")
     y, last = layer(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False), h)
     y = pad_packed_sequence(y, batch_first=True)[0]  # (6, 40, 16), zeros on padding
     weights, steps_loss = torch.linspace(-1, 1, 16), 0
@@ -157,7 +157,7 @@ class Marked(nn.Module):
 def check_the_model_keeps_a_cores_own_parameters(name: str) -> None:
     """The registered core `name`, not torch's own, keeps in the model the parameters its constructor made."""
     torch.manual_seed(0)
-    made = model.CORES[name].layer(7, 8).state_dict()
+    made = model.layer_class(CORES[name])(7, 8).state_dict()
     torch.manual_seed(0)
     net = ActorCritic(gym.spaces.Box(-1, 1, (7,), np.float32), gym.spaces.Discrete(3), 16,
                       RecurrenceConfig(layer_type=name, hidden_state_size=8), initialization=InitializationConfig())
@@ -169,7 +169,7 @@ def check_the_model_keeps_a_cores_own_parameters(name: str) -> None:
 def test_the_model_keeps_a_cores_own_parameters_and_initialises_torchs(monkeypatch):
     """orthogonal initialisation touches torch's own recurrent layers only: a user's core keeps what it made
     (the old rule zeroed every parameter not named weight, and orthogonalised the rest)."""
-    monkeypatch.setitem(model.CORES, "marked", model.Core(Marked, state_parts=1))
+    monkeypatch.setitem(CORES, "marked", Core(Marked))
     check_the_model_keeps_a_cores_own_parameters("marked")
     gru = ActorCritic(gym.spaces.Box(-1, 1, (7,), np.float32), gym.spaces.Discrete(3), 16,
                       RecurrenceConfig(layer_type="gru", hidden_state_size=8),
@@ -181,14 +181,14 @@ def test_the_model_keeps_a_cores_own_parameters_and_initialises_torchs(monkeypat
 def check_a_sequence_equals_its_steps(name: str, L: int = 9) -> None:
     """Two layers of the core `name` on L steps at once give what they give stepped one step at a time."""
     torch.manual_seed(0)
-    layer, core = build(name, 2), model.CORES[name]
+    layer, core = build(name, 2), CORES[name]
     h = torch.zeros(3, layer.state_size) if core.whole else state(core, 2, 3, 16, "cpu")
     x = torch.randn(3, L, 12)
     for a, b in zip(flat(*layer(x, h)), flat(*stepped(layer, x, h))):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize("name", model.CORES)
+@pytest.mark.parametrize("name", CORES)
 def test_every_core_on_a_sequence_equals_its_steps(name):
     check_a_sequence_equals_its_steps(name)
 
@@ -203,7 +203,7 @@ def check_one_layer_cores_are_stacked(name: str) -> None:
     torch.manual_seed(0)
     stack = build(name, 3)
     assert isinstance(stack, model.Stack) and len(stack.layers) == 3
-    x, h = torch.randn(2, 5, 12), state(model.CORES[name], 3, 2, 16, "cpu")
+    x, h = torch.randn(2, 5, 12), state(CORES[name], 3, 2, 16, "cpu")
     y, final = stack(x, h)
     parts = h if isinstance(h, tuple) else (h,)
     for k, layer in enumerate(stack.layers):
@@ -214,14 +214,14 @@ def check_one_layer_cores_are_stacked(name: str) -> None:
     torch.testing.assert_close(x, y)
 
 
-def test_the_config_names_the_cores_the_model_builds_and_no_core_reads_anothers_keys():
-    """config.CORE_KEYS (read without torch) names model.CORES' cores in their order; a core built with every other
-    core's own keys away from their defaults is the same module, its parameters and outputs alike."""
-    assert list(CORE_KEYS) == list(model.CORES)
-    assert [n for n, core in model.CORES.items() if issubclass(core.layer, nn.RNNBase)] == list(config.TORCH_CORES)
-    for name, core in model.CORES.items():
-        others = {key: getattr(RecurrenceConfig, key) for other, keys in CORE_KEYS.items() if other != name
-                  for key in keys}
+def test_each_core_entry_says_what_its_layer_is_and_no_core_reads_anothers_keys():
+    """An entry's torch_rnn says whether its layer is torch's own (nn.RNNBase), whose initialisation the model does;
+    a core built with every other core's own keys away from their defaults is the same module, its parameters and
+    outputs alike."""
+    for name, core in CORES.items():
+        assert core.torch_rnn == issubclass(model.layer_class(core), nn.RNNBase), name
+        others = {key: getattr(RecurrenceConfig, key) for other in CORES.values() if other is not core
+                  for key in other.keys}
         changed = {key: (not value) if isinstance(value, bool) else 2 * value for key, value in others.items()}
         x, built = torch.randn(2, 3, 12), []
         for keys in (others, changed):

@@ -18,7 +18,7 @@ import export
 import fastpath
 import model
 from agent import Agent
-from config import CORE_KEYS, config_from_dict
+from config import CORES, Core, config_from_dict
 from environments import spaces_of
 from evaluation import evaluation_envs
 from normalization import Normalizers
@@ -136,7 +136,7 @@ def test_a_shipped_model_steps_in_onnxruntime_as_in_torch_at_any_batch(name, tmp
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("core", list(model.CORES))
+@pytest.mark.parametrize("core", list(CORES))
 def test_every_core_exports_or_is_refused_in_one_line_naming_it(core):
     agent = fresh_agent({"environment": {"type": "PocMemoryEnv"}, "recurrence": {"layer_type": core}})
     try:
@@ -210,8 +210,7 @@ class Branchy(nn.GRU):
 
 
 def test_a_core_torch_cannot_export_is_refused_in_one_line_naming_it(monkeypatch):
-    monkeypatch.setitem(model.CORES, "branchy", model.Core(Branchy, state_parts=1))
-    monkeypatch.setitem(CORE_KEYS, "branchy", ())
+    monkeypatch.setitem(CORES, "branchy", Core(Branchy))
     agent = fresh_agent({"environment": {"type": "PocMemoryEnv"}, "recurrence": {"layer_type": "branchy"}})
     with pytest.raises(export.ExportError) as refused:
         export.to_onnx(agent)

@@ -3,6 +3,7 @@ a new environment family, a new loss term. Each test changes one place (with mon
 is back as it was afterwards) and trains through the normal Trainer; and the examples the page points to
 touch no program file beyond those it names."""
 import ast
+import re
 from pathlib import Path
 
 import gymnasium as gym
@@ -12,12 +13,15 @@ import torch
 from torch import nn
 
 import checkpoint
+import config
 import cores
 import environments
+import fastpath
 import losses
 import model
 import trainer as trainer_module
-from config import CORE_KEYS, load_config
+from config import Core, load_config
+from plumbing.errors import StrayParameterError
 from tests.test_consistency import SWITCHES, check_the_training_pass_reproduces_the_rollout
 from tests.test_cores import (check_a_sequence_equals_its_steps, check_one_layer_cores_are_stacked,
                               check_the_model_keeps_a_cores_own_parameters, suites)
@@ -44,7 +48,14 @@ class MyGRU(nn.Module):
         return torch.stack(outputs, dim=1), h[None]  # (N, L, H), (1, N, H)
 
 
-CORES = {"rnn": model.Core(nn.RNN, state_parts=1), "mygru": model.Core(MyGRU, state_parts=1)}
+def page_examples() -> dict[str, Core]:
+    """docs/extending.md's two entries, read from the page as it writes them."""
+    page = (Path(__file__).resolve().parent.parent / "docs/extending.md").read_text()
+    return {name: eval(f"Core({args})", {"Core": Core})
+            for name, args in re.findall(r'^    "(rnn|mygru)": Core\((.*)\),$', page, flags=re.MULTILINE)}
+
+
+EXAMPLES = page_examples()
 
 
 class NormedGRU(nn.Module):
@@ -67,10 +78,10 @@ class NormedGRU(nn.Module):
         return torch.stack(outputs, dim=1), (h[None], m[None])  # (N, L, H), 2 x (1, N, H)
 
 
-def register(monkeypatch, name: str, core: model.Core) -> None:
-    """A core added as docs/extending.md says: its entry in model.CORES, its name in config.CORE_KEYS."""
-    monkeypatch.setitem(model.CORES, name, core)
-    monkeypatch.setitem(CORE_KEYS, name, ())
+def register(monkeypatch, name: str, core: Core) -> None:
+    """A core added as docs/extending.md says: its module in cores.py, its entry in config.CORES."""
+    monkeypatch.setattr(cores, "MyGRU", MyGRU, raising=False)
+    monkeypatch.setitem(config.CORES, name, core)
 
 
 def trainer_for(tmp_path, overrides=(), config=POC) -> Trainer:
@@ -80,19 +91,19 @@ def trainer_for(tmp_path, overrides=(), config=POC) -> Trainer:
 
 @pytest.mark.parametrize("layers", [1, 2])
 @pytest.mark.parametrize("packed", [False, True])
-@pytest.mark.parametrize("name", CORES)
+@pytest.mark.parametrize("name", EXAMPLES)
 def test_a_third_core_trains_and_the_training_pass_reproduces_its_rollout(tmp_path, monkeypatch, name, packed,
                                                                            layers):
-    """Its CORES entry and its name make recurrence.layer_type accept the core; the PoC config then trains with it,
+    """Its config.CORES entry makes recurrence.layer_type accept the core; the PoC config then trains with it,
     and the training pass recomputes the rollout's log-probs and values from the stored states. packed: torch's nn.RNN
     runs the real steps alone as a PackedSequence; the user's module, which takes none, is never packed. Two
     layers: nn.RNN stacks its own, the model stacks two of the user's one-layer module."""
-    register(monkeypatch, name, CORES[name])
-    monkeypatch.setattr(model, "PACK_MIN_PADDING", 0.0 if packed else 1.0)
+    register(monkeypatch, name, EXAMPLES[name])
+    monkeypatch.setattr(fastpath, "PACK_MIN_PADDING", 0.0 if packed else 1.0)
     trainer = trainer_for(tmp_path, [f"recurrence.layer_type={name}", f"recurrence.num_layers={layers}"])
     try:
         built = trainer.model.core
-        assert isinstance(built, CORES[name].layer) or [type(layer) for layer in built.layers] == [MyGRU] * layers
+        assert isinstance(built, model.layer_class(EXAMPLES[name])) or [type(layer) for layer in built.layers] == [MyGRU] * layers
         with torch.no_grad():
             trainer.model.policy_out.weight.mul_(300.0)  # a sharp policy shows a wrong state in its log-probs
         trainer.collect(PhaseTimes())
@@ -114,11 +125,11 @@ def test_a_core_with_a_two_part_state_passes_every_cores_checks_and_the_declared
                                                                                                    monkeypatch):
     """One registered entry: the training pass reproduces the rollout of NormedGRU under every recurrence switch, a
     sequence equals its steps, the model keeps its parameters and stacks its layers. The suites for what a core
-    declares pass it over for what it does not declare: no scan_min_length (the scan tests), no takes_packed (the
+    declares pass it over for what it does not declare: no scan_min_length (the scan tests), no packed (the
     packed tests of test_cores.py and test_consistency.py)."""
-    entry = model.Core(NormedGRU, state_parts=2)
+    entry = Core(NormedGRU, state_parts=2)
     register(monkeypatch, "normedgru", entry)
-    assert suites(entry) == {"stacked"} and not entry.takes_packed
+    assert suites(entry) == {"stacked"} and not entry.packed
     check_a_sequence_equals_its_steps("normedgru")
     check_the_model_keeps_a_cores_own_parameters("normedgru")
     check_one_layer_cores_are_stacked("normedgru")
@@ -129,18 +140,18 @@ def test_a_core_with_a_two_part_state_passes_every_cores_checks_and_the_declared
 
 def test_an_unknown_layer_type_is_refused_with_the_cores_there_are(monkeypatch):
     from config import ConfigError
-    names = ", ".join(model.CORES)
+    names = ", ".join(config.CORES)
     with pytest.raises(ConfigError, match=f"'recurrence.layer_type' = 'rnn' is not allowed: one of {names}$"):
         load_config(POC, ["recurrence.layer_type=rnn"])
-    register(monkeypatch, "rnn", CORES["rnn"])
+    register(monkeypatch, "rnn", EXAMPLES["rnn"])
     assert load_config(POC, ["recurrence.layer_type=rnn"]).recurrence.layer_type == "rnn"
 
 
 @pytest.mark.learning
-@pytest.mark.parametrize("name", CORES)
+@pytest.mark.parametrize("name", EXAMPLES)
 def test_the_poc_config_learns_with_a_third_core(tmp_path, monkeypatch, name):
     """As test_learning's GRU run (seed 0), with torch's vanilla RNN or the user's GRU module."""
-    register(monkeypatch, name, CORES[name])
+    register(monkeypatch, name, EXAMPLES[name])
     config = load_config(POC, [f"recurrence.layer_type={name}", "torch_threads=1"])  # as test_learning.load
     trainer = Trainer(config, summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
     history = trainer.run()
@@ -200,20 +211,6 @@ def test_the_activation_penalty_changes_the_gradient_and_is_logged(tmp_path):
     assert activation > 0
 
 
-def reached_parameters(total: torch.Tensor) -> list[torch.Tensor]:
-    """The leaves of total's autograd graph that take a gradient: every parameter the loss depends on."""
-    leaves, seen, todo = [], set(), [total.grad_fn]
-    while todo:
-        node = todo.pop()
-        if node is None or node in seen:
-            continue
-        seen.add(node)
-        if hasattr(node, "variable"):  # an AccumulateGrad: a leaf tensor
-            leaves.append(node.variable)
-        todo.extend(child for child, _ in node.next_functions)
-    return leaves
-
-
 def check_every_parameter_the_loss_reaches_is_trained_and_saved(trainer: Trainer, loss=losses.ppo_loss) -> None:
     """One minibatch's loss, every term switched on: each parameter it reaches is the optimiser's and the
     checkpoint's. A head kept anywhere else would take gradients that no step applies and no file holds."""
@@ -224,21 +221,25 @@ def check_every_parameter_the_loss_reaches_is_trained_and_saved(trainer: Trainer
     total = loss(out, mb, config=trainer.config, clip_range=0.2, beta=0.01).total
     optimised = {id(p) for group in trainer.optimizer.param_groups for p in group["params"]}
     saved = {t.data_ptr() for t in trainer.state_dict()["model"].values()}
-    reached = reached_parameters(total)
+    reached = losses.reached_parameters(total)
     assert len(reached) > 4
     for parameter in reached:
         assert id(parameter) in optimised and parameter.data_ptr() in saved, f"{tuple(parameter.shape)} not trained"
 
 
-@pytest.mark.parametrize("config", [POC, "configs/minigrid.yaml"])
+# every key config.py declares as weighing a loss term (term=True), each turned on
+TERMS = [f"{name}=0.1" for name, f in config.config_fields(config.Config) if f.metadata.get("term")]
+
+
+@pytest.mark.parametrize("config_path", [POC, "configs/minigrid.yaml"])
 @pytest.mark.parametrize("layer", ["gru", "trxl"])
-def test_every_parameter_every_loss_term_reaches_is_trained_and_saved(tmp_path, config, layer):
-    """The activation penalty and the reconstruction loss on, vector and image observations: the decoder is the
-    model's own, so the optimiser steps it and the checkpoint holds it."""
+def test_every_parameter_every_loss_term_reaches_is_trained_and_saved(tmp_path, config_path, layer):
+    """Every loss term the config declares on, vector and image observations: the reconstruction loss's decoder
+    is the model's own, so the optimiser steps it and the checkpoint holds it."""
+    assert {"activation_penalty=0.1", "reconstruction_coefficient=0.1"} <= set(TERMS)
     gain = [] if layer == "gru" else ["initialization.recurrent_gain=1.0"]  # MiniGrid's LSTM gain: torch's own only
-    trainer = trainer_for(tmp_path, ["activation_penalty=0.1", "reconstruction_coefficient=0.1", "n_workers=2",
-                                     f"recurrence.layer_type={layer}", "evaluation.interval=0", "worker_processes=0",
-                                     *gain], config)
+    trainer = trainer_for(tmp_path, [*TERMS, "n_workers=2", f"recurrence.layer_type={layer}", "evaluation.interval=0",
+                                     "worker_processes=0", *gain], config_path)
     try:
         assert len(trainer.model.auxiliary["reconstruction"].decoders) == 1
         check_every_parameter_the_loss_reaches_is_trained_and_saved(trainer)
@@ -262,6 +263,33 @@ def test_a_head_kept_outside_the_model_fails_the_check(tmp_path):
         trainer.close()
 
 
+HEAD_IN_LOSSES = nn.Linear(16, 1)  # where a hurried user keeps a new term's head: beside the loss
+
+
+def test_a_run_whose_loss_reaches_a_head_outside_the_model_refuses_before_its_first_step(tmp_path, monkeypatch):
+    """The newcomer's mistake, as made: a head kept in losses.py trains nothing and is saved nowhere; the first
+    update stops with one line that says so, before any step is taken or any file written."""
+    monkeypatch.setattr(losses, "head", HEAD_IN_LOSSES, raising=False)
+    ppo_loss = losses.ppo_loss
+
+    def loss(out, mb, **kwargs):
+        terms = ppo_loss(out, mb, **kwargs)
+        return terms._replace(total=terms.total + losses.head(out.core_outputs[mb.mask]).square().mean())
+
+    monkeypatch.setattr(trainer_module, "ppo_loss", loss)
+    trainer = trainer_for(tmp_path, ["recurrence.hidden_state_size=16"])
+    try:
+        before = [p.detach().clone() for p in trainer.model.parameters()]
+        with pytest.raises(StrayParameterError, match=r"^the loss reaches a tensor of shape \(1, 16\) that is not a "
+                                                      "parameter of the model") as error:
+            trainer.run()
+        assert "\n" not in str(error.value)
+        assert all(torch.equal(a, b) for a, b in zip(before, trainer.model.parameters()))
+        assert not (tmp_path / "run.pt").exists()
+    finally:
+        trainer.close()
+
+
 class NextCue(nn.Module):
     """A user's loss term with a head of its own: predict each step's observation from the core's output (a
     smaller cousin of the reconstruction loss). Built as the heads of model.AUXILIARY_HEADS are built."""
@@ -278,7 +306,7 @@ def test_a_loss_term_with_parameters_of_its_own_is_trained_saved_and_restored(tm
     """docs/extending.md's three places: the head in model.py (one AUXILIARY_HEADS entry), its coefficient in
     config.py (`next_cue_coefficient`, set on the config object here), and its term in losses.py (ppo_loss wrapped
     here). Its parameters move with the updates, are the checkpoint's, and a resumed run has them back."""
-    monkeypatch.setitem(model.AUXILIARY_HEADS, "next_cue", NextCue)
+    monkeypatch.setitem(model.AUXILIARY_HEADS, "next_cue", model.Head("next_cue_coefficient", NextCue))
 
     def loss(out, mb, *, config, **kwargs):
         terms = losses.ppo_loss(out, mb, config=config, **kwargs)
@@ -342,13 +370,14 @@ def naming(name: str) -> set[str]:
 def test_each_example_touches_only_the_files_this_page_names():
     """docs/extending.md says where each change goes; the examples it points to are there and nowhere else."""
     page = (Path(__file__).resolve().parent.parent / "docs/extending.md").read_text()
-    assert "its module in `cores.py`, one entry in `model.CORES`" in page
+    assert "its module in `cores.py`, one entry in `config.CORES`" in page
+    assert set(page_examples()) == {"rnn", "mygru"}  # the entries the core tests run, as the page writes them
     assert "`losses.py`, and its coefficient in `config.py`" in page
     for core in ("MinGRU", "LRU"):
-        assert naming(core) == {"cores.py", "model.py"}, core
+        assert naming(core) == {"cores.py"} and f'"cores.{core}"' in (PROGRAM_ROOT / "config.py").read_text(), core
     assert naming("activation_penalty") == {"losses.py", "config.py"}
     assert "A loss term with parameters of its own: its head in `model.py`" in page
     assert naming("ObservationDecoder") == {"model.py"}
-    assert naming("reconstruction_coefficient") == {"losses.py", "config.py"}
+    assert naming("reconstruction_coefficient") == {"losses.py", "config.py", "model.py"}
     assert {f for f in naming("PocMemoryEnv") if not f.startswith("environments/")} <= {"config.py", "stats.py"}
     assert {f for f in naming("make_minigrid") if not f.startswith("environments/")} == set()

@@ -1,11 +1,12 @@
-"""fastpath.run must be the same function as calling torch's LSTM: outputs, final states and gradients."""
+"""fastpath.call must be the same function as calling torch's LSTM: outputs, final states and gradients; and
+fastpath.sequences the same as the plain training pass."""
 import gymnasium as gym
 import pytest
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from config import InitializationConfig, RecurrenceConfig
+from config import CORES, Core, InitializationConfig, RecurrenceConfig
 import fastpath
 import model
 from model import ActorCritic
@@ -17,7 +18,7 @@ def call(core, x, h, fast: bool):
     x = (x.detach().requires_grad_(),)
     h = tuple(p.detach().requires_grad_() for p in h)
     packed = pack_padded_sequence(x[0], LENGTHS, batch_first=True, enforce_sorted=False) if x[0].shape[1] > 1 else x[0]
-    y, final = fastpath.run(core, packed, h) if fast else core(packed, h)
+    y, final = fastpath.call(core, packed, h) if fast else core(packed, h)
     y = y.data if isinstance(y, nn.utils.rnn.PackedSequence) else y
     loss = (y.float() * torch.linspace(-1, 1, y.shape[-1])).sum() + sum((f.float() ** 2).sum() for f in final)
     grads = torch.autograd.grad(loss, [*x, *h, *core.parameters()])
@@ -33,8 +34,6 @@ def test_run_is_torch_lstm_in_float32(layers, steps):
     torch.manual_seed(0)
     core = nn.LSTM(6, 4, num_layers=layers, batch_first=True)
     x, h = torch.randn(5, steps, 6), (torch.randn(layers, 5, 4), torch.randn(layers, 5, 4))
-    assert fastpath.applies(x if steps == 1 else pack_padded_sequence(x, LENGTHS, batch_first=True,
-                                                                     enforce_sorted=False))
     for fast, torch_ in zip(call(core, x, h, True), call(core, x, h, False)):
         torch.testing.assert_close(fast, torch_, atol=1e-5, rtol=1e-5)
 
@@ -51,21 +50,24 @@ def test_run_under_bfloat16_autocast_is_close_to_float32():
         torch.testing.assert_close(a, b, atol=0.05 * float(b.abs().max()), rtol=0)
 
 
-def test_only_the_cores_whose_entry_says_so_take_the_fast_path(monkeypatch):
-    """The registry decides: lstm's entry takes fastpath.run, every other core (a subclass of nn.LSTM registered
-    without the flag included) is called as it is; and only a step or a packed sequence on a CPU takes it."""
+def test_only_torchs_own_lstm_takes_the_fast_path(monkeypatch):
+    """torch's nn.LSTM itself takes fastpath's LSTM, every other core (a subclass of nn.LSTM registered as a core of
+    its own included) is called as it is; and only a step or a packed sequence on a CPU takes it."""
     class MyLSTM(nn.LSTM):
         pass
-    monkeypatch.setitem(model.CORES, "mylstm", model.Core(MyLSTM, state_parts=2))
-    calls, run = [], fastpath.run
-    monkeypatch.setattr(fastpath, "run", lambda *args: calls.append(type(args[0])) or run(*args))
-    for name in model.CORES:
+    monkeypatch.setitem(CORES, "mylstm", Core(MyLSTM, state_parts=2, torch_rnn=True))
+    calls, lstm = [], fastpath._lstm
+    monkeypatch.setattr(fastpath, "_lstm", lambda *args: calls.append(type(args[0])) or lstm(*args))
+    for name in CORES:
         net = ActorCritic(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(4), 16,
                           RecurrenceConfig(layer_type=name, hidden_state_size=8), initialization=InitializationConfig())
         calls.clear()
         net.act(torch.randn(2, 3), net.initial_state(2))
-        assert bool(calls) == model.CORES[name].lstm_fastpath == (name == "lstm"), name
-    assert not fastpath.applies(torch.randn(3, 5, 4))  # a padded sequence: torch's own layer
+        assert bool(calls) == (name == "lstm"), name
+    calls.clear()
+    core = nn.LSTM(4, 4, batch_first=True)
+    fastpath.call(core, torch.randn(3, 5, 4), (torch.zeros(1, 3, 4),) * 2)
+    assert not calls  # a padded sequence: torch's own layer
 
 
 @pytest.mark.parametrize("layers", [1, 2])
@@ -78,7 +80,7 @@ def test_model_with_and_without_fastpath(monkeypatch, layers):
     mask = torch.arange(7)[None] < LENGTHS[:, None]  # (5, 7)
     obs, state = torch.randn(int(mask.sum()), 3), torch.randn(5, net.state_size)
     actions = torch.randint(0, 4, (5, 7, 1))
-    monkeypatch.setattr(model, "PACK_MIN_WIDTH", 0)
+    monkeypatch.setattr(fastpath, "PACK_MIN_WIDTH", 0)
 
     def both():
         net.zero_grad()
@@ -86,10 +88,12 @@ def test_model_with_and_without_fastpath(monkeypatch, layers):
         (out.log_probs.sum() + out.values.square().sum()).backward()
         step = net.act(obs[:5], state, deterministic=True)
         return [out.log_probs, out.values, step.values, step.state, *(p.grad for p in net.parameters())]
-    calls, run = [], fastpath.run
-    monkeypatch.setattr(fastpath, "run", lambda *args: calls.append(args[1]) or run(*args))
+    calls, lstm = [], fastpath._lstm
+    monkeypatch.setattr(fastpath, "_lstm", lambda *args: calls.append(args[1]) or lstm(*args))
     fast = both()
     assert {type(x) for x in calls} == {torch.Tensor, nn.utils.rnn.PackedSequence}  # a step and a packed pass
-    monkeypatch.setattr(fastpath, "applies", lambda x: False)
+    monkeypatch.setattr(fastpath, "call", lambda core, x, h: core(x, h))
+    monkeypatch.setattr(fastpath, "PACK_MIN_WIDTH", 2 ** 62)
+    monkeypatch.setattr(fastpath, "PACK_MIN_PADDING", 1.0)
     for a, b in zip(fast, both()):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)

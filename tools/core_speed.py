@@ -27,8 +27,8 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from config import InitializationConfig, RecurrenceConfig  # noqa: E402
-from model import CORES, ActorCritic  # noqa: E402
+from config import CORES, InitializationConfig, RecurrenceConfig  # noqa: E402
+from model import ActorCritic, layer_class  # noqa: E402
 from plumbing.cli import number  # noqa: E402
 from plumbing.machine import autocast  # noqa: E402
 from tools.benchmark import machine  # noqa: E402
@@ -38,7 +38,7 @@ FEATURES = 64  # the observation's width
 
 def paths(name: str) -> list[str]:
     """The paths of a core: loop and scan for those that run cores.linear_recurrence, its one call otherwise."""
-    return ["loop", "scan"] if hasattr(CORES[name].layer, "scan_min_length") else ["call"]
+    return ["loop", "scan"] if hasattr(layer_class(CORES[name]), "scan_min_length") else ["call"]
 
 
 def sequence_mask(steps: int, L: int, episodes: bool, device: torch.device) -> torch.Tensor:
@@ -112,7 +112,7 @@ def measure(names: list[str], lengths: list[int], hidden: int, steps: int, repea
         for round_ in range(repeats + 1):  # round 0 warms up (allocations, oneDNN's kernels), then is dropped
             for name, path in runs:
                 if path != "call":
-                    CORES[name].layer.scan_min_length[device.type] = 1 if path == "scan" else 2 ** 62
+                    layer_class(CORES[name]).scan_min_length[device.type] = 1 if path == "scan" else 2 ** 62
                 took = timed(models[name], mask, precision, device)
                 if round_:
                     seconds[(name, path)].append(took)

@@ -150,6 +150,9 @@ class RecurrenceConfig:
     attention_heads: int = key(4, above=0, resume="fixed")
     # trxl: GTrXL's gates in place of the blocks' residual sums (Parisotto et al. 2020)
     gated: bool = key(False, resume="fixed")
+    # trxl: where a step is, in attention: absolute (the sinusoid of its step in the episode added to the keys and
+    # values), relative (a learned bias of the scores for each distance back) or none
+    positional_encoding: str = key("absolute", choices=("absolute", "relative", "none"), resume="fixed")
 
 
 @dataclass(frozen=True)
@@ -172,7 +175,8 @@ CORES = {
     "lstm": Core("torch.nn.LSTM", state_parts=2, torch_rnn=True, packed=True),
     "mingru": Core("cores.MinGRU", packed=True),
     "lru": Core("cores.LRU", state_parts=2, packed=True),
-    "trxl": Core("cores.TransformerXL", keys=("memory_length", "attention_heads", "gated"), whole=True),
+    "trxl": Core("cores.TransformerXL", keys=("memory_length", "attention_heads", "gated", "positional_encoding"),
+                 whole=True),
 }
 
 
@@ -412,6 +416,9 @@ def validate(config: Config) -> None:
     need("attention_heads" not in core.keys or rec.hidden_state_size % rec.attention_heads == 0,
          "recurrence.attention_heads", rec.attention_heads,
          f"must divide recurrence.hidden_state_size ({rec.hidden_state_size})")
+    need(rec.reset_hidden_state or rec.positional_encoding != "absolute" or "positional_encoding" not in core.keys,
+         "recurrence.reset_hidden_state", rec.reset_hidden_state, "the transformer's absolute positions count steps "
+         "in the episode: true (or positional_encoding: relative or none, for a window that runs across episodes)")
     gain = config.initialization.recurrent_gain
     need(core.torch_rnn or gain == InitializationConfig.recurrent_gain, "initialization.recurrent_gain", gain,
          f"it applies to torch's own recurrent layers ({', '.join(n for n, c in CORES.items() if c.torch_rnn)}); "

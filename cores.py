@@ -190,11 +190,12 @@ class Block(nn.Module):
         self.gates = nn.ModuleList((Gate(width), Gate(width))) if gated else None
 
     def forward(self, x: torch.Tensor, context: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """x (N, L, D) queries, context (N, K, D) keys and values, mask (N, L, K) True where a query may look."""
+        """x (N, L, D) queries, context (N, K, D) keys and values; mask (N, 1, L, K), True where a query may look, or
+        (N, heads, L, K) added to the scores (-inf where it may not)."""
         (N, L, D), K = x.shape, context.shape[1]
         q = self.q(self.norm_q(x)).view(N, L, self.heads, -1).transpose(1, 2)  # (N, L, D) -> (N, heads, L, D / heads)
         k, v = (t.view(N, K, self.heads, -1).transpose(1, 2) for t in self.kv(self.norm_kv(context)).chunk(2, dim=-1))
-        attended = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None])  # (N, heads, L, D / heads)
+        attended = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (N, heads, L, D / heads)
         a = self.out(attended.transpose(1, 2).reshape(N, L, D))  # -> (N, L, heads, D / heads) -> (N, L, D)
         x = x + a if self.gates is None else self.gates[0](x, torch.relu(a))
         y = self.ff(self.norm_ff(x))
@@ -204,16 +205,28 @@ class Block(nn.Module):
 class TransformerXL(nn.Module):
     """Transformer-XL as a memory (Dai et al. 2019, sec. 3.2: each block attends over the cached inputs of the steps
     before, held without gradient), over a sliding window as the Memory Gym paper uses it (Pleines et al. 2025):
-    step t's query in block b is its input x_t^b; its keys and values are x^b of steps t - W .. t, each plus the
-    absolute positional encoding of its step in the episode; the blocks are pre-layer-norm, gated as GTrXL's with
-    `gated`. The state of each row is its step counter, then each block's inputs of the last W steps, oldest first:
-    a sequence of L steps attends over that window and its own earlier steps, so it equals L single steps."""
+    the observation embedded by Linear + ReLU; step t's query in block b is its input x_t^b, its keys and values
+    x^b of steps t - W .. t; the blocks are pre-layer-norm, gated as GTrXL's with `gated`. Where a step is, by
+    `positional_encoding`: "absolute", the sinusoid of its step in the episode added to the keys and values (the
+    anchors' way); "relative", a learned bias of each head's scores for each distance back 0 .. W (Shaw et al.
+    2018; T5's relative attention bias, Raffel et al. 2020); "none". The state of each row is its step counter,
+    then each block's inputs of the last W steps, oldest first: a sequence of L steps attends over that window and
+    its own earlier steps, so it equals L single steps.
+
+    The attention mask of L = 2 steps over W = 3 slots, for a row whose counter is 2 (two steps taken; the oldest
+    slot holds nothing), keys [slot 0, slot 1, slot 2, step 0, step 1], `back` the distance from query to key:
+        step 0: back 3 2 1 0 -1 -> mask . x x x .   (slot 0: position -1, empty; step 1: after the query)
+        step 1: back 4 3 2 1  0 -> mask . . x x x   (slot 0 too far back; window W + 1 keys, itself included)"""
     def __init__(self, input_size: int, recurrence):
         super().__init__()
         D, self.W, self.layers = recurrence.hidden_state_size, recurrence.memory_length, recurrence.num_layers
-        self.width = D
+        self.width, self.encoding, heads = D, recurrence.positional_encoding, recurrence.attention_heads
         self.project = nn.Linear(input_size, D)
-        self.blocks = nn.ModuleList(Block(D, recurrence.attention_heads, recurrence.gated) for _ in range(self.layers))
+        nn.init.orthogonal_(self.project.weight, math.sqrt(2))  # for the ReLU, as the model's other layers
+        nn.init.zeros_(self.project.bias)
+        self.blocks = nn.ModuleList(Block(D, heads, recurrence.gated) for _ in range(self.layers))
+        if self.encoding == "relative":
+            self.distance_bias = nn.Parameter(torch.zeros(self.layers, heads, self.W + 1))  # (blocks, heads, back)
         self.state_size = 1 + self.layers * self.W * D
 
     def forward(self, x: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -225,13 +238,18 @@ class TransformerXL(nn.Module):
         key = torch.arange(W + L, device=x.device)
         back = torch.arange(L, device=x.device)[:, None] + W - key  # (L, W + L)
         positions = counter - W + key  # (N, W + L): the keys' steps in the episode; < 0: a slot that holds nothing
-        mask = (back >= 0) & (back <= W) & ((positions[:, None] >= 0) | (key >= W))  # (N, L, W + L)
-        encoding = sinusoid(positions, D)  # (N, W + L, D)
-        h, inputs = self.project(x), []
+        mask = ((back >= 0) & (back <= W) & ((positions[:, None] >= 0) | (key >= W)))[:, None]  # (N, 1, L, W + L)
+        h, inputs = torch.relu(self.project(x)), []
         for b, block in enumerate(self.blocks):
             inputs.append(h)
             context = torch.cat((memory[:, b].to(h.dtype), h), dim=1)  # (N, W + L, D)
-            h = block(h, context + encoding.to(h.dtype), mask)
+            if self.encoding == "absolute":
+                context = context + sinusoid(positions, D).to(h.dtype)  # (N, W + L, D)
+            scores = mask
+            if self.encoding == "relative":  # (heads, L, W + L) by distance, -inf where the mask says no
+                bias = self.distance_bias[b][:, back.clamp(0, W)].to(h.dtype)
+                scores = bias.masked_fill(~mask, float("-inf"))  # -> (N, heads, L, W + L)
+            h = block(h, context, scores)
         new_memory = torch.stack([torch.cat((memory[:, b], i.float()), dim=1)[:, -W:] for b, i in enumerate(inputs)],
                                  dim=1)  # layers x (N, W, D) -> (N, layers, W, D)
         return h, torch.cat((counter + L, new_memory.flatten(1)), dim=1)  # (N, 1 + layers x W x D)

@@ -109,6 +109,10 @@ def test_a_config_is_read_and_checked_without_torch():
     ({"recurrence": {"hidden_state_size": 0}}, ["recurrence.hidden_state_size", "> 0"]),
     ({"recurrence": {"memory_length": 16}}, ["recurrence.memory_length", "only with recurrence.layer_type: trxl"]),
     ({"recurrence": {"layer_type": "lstm", "gated": True}}, ["recurrence.gated", "only with", "trxl"]),
+    ({"recurrence": {"layer_type": "trxl", "reset_hidden_state": False}},
+     ["recurrence.reset_hidden_state", "steps in the episode", "positional_encoding: relative or none"]),
+    ({"recurrence": {"layer_type": "trxl", "positional_encoding": "learned"}},
+     ["recurrence.positional_encoding", "one of absolute, relative, none"]),
     ({"recurrence": {"layer_type": "trxl", "memory_length": 0}}, ["recurrence.memory_length", "from 1 to 65,536"]),
     ({"recurrence": {"layer_type": "trxl", "memory_length": 2 ** 63 - 1}}, ["recurrence.memory_length", "from 1 to 65,536"]),
     ({"recurrence": {"layer_type": "trxl", "hidden_state_size": 30, "attention_heads": 4}},
@@ -364,3 +368,13 @@ def test_resume_refuses_a_loss_term_whose_head_would_come_or_go_and_names_its_ke
         trxl = config_from_dict({"recurrence": {"layer_type": "trxl"}}).to_dict()
         with pytest.raises(ConfigError, match=key.split("=")[0]):
             check_resume_overrides(trxl, config_from_dict(trxl, [key]))
+
+
+def test_a_transformer_window_runs_across_episodes_only_without_absolute_positions():
+    """reset_hidden_state: false keeps the window across episodes; absolute positions count steps in an episode,
+    so that pair is refused, and relative or no positions run on."""
+    for encoding in ("relative", "none"):
+        config = config_from_dict({"recurrence": {"layer_type": "trxl", "reset_hidden_state": False,
+                                                  "positional_encoding": encoding}})
+        assert not config.recurrence.reset_hidden_state
+    assert config_from_dict({"recurrence": {"reset_hidden_state": False}}).recurrence.layer_type == "gru"

@@ -30,12 +30,21 @@ def packing(monkeypatch, packed: bool) -> None:
     monkeypatch.setattr(fastpath, "PACK_MIN_PADDING", 0.0 if packed else 1.0)
 
 
+def running_on(recurrence: dict) -> dict:
+    """The recurrence section, with the positions that a window running across episodes takes where the core
+    declares positional_encoding (absolute positions count steps in an episode: config.py refuses them there)."""
+    declares = "positional_encoding" in CORES[recurrence.get("layer_type", "gru")].keys
+    if declares and recurrence.get("reset_hidden_state") is False:
+        return {"positional_encoding": "relative", **recurrence}
+    return recurrence
+
+
 def small_config(env: str, layer: str, L: int, reset: bool, seed: int = 0):
     return config_from_dict({
         "environment": {"type": env}, "n_workers": 4, "worker_steps": 40, "n_mini_batch": 2, "updates": 1,
         "hidden_layer_size": 32, "seed": seed,
-        "recurrence": {"layer_type": layer, "sequence_length": L, "hidden_state_size": 16,
-                       "reset_hidden_state": reset}})
+        "recurrence": running_on({"layer_type": layer, "sequence_length": L, "hidden_state_size": 16,
+                                  "reset_hidden_state": reset})})
 
 
 @pytest.mark.parametrize("env", ["PocMemoryEnv", "CartPoleMasked"])
@@ -186,6 +195,7 @@ def check_the_training_pass_reproduces_the_rollout(tmp_path, sections: dict) -> 
            "recurrence": {"sequence_length": 8, "hidden_state_size": 16}}
     for key, value in sections.items():
         raw[key] = {**raw.get(key, {}), **value}
+    raw["recurrence"] = running_on(raw["recurrence"])
     trainer = Trainer(config_from_dict(raw), summaries_dir=tmp_path, models_dir=tmp_path, verbose=False)
     with torch.no_grad():
         trainer.model.policy_out.weight.mul_(300.0)

@@ -245,12 +245,15 @@ def trxl_state(core: cores.TransformerXL, counters: list[int]) -> torch.Tensor:
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("W", [5, 600])
 @pytest.mark.parametrize("L", [1, 7, 64, 512])
-@pytest.mark.parametrize("gated", [False, True])
-def test_transformer_xl_on_a_sequence_equals_its_steps(W, L, gated, device):
+@pytest.mark.parametrize("gated,encoding", [(False, "absolute"), (True, "absolute"), (False, "relative"),
+                                            (False, "none")])
+def test_transformer_xl_on_a_sequence_equals_its_steps(W, L, gated, encoding, device):
     """A window W smaller and larger than L, rows whose windows are empty, part filled and full (the slots before
-    the first step masked), two blocks; outputs and state to 1e-5 in float32."""
+    the first step masked), two blocks, each positional encoding; outputs and state to 1e-5 in float32."""
     torch.manual_seed(0)
-    core = build("trxl", 2, memory_length=W, gated=gated).to(device)
+    core = build("trxl", 2, memory_length=W, gated=gated, positional_encoding=encoding).to(device)
+    if encoding == "relative":  # a bias for every distance, not the zeros it starts from
+        torch.nn.init.normal_(core.distance_bias)
     x, state = torch.randn(4, L, 12, device=device), trxl_state(core, [0, 3, W, 10 * W]).to(device)
     for a, b in zip(flat(*core(x, state)), flat(*stepped(core, x, state))):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=0)

@@ -151,13 +151,26 @@ def test_every_core_exports_or_is_refused_in_one_line_naming_it(core):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("encoding", ["relative", "none"])
+def test_the_transformer_exports_with_each_positional_encoding(encoding):
+    agent = fresh_agent({"environment": {"type": "PocMemoryEnv"},
+                         "recurrence": {"layer_type": "trxl", "positional_encoding": encoding}})
+    if encoding == "relative":
+        with torch.no_grad():
+            agent.model.core.distance_bias.normal_()
+    graph = runtime(export.to_onnx(agent))
+    fed, _ = step_both(agent, graph, 40, W=3, every=10)
+    check_batches(agent, graph, fed)
+
+
+@pytest.mark.slow
 def test_the_lstm_graph_steps_alike_with_and_without_the_fast_path(monkeypatch):
     """On a CPU a step of torch's LSTM goes through fastpath.py's lstm_cell (the graphs of the shipped LSTM models
     and of test_every_core_exports... take it); the graph exported without it, through ONNX's LSTM operator, steps
     as the agent does with it."""
     agent = fresh_agent({"environment": {"type": "CartPoleMasked"}, "recurrence": {"layer_type": "lstm"}})
     with monkeypatch.context() as patch:
-        patch.setattr(fastpath, "applies", lambda x: False)
+        patch.setattr(fastpath, "call", lambda core, x, h: core(x, h))
         plain = export.to_onnx(agent)
     assert "LSTM" in {node.op_type for node in plain.graph.node}
     step_both(agent, runtime(plain), 30, W=3, every=10)

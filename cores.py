@@ -5,6 +5,7 @@ state_parts such tensors. Calling it on L steps must equal calling it L times on
 the training pass runs whole sequences."""
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Callable
 
@@ -189,12 +190,16 @@ class Block(nn.Module):
         self.ff = nn.Sequential(nn.Linear(width, width), nn.ReLU())
         self.gates = nn.ModuleList((Gate(width), Gate(width))) if gated else None
 
-    def forward(self, x: torch.Tensor, context: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """x (N, L, D) queries, context (N, K, D) keys and values; mask (N, 1, L, K), True where a query may look, or
-        (N, heads, L, K) added to the scores (-inf where it may not)."""
-        (N, L, D), K = x.shape, context.shape[1]
+    def keys_values(self, context: torch.Tensor) -> torch.Tensor:
+        """The keys and values of context (N, K, D) side by side: (N, K, 2D)."""
+        return self.kv(self.norm_kv(context))
+
+    def forward(self, x: torch.Tensor, kv: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """x (N, L, D) queries, kv (N, K, 2D) keys and values (keys_values()); mask (N, 1, L, K), True where a query
+        may look, or (N, heads, L, K) added to the scores (-inf where it may not)."""
+        (N, L, D), K = x.shape, kv.shape[1]
         q = self.q(self.norm_q(x)).view(N, L, self.heads, -1).transpose(1, 2)  # (N, L, D) -> (N, heads, L, D / heads)
-        k, v = (t.view(N, K, self.heads, -1).transpose(1, 2) for t in self.kv(self.norm_kv(context)).chunk(2, dim=-1))
+        k, v = (t.view(N, K, self.heads, -1).transpose(1, 2) for t in kv.chunk(2, dim=-1))  # 2 x (N, heads, K, D / h)
         attended = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (N, heads, L, D / heads)
         a = self.out(attended.transpose(1, 2).reshape(N, L, D))  # -> (N, L, heads, D / heads) -> (N, L, D)
         x = x + a if self.gates is None else self.gates[0](x, torch.relu(a))
@@ -228,6 +233,24 @@ class TransformerXL(nn.Module):
         if self.encoding == "relative":
             self.distance_bias = nn.Parameter(torch.zeros(self.layers, heads, self.W + 1))  # (blocks, heads, back)
         self.state_size = 1 + self.layers * self.W * D
+        self._cache = None  # in caching(): (counters (N, 1), each block's window keys and values (N, W, 2D)) or ()
+
+    @contextlib.contextmanager
+    def caching(self):
+        """Within it the weights do not change (a rollout): a step projects its own keys and values alone and takes
+        its window's from the step before, where the state it is given is the one that step returned (its counter
+        one more, or 0: a state reset, whose window is masked). Any other state is projected in full."""
+        self._cache = ()
+        try:
+            yield
+        finally:
+            self._cache = None
+
+    def _window(self, counter: torch.Tensor) -> tuple | None:
+        """The cached keys and values of the windows of rows at `counter` (N, 1), where they are those."""
+        if not self._cache or self._cache[0].shape != counter.shape:
+            return None
+        return self._cache[1] if bool(((counter == self._cache[0]) | (counter == 0)).all()) else None
 
     def forward(self, x: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """x (N, L, F), state (N, 1 + layers x W x D) -> outputs (N, L, D), state."""
@@ -239,17 +262,24 @@ class TransformerXL(nn.Module):
         back = torch.arange(L, device=x.device)[:, None] + W - key  # (L, W + L)
         positions = counter - W + key  # (N, W + L): the keys' steps in the episode; < 0: a slot that holds nothing
         mask = ((back >= 0) & (back <= W) & ((positions[:, None] >= 0) | (key >= W)))[:, None]  # (N, 1, L, W + L)
-        h, inputs = torch.relu(self.project(x)), []
+        h, inputs, windows, cached = torch.relu(self.project(x)), [], [], self._window(counter)
         for b, block in enumerate(self.blocks):
             inputs.append(h)
             context = torch.cat((memory[:, b].to(h.dtype), h), dim=1)  # (N, W + L, D)
             if self.encoding == "absolute":
                 context = context + sinusoid(positions, D).to(h.dtype)  # (N, W + L, D)
+            if cached:  # the window's from the step before; the new steps' projected here
+                kv = torch.cat((cached[b], block.keys_values(context[:, W:])), dim=1)  # (N, W + L, 2D)
+            else:
+                kv = block.keys_values(context)
+            windows.append(kv[:, -W:])
             scores = mask
             if self.encoding == "relative":  # (heads, L, W + L) by distance, -inf where the mask says no
                 bias = self.distance_bias[b][:, back.clamp(0, W)].to(h.dtype)
                 scores = bias.masked_fill(~mask, float("-inf"))  # -> (N, heads, L, W + L)
-            h = block(h, context, scores)
+            h = block(h, kv, scores)
         new_memory = torch.stack([torch.cat((memory[:, b], i.float()), dim=1)[:, -W:] for b, i in enumerate(inputs)],
                                  dim=1)  # layers x (N, W, D) -> (N, layers, W, D)
+        if self._cache is not None and not torch.is_grad_enabled():
+            self._cache = (counter + L, windows)
         return h, torch.cat((counter + L, new_memory.flatten(1)), dim=1)  # (N, 1 + layers x W x D)

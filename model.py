@@ -2,6 +2,7 @@
 the recurrent state along as one tensor (B, S), S = cores x layers x parts x H (h, or h and c)."""
 from __future__ import annotations
 
+import contextlib
 import importlib
 from typing import NamedTuple
 
@@ -293,6 +294,16 @@ class ActorCritic(nn.Module):
     def state_size(self) -> int:
         per_core = self.core.state_size if self._entry.whole else self.layers * self._entry.state_parts * self.hidden_size
         return len(self._cores) * per_core
+
+    @contextlib.contextmanager
+    def rollout(self):
+        """A rollout's steps, during which the weights do not change: a core may keep what it computed from them
+        (the transformer its window's keys and values, cores.TransformerXL.caching)."""
+        with contextlib.ExitStack() as stack:
+            for core in self._cores:
+                if hasattr(core, "caching"):
+                    stack.enter_context(core.caching())
+            yield
 
     def initial_state(self, batch: int, device=None) -> torch.Tensor:
         return torch.zeros(batch, self.state_size, device=device)

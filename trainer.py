@@ -112,7 +112,7 @@ class Trainer:
         """Fills the buffer with T steps of all W environments; returns the episodes that ended."""
         b, model, device, norm = self.buffer, self.model, self.device, self.normalizers
         episodes = []
-        with self.machine.rollout():
+        with self.machine.rollout(), model.rollout():
             start = time.perf_counter()
             for t in range(self.config.worker_steps):
                 obs = norm.observation(self.obs, update=True)

@@ -317,3 +317,36 @@ def test_transformer_xl_on_a_sequence_equals_its_steps_under_bfloat16_autocast()
     assert whole[1].dtype == torch.float32
     for a, b in zip(whole, steps):
         torch.testing.assert_close(a, b, atol=2e-2, rtol=0)
+
+
+@pytest.mark.parametrize("encoding", ["absolute", "relative", "none"])
+def test_transformer_xl_steps_with_its_window_cached_equal_steps_without(encoding):
+    """Within caching(), a rollout's steps (rows reset to zeros now and then, a call on a subset of the rows between
+    steps, as a truncated episode's bootstrap value is, and a call whose state is dropped) give what the same steps
+    give projecting every window."""
+    torch.manual_seed(0)
+    core = build("trxl", 2, memory_length=6, positional_encoding=encoding)
+    if encoding == "relative":
+        torch.nn.init.normal_(core.distance_bias)
+    xs, N = torch.randn(20, 4, 1, 12), 4
+    resets = torch.rand(20, N) < 0.15
+
+    def rollout():
+        state, outputs = torch.zeros(N, core.state_size), []
+        for t in range(20):
+            if t % 5 == 2:  # a peek whose state is dropped, as the rollout's last value: the next call is not its
+                outputs.append(core(xs[t], state)[0])
+            y, state = core(xs[t], state)
+            outputs += [y, state]
+            if t % 7 == 3:
+                outputs.append(core(xs[t][:2], state[:2])[0])  # a subset: projected in full, the cache kept right
+            state = torch.where(resets[t][:, None], torch.zeros_like(state), state)
+        return outputs
+
+    with torch.no_grad():
+        plain = rollout()
+        with core.caching():
+            cached = rollout()
+            assert core._cache
+    for a, b in zip(plain, cached):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)

@@ -150,7 +150,7 @@ FAMILIES: dict[str, Family] = {
     "Minigrid": Family(make_minigrid, named=True, more_kwargs=True, kwargs={
         "agent_view_size": Allowed(lambda value: type(value) is int and value in (3, 7, 21),
                                    "3, 7 or 21 (odd, and dividing the 84 pixels)"),
-        "seed_pool": integer(0)}),
+        "seed_pool": integer(0), "time_limit": integer(0)}),
     "MemoryGym": Family(make_memory_gym, named=True, reset_params={"start-seed": integer(0), "num-seeds": integer(1)},
                         more_reset_params=True,
                         install="pip install -r requirements.txt && pip install --no-deps -r requirements-nodeps.txt"),

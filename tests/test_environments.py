@@ -237,3 +237,13 @@ def test_whatever_an_environment_raises_when_made_is_one_line_naming_its_setting
     message = str(error.value)
     assert words in message and environment["name"] in message and "environment.kwargs" in message
     assert "\n" not in message
+
+
+def test_a_minigrid_time_limit_truncates_the_episode_at_its_step():
+    """time_limit: K ends an episode at step K as truncated (a time limit, bootstrapped), not a failure's end."""
+    config = EnvironmentConfig(type="Minigrid", name="MiniGrid-MemoryS9-v0",
+                               kwargs={"agent_view_size": 3, "time_limit": 5})
+    env = config.make()
+    env.reset(seed=0)
+    ends = [env.step(0)[2:4] for _ in range(5)]
+    assert ends[:4] == [(False, False)] * 4 and ends[4] == (False, True)

@@ -11,7 +11,8 @@ if any probe ended wrong. Other forms:
     python tests/probes.py --only 4,6           # the probes of issue points 4 and 6 ('extra': the rest;
                                                 # '23.2': the outside round of issue 23, point 2;
                                                 # '58.2' .. '58.10', '58.b': issue 58's round;
-                                                # '72.1' .. '72.10', '72.r', '72.e', '72.b': issue 72's)
+                                                # '72.1' .. '72.10', '72.r', '72.e', '72.b': issue 72's;
+                                                # '87.4', '87.5': issue 87's, the instruments in tools/)
     python tests/probes.py --name flip -v       # probes whose name holds 'flip', with their stdout and stderr
     python tests/probes.py --list               # the probes, one line each, without running them
 
@@ -54,6 +55,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import hashlib
+import itertools
 import json
 import os
 import pickle
@@ -95,7 +97,8 @@ ENDLESS = ["--set", "environment.type=gym", "--set", "environment.name=probe_env
            "--set", "environment.kwargs.endless=true"]
 
 # What a user's checkout holds that the scripts need (models/minigrid.pt, 16 MiB, is left out).
-COPIED = ["*.py", "environments/*.py", "plumbing/*.py", "examples/*.py", "configs/*.yaml", "tests/faulty_envs.py",
+COPIED = ["*.py", "environments/*.py", "plumbing/*.py", "tools/*.py", "examples/*.py", "configs/*.yaml",
+          "tests/faulty_envs.py",
           "tests/memory_tasks.py", "models/.gitkeep", "models/poc_memory_env.pt", "models/cartpole_masked.pt",
           "results/reference/*.csv"]  # a sweep's statistics plot the reference curves
 
@@ -2368,6 +2371,7 @@ def build_probes() -> list[Probe]:
               one_line=False, stdout_lacks=("seeds 2",)))
     probes_of_issue_58(add, R, enjoy, export, act_prelude, runs, stats)
     probes_of_issue_72(add, R, runs, stats)
+    probes_of_issue_87(add, runs)
     return P
 
 
@@ -2777,6 +2781,87 @@ def probes_of_issue_72(add, R, runs, stats) -> None:
               action=evaluation_replayed(evaluated, replay), code=(0,), exists=("repo/models/p.pt",)))
 
 
+def probes_of_issue_87(add, runs) -> None:
+    """Issue 87's round, the instruments in tools/: an --out that cannot be written ('87.4': a traceback, after the
+    measurement, which was lost) and inputs they cannot read or a stop signal ('87.5': tracebacks)."""
+    speed = ["tools/core_speed.py", "--cores", "gru", "--lengths", "8", "--steps", "64", "--repeats", "1",
+             "--workers", "2", "--out"]
+    random = ["tools/random_policy.py", "--config", "configs/poc_memory_env.yaml", "--episodes", "2", "--out"]
+    plot = ["tools/plot.py", "--runs", "summaries/a", "--out"]
+    summary = ["tools/run_summary.py", "--run", "summaries/a", "--command", "c", "--out"]
+    read_only = {"setup": all_of(runs(), readonly("ro")), "no_dac": True, "words": ("ro/", "Permission denied")}
+    for name, args in (("plot", [*plot, "ro/curve.png"]), ("run-summary", [*summary, "ro/run"]),
+                       ("core-speed", [*speed, "ro/speed"]), ("random-policy", [*random, "ro/random"])):
+        add(Probe(f"tool-out-read-only-{name}", "87.4", "a tool's --out in a read-only folder",
+                  f"{args[0]} --out in a folder mode 0555: refused in one line before measuring (a traceback after "
+                  "it)", args, stdout_lacks=("L    8",), **read_only))
+    notes = write_file("notes.txt", "notes\n")
+    for name, args in (("learning", ["tools/learning.py", "--config", "configs/poc_memory_env.yaml", "--seeds", "0",
+                                     "--out", "notes.txt"]),
+                       ("benchmark", ["tools/benchmark.py", "--config", "configs/poc_memory_env.yaml", "--repeats",
+                                      "1", "--out", "notes.txt/b"])):
+        add(Probe(f"tool-out-under-a-file-{name}", "87.4", "a tool's --out under a file",
+                  f"{args[0]} writing under notes.txt, a file: refused in one line before any run (a traceback after "
+                  "the runs)", args, setup=notes, words=("notes.txt is a file",)))
+    add(Probe("tool-out-a-folder-plot", "87.4", "a tool's --out a folder",
+              "tools/plot.py --out summaries (a folder): refused in one line (summaries.png written beside it)",
+              [*plot, "summaries"], setup=runs(), words=("--out summaries is a folder",)))
+    for name, args, stem in (("core-speed", speed, "speed"), ("random-policy", random, "random")):
+        add(Probe(f"tool-full-disk-at-out-{name}", "87.4", "a full disk at a tool's --out",
+                  f"{args[0]} --out out/{stem} (a tmpfs with room for one of its two files): exit 1, one line naming "
+                  "the folder that keeps both (a traceback, the measurement lost)",
+                  [*with_environment(TMPDIR="$PROBE"), *args, f"out/{stem}"], tmpfs={"out": 8192},
+                  setup=write_file("out/filler", b"\0" * 4096), code=(1,), one_line=True,
+                  words=("No space left", "kept in"), exists=(f"kept-*/{stem}.json", f"kept-*/{stem}.md"),
+                  may_write=("kept-*",), absent=(f"repo/out/{stem}.*",), serial=True))
+    episodes = ["tools/episode_interval.py"]
+    for name, file, data, words in (("checkpoint", "models/poc_memory_env.pt", None, "not UTF-8 text"),
+                                    ("bad-json", "e.json", '{"episodes": [', "not JSON"),
+                                    ("non-utf8", "e.log", b"\xff\xfe episode 1 return 1.0", "not UTF-8 text"),
+                                    ("empty-log", "e.log", "", "holds no episodes")):
+        add(Probe(f"episode-interval-{name}", "87.5", "episode_interval.py's input",
+                  f"tools/episode_interval.py {file} ({name}): refused in one line (a traceback; an empty log exit 0)",
+                  [*episodes, file], setup=None if data is None else write_file(file, data), words=(file, words),
+                  fast=name == "checkpoint"))
+    bad_references = (("missing", None, "is missing"), ("no-column", "update,steps\n1,2048\n", "has no column"),
+                      ("not-a-number", "env_steps,reward_mean_over_runs,reward_min_over_runs,reward_max_over_runs,"
+                                       "runs\n2048,high,0,1,10\n", "line 2: not a number"))
+    for (tool, args, out), (name, data, words) in itertools.product(
+            (("plot", plot, "c.png"), ("run-summary", summary, "s")), bad_references):
+        add(Probe(f"{tool}-reference-{name}", "87.5", "a tool's --reference curve",
+                  f"{args[0]} --reference ref.csv ({name}): refused in one line (a traceback)",
+                  [*args, out, "--reference", "ref.csv"], words=("ref.csv", words),
+                  setup=runs() if data is None else all_of(runs(), write_file("ref.csv", data))))
+    long_speed = ["tools/core_speed.py", "--cores", "gru", "--lengths", "1", "4096", "--steps", "64", "--repeats",
+                  "10", "--hidden", "8", "--workers", "2", "--out", "speed"]  # L = 4096 takes a hundred times longer
+    for number in (signal.SIGINT, signal.SIGTERM):
+        add(Probe(f"tool-stopped-core-speed-{number.name.lower()}", "87.5", "a stop signal to a tool",
+                  f"{number.name} to tools/core_speed.py once it has measured L = 1: one line, exit {128 + number}, "
+                  "nothing written (a KeyboardInterrupt traceback; SIGTERM killed it)", long_speed,
+                  action=interrupt_after_line([number], long_speed, line="L "), code=(128 + number,), one_line=True,
+                  words=(f"stopped by {number.name}",), absent=("repo/speed.*",), serial=True))
+    long_learning = ["tools/learning.py", "--config", "long.yaml", "--seeds", "0", "--out", "out"]
+    add(Probe("tool-ctrl-c-learning", "87.5", "a stop signal to a tool",
+              "Ctrl-C (SIGINT to the group) once tools/learning.py runs a seed's process: the seeds' processes end "
+              "with it, one line, exit 130 (KeyboardInterrupt tracebacks from the tool and each seed)", long_learning,
+              setup=write_file("long.yaml", "environment:\n  type: PocMemoryEnv\nupdates: 100000\nn_workers: 2\n"
+                                            "worker_steps: 16\nn_mini_batch: 1\nhidden_layer_size: 8\n"),
+              action=interrupt_once_started(long_learning), code=(130,), one_line=True,
+              words=("stopped by SIGINT",), absent=("repo/out",), serial=True))
+
+
+def interrupt_once_started(args: list[str], number: int = signal.SIGINT):
+    """Starts args and sends `number` to its process group (as a terminal's Ctrl-C) once it has a child process."""
+    def action(ctx: Ctx) -> Proc:
+        proc = ctx.popen(args)
+        while not proc.children and proc.process.poll() is None:
+            time.sleep(0.02)
+        proc.signal(number, group=True)
+        proc.wait(120)
+        return proc
+    return action
+
+
 def evaluation_replayed(train: list[str], enjoy: list[str]):
     """Trains (it must exit 0), then the judged enjoy.py: its closing line's return is the run's last eval."""
     def action(ctx: Ctx) -> Proc:
@@ -2873,7 +2958,7 @@ def select(args) -> list[Probe]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", help="issue points, comma-separated: 1 .. 12, 23.2, 42.1 .. 42.10, 42.b, "
-                        "58.2 .. 58.10, 58.b, 72.1 .. 72.10, 72.r, 72.b, extra")
+                        "58.2 .. 58.10, 58.b, 72.1 .. 72.10, 72.r, 72.b, 87.4, 87.5, extra")
     parser.add_argument("--fast", action="store_true", help="the subset tests/test_probes.py runs")
     parser.add_argument("--name", help="probes whose name holds this")
     parser.add_argument("--jobs", type=int, default=1, help="probes at once (serial ones always run alone)")

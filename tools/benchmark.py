@@ -37,6 +37,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository root
+sys.path.insert(0, str(ROOT))  # its plumbing, and the other tools as tools.<name>
+
+from plumbing import script  # noqa: E402
+from tools import life  # noqa: E402
+
+life.begin(__name__)
 
 PHASES = ("env", "inference", "buffer", "update")
 MIN_REPEATS = 3  # fewer runs per side give no usable median on a drifting machine
@@ -47,7 +53,7 @@ class UsageError(Exception):
     """Bad input: one line on stderr, exit code 2, before anything starts."""
 
 
-class RunError(Exception):
+class RunError(script.Failed):
     """A run failed, or was measured beside other work under --require-idle: exit code 1."""
 
 
@@ -453,38 +459,26 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     args = parse_args(argv)
     command = shlex.join(["python", "tools/benchmark.py", *argv])
     prefix = Path(args.out) if args.out else root / "results" / ("benchmark_against" if args.against else "benchmark")
-    terminated = []
+    out = life.prefixed(prefix)
 
-    def on_sigterm(number, frame):
-        terminated.append(number)
-        raise KeyboardInterrupt  # unwinds like Ctrl-C: the run is killed, the worktree removed
-
-    previous = signal.signal(signal.SIGTERM, on_sigterm)
-    try:
+    def start() -> dict[str, Path]:
         configs = check(args, root)
+        life.check_out("--out", out)
         if args.require_idle:
             require_idle()
         if args.against is not None and args.repeats < MIN_REPEATS:
             print(f"warning: {args.repeats} run(s) per side: a quick check, not a speed claim", file=sys.stderr)
+        return configs
+
+    def work(configs: dict[str, Path]) -> int:
         report = benchmark(args, root, configs, command)
-    except UsageError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except RunError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("interrupted: runs stopped, temporary files and worktree removed", file=sys.stderr)
-        return 143 if terminated else 130
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    lines = markdown(report)
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    Path(f"{prefix}.json").write_text(json.dumps(report, indent=2) + "\n")
-    Path(f"{prefix}.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    return 0
+        lines = markdown(report)
+        life.write_out({out[0]: json.dumps(report, indent=2) + "\n", out[1]: "\n".join(lines) + "\n"})
+        print("\n".join(lines))
+        return 0
+    # a stop signal unwinds the work: the run is killed, the worktree removed
+    return script.life(start, work, (UsageError,), at_once=lambda: ": runs stopped, temporary files and worktree removed")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    script.run(main)

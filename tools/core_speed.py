@@ -20,12 +20,17 @@ import sys
 import time
 from pathlib import Path
 
-import gymnasium as gym
-import numpy as np
-import torch
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from plumbing import script  # noqa: E402
+from tools import life  # noqa: E402
+
+life.begin(__name__)  # the imports below take seconds
+
+import gymnasium as gym  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 
 from config import CORES, InitializationConfig, RecurrenceConfig  # noqa: E402
 from model import ActorCritic, layer_class  # noqa: E402
@@ -165,6 +170,11 @@ def main() -> int:
     args = parser.parse_args()
     if args.episodes and min(args.lengths) < 2:
         parser.error("--episodes needs --lengths of 2 or more")
+    out = life.prefixed(args.out)
+    return script.life(lambda: life.check_out("--out", out), lambda started: measure_all(args, out))
+
+
+def measure_all(args, out: list[Path]) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -178,13 +188,11 @@ def main() -> int:
             "repeats": args.repeats, "threads": torch.get_num_threads(), "torch": torch.__version__,
             "machine": torch.cuda.get_device_name(device) if device.type == "cuda" else machine()["cpu"],
             "command": "python " + " ".join(["tools/core_speed.py", *sys.argv[1:]])}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    Path(f"{out}.json").write_text(json.dumps({"meta": meta, "rows": rows, "steps": steps}, indent=1) + "\n")
-    Path(f"{out}.md").write_text(markdown(rows, steps, meta))
-    print(f"wrote {out}.json and {out}.md")
+    life.write_out({out[0]: json.dumps({"meta": meta, "rows": rows, "steps": steps}, indent=1) + "\n",
+                    out[1]: markdown(rows, steps, meta)})
+    print(f"wrote {out[0]} and {out[1]}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    script.run(main)

@@ -10,8 +10,10 @@ DIR, each run's TensorBoard summaries stay in DIR/<config name>_seed<N>/.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing as mp
+import signal
 import sys
 import tempfile
 import time
@@ -20,9 +22,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent  # the repository root
 sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
+from plumbing import script  # noqa: E402
+from tools import life  # noqa: E402
+
+life.begin(__name__)  # the imports below take seconds
+
 from config import load_config  # noqa: E402
-from plumbing.cli import failed  # noqa: E402
-from plumbing.errors import ConfigError  # noqa: E402
 from trainer import Trainer  # noqa: E402
 from tools.benchmark import describe_tree, machine  # noqa: E402
 
@@ -53,7 +58,20 @@ def run_seed(config_path: str, seed: int, summaries: str | None) -> dict:
     return {"seed": seed, **summarise(history), "wall_s": wall}
 
 
-def main() -> int:
+@contextlib.contextmanager
+def deaf_to_ctrl_c():
+    """The processes started in the block ignore Ctrl-C, which a terminal sends to the whole group: this one ends
+    them. Meanwhile it holds Ctrl-C back (blocked, so not ignored) and answers it after."""
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # what a new process inherits
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -61,18 +79,27 @@ def main() -> int:
     parser.add_argument("--summaries", help="keep each run's TensorBoard summaries here (for tools/plot.py)")
     parser.add_argument("--processes", type=int, default=1,
                         help="seeds trained side by side (for configs with torch_threads: 1)")
-    args = parser.parse_args()
-    try:
+    args = parser.parse_args(argv)
+    name = Path(args.config).stem
+    out = life.prefixed(Path(args.out) / f"learning_{name}")
+
+    def start():
+        life.check_out("--out", out)
         load_config(args.config)  # refused here in one line, not in each seed's process
-    except ConfigError as error:
-        return failed(error)
+
+    return script.life(start, lambda started: train_seeds(args, name, out),
+                       at_once=lambda: ": the seeds' runs were ended")
+
+
+def train_seeds(args, name: str, out: list[Path]) -> int:
     rows = []
     jobs = [(args.config, seed, args.summaries) for seed in args.seeds]
-    with mp.get_context("spawn").Pool(args.processes) as pool:
+    with contextlib.ExitStack() as stack:  # a stop signal unwinds it: the pool ends the seeds' processes
+        with deaf_to_ctrl_c():
+            pool = stack.enter_context(mp.get_context("spawn").Pool(args.processes))
         for row in pool.starmap(run_seed, jobs):
             print(json.dumps(row), flush=True)
             rows.append(row)
-    name = Path(args.config).stem
     m = machine()
     machine_text = f"{m['cpu']}, {m['cores']} cores, torch {m['torch']} on the CPU"
     code = describe_tree(ROOT)
@@ -80,8 +107,6 @@ def main() -> int:
               "command": f"python tools/learning.py --config {args.config} --seeds {' '.join(map(str, args.seeds))}"
                          + (f" --processes {args.processes}" if args.processes > 1 else ""),
               "runs": rows}
-    out = Path(args.out)
-    (out / f"learning_{name}.json").write_text(json.dumps(report, indent=2) + "\n")
     side_by_side = f"; {args.processes} runs side by side" if args.processes > 1 else ""
     lines = [f"# Learning: {args.config}", "", f"Command: `{report['command']}`  ",
              f"Code: {code['label']}  ", f"Machine: {machine_text}{side_by_side}", "",
@@ -91,9 +116,9 @@ def main() -> int:
         success = "-" if r["final_success"] is None else f"{r['final_success']:.3f}"
         lines.append(f"| {r['seed']} | {r['steps']} | {r['final_reward']:.3f} | {r['last5_reward']:.3f} | "
                      f"{r['best_reward']:.3f} | {success} | {r['wall_s']:.1f} |")
-    (out / f"learning_{name}.md").write_text("\n".join(lines) + "\n")
+    life.write_out({out[0]: json.dumps(report, indent=2) + "\n", out[1]: "\n".join(lines) + "\n"})
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    script.run(main)

@@ -25,6 +25,12 @@ ROOT = Path(__file__).resolve().parent.parent  # the repository root
 sys.path.insert(0, str(ROOT))  # the other tools as tools.<name>
 EQUIVALENT = ROOT / "docs/mutation.md"
 
+from plumbing import script  # noqa: E402
+from tools import life  # noqa: E402
+
+life.begin(__name__)  # before the imports below
+
+from plumbing.errors import ConfigError  # noqa: E402
 from tools.benchmark import describe_tree  # noqa: E402
 
 
@@ -32,24 +38,31 @@ def equivalent_mutants() -> dict[str, str]:
     """Mutant name -> the reason docs/mutation.md gives, from its table rows `| name | reason |`."""
     if not EQUIVALENT.exists():
         return {}
-    rows = re.findall(r"^\| `([\w.]+__mutmut_\d+)` \| (.+?) \|$", EQUIVALENT.read_text(), flags=re.MULTILINE)
+    text = life.read_text(EQUIVALENT, "the table of equivalent mutants")
+    rows = re.findall(r"^\| `([\w.]+__mutmut_\d+)` \| (.+?) \|$", text, flags=re.MULTILINE)
     return dict(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)
     os.chdir(ROOT)  # mutmut reads its configuration and mutants/ from here
-    try:  # the extra, after the arguments: --help needs none of it
-        from mutmut.__main__ import SourceFileMutationData, get_diff_for_mutant, walk_mutatable_files
-        from mutmut.stats import status_by_exit_code
-    except ImportError:
-        print("error: mutmut is not installed: `make mutation` installs it (requirements-mutation.txt)",
-              file=sys.stderr)
-        return 2
-    if not Path("mutants").is_dir():
-        print("error: no mutmut results in mutants/: `make mutation` runs mutmut, then this report", file=sys.stderr)
-        return 2
+    out = life.prefixed(ROOT / "results/mutation")
 
+    def start():
+        try:  # the extra, after the arguments: --help needs none of it
+            from mutmut.__main__ import SourceFileMutationData, get_diff_for_mutant, walk_mutatable_files
+            from mutmut.stats import status_by_exit_code
+        except ImportError:
+            raise ConfigError("mutmut is not installed: `make mutation` installs it (requirements-mutation.txt)")
+        if not Path("mutants").is_dir():
+            raise ConfigError("no mutmut results in mutants/: `make mutation` runs mutmut, then this report")
+        life.check_out("results/mutation", out)
+        return SourceFileMutationData, get_diff_for_mutant, walk_mutatable_files, status_by_exit_code
+    return script.life(start, lambda mutmut: report(*mutmut, out))
+
+
+def report(SourceFileMutationData, get_diff_for_mutant, walk_mutatable_files, status_by_exit_code,
+           out: list[Path]) -> int:
     named = equivalent_mutants()
     counts: dict[str, Counter] = {}
     survivors = []
@@ -77,14 +90,13 @@ def main(argv: list[str] | None = None) -> int:
     for s in survivors:
         why = f"equivalent: {s['equivalent']}" if s["equivalent"] else "**NEITHER KILLED NOR NAMED EQUIVALENT**"
         lines += [f"### `{s['mutant']}` ({s['status']})", "", why, "", "```diff", s["diff"].strip(), "```", ""]
-    out = ROOT / "results/mutation"
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    out.with_suffix(".json").write_text(json.dumps({"counts": counts, "survivors": survivors}, indent=1) + "\n")
+    life.write_out({out[0]: json.dumps({"counts": counts, "survivors": survivors}, indent=1) + "\n",
+                    out[1]: "\n".join(lines) + "\n"})
     print(f"{sum(total.values())} mutants, {total['killed']} killed, {len(survivors)} not: "
           f"{len(survivors) - len(unexplained)} named equivalent, {len(unexplained)} neither; "
-          f"wrote {out.relative_to(ROOT)}.md")
+          f"wrote {out[1].relative_to(ROOT)}")
     return 1 if unexplained else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    script.run(main)

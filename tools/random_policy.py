@@ -16,16 +16,19 @@ import shlex
 import sys
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parent.parent  # the repository root
 sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
+
+from plumbing import script  # noqa: E402
+from tools import life  # noqa: E402
+
+life.begin(__name__)  # the imports below take seconds
+
+import numpy as np  # noqa: E402
 
 from agent import AgentStep  # noqa: E402
 from config import load_config  # noqa: E402
 from evaluation import evaluate  # noqa: E402
-from plumbing.cli import failed  # noqa: E402
-from plumbing.errors import ConfigError  # noqa: E402
 from summaries import scores  # noqa: E402
 from tools.benchmark import describe_tree  # noqa: E402
 
@@ -55,30 +58,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, help="the evaluation seed; default: the config's evaluation.seed")
     parser.add_argument("--out", required=True, help="writes <out>.json and <out>.md")
     args = parser.parse_args(argv)
-    try:
-        config = load_config(args.config)
-    except ConfigError as error:
-        return failed(error)
+    out = life.prefixed(args.out)
+
+    def start():
+        life.check_out("--out", out)
+        return load_config(args.config)
+    return script.life(start, lambda config: play(args, argv, out, config))
+
+
+def play(args, argv: list[str] | None, out: list[Path], config) -> int:
     episodes = args.episodes or config.evaluation.episodes
     seed = config.evaluation.seed if args.seed is None else args.seed
     results = evaluate(RandomAgent(config, seed), episodes, seed=seed)
     summary = scores(results)
     command = shlex.join(["python", "tools/random_policy.py", *(argv if argv is not None else sys.argv[1:])])
     code = describe_tree(ROOT)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     report = {"command": command, "commit": code["commit"], "config": args.config, "episodes": episodes, "seed": seed,
               "scores": summary, "results": results}
-    out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
     lines = [f"# A uniform random policy on {config.environment.name or config.environment.type}", "",
              f"`{command}`: {episodes} held-out episodes, evaluation seed {seed}, scored as evaluation.py scores "
              f"an agent (the config's evaluation environments and seeds). Code: {code['label']}.", "",
              "| statistic | value |", "|---|---:|",
              *(f"| {name} | {value:.4f} |" for name, value in summary.items())]
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    life.write_out({out[0]: json.dumps(report, indent=1) + "\n", out[1]: "\n".join(lines) + "\n"})
     print("\n".join(lines))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    script.run(main)

@@ -13,7 +13,6 @@ not count.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 from pathlib import Path
@@ -21,7 +20,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent  # the repository root
 sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
-from plumbing.cli import failed  # noqa: E402
+from plumbing import script  # noqa: E402
+from tools import life  # noqa: E402
+
+life.begin(__name__)  # the imports below take seconds
+
+from plumbing.errors import ConfigError  # noqa: E402
 from tools.benchmark import machine  # noqa: E402
 from stats import TAG, read_events, read_scalars  # noqa: E402
 
@@ -48,10 +52,7 @@ def segment_seconds(folder: Path) -> list[float]:
 
 
 def reference_at(path: str | None) -> dict[int, float]:
-    if not path:
-        return {}
-    with open(path) as file:
-        return {int(r["env_steps"]): float(r["reward_mean_over_runs"]) for r in csv.DictReader(file)}
+    return {int(r["env_steps"]): r["reward_mean_over_runs"] for r in life.read_reference(path)} if path else {}
 
 
 def mean(values):
@@ -59,25 +60,32 @@ def mean(values):
     return sum(values) / len(values) if values else None
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", required=True, help="the run's summaries folder")
     parser.add_argument("--last", type=int, default=10, help="average over this many final updates")
     parser.add_argument("--reference", help="the reference baseline's curve (CSV)")
     parser.add_argument("--command", required=True, help="the command that trained the run")
     parser.add_argument("--out", required=True, help="output path without extension")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    out = life.prefixed(args.out)
 
-    by_update = read_scalars(Path(args.run), TAGS)
-    updates = sorted(u for u, v in by_update.items() if "steps" in v)
-    if not updates:
-        return failed(f"{args.run}: no summaries found")
-    if updates != list(range(1, updates[-1] + 1)):
-        return failed(f"{args.run}: updates are missing from the summaries")
-    rows = [{"update": u, **by_update[u]} for u in updates]
+    def start():
+        life.check_out("--out", out)
+        by_update = read_scalars(Path(args.run), TAGS)
+        updates = sorted(u for u, v in by_update.items() if "steps" in v)
+        if not updates:
+            raise ConfigError(f"{args.run}: no summaries found")
+        if updates != list(range(1, updates[-1] + 1)):
+            raise ConfigError(f"{args.run}: updates are missing from the summaries")
+        return [{"update": u, **by_update[u]} for u in updates], reference_at(args.reference)
+    return script.life(start, lambda started: summarise(args, out, *started))
+
+
+def summarise(args, out: list[Path], rows: list[dict], reference: dict[int, float]) -> int:
+    updates = [r["update"] for r in rows]
     last = rows[-args.last:]
     segments = segment_seconds(Path(args.run))
-    reference = reference_at(args.reference)
     evaluations = [{"update": r["update"], "reward_mean": r["eval"]} for r in rows if "eval" in r]
     summary = {
         "machine": machine(), "command": args.command, "run": args.run,
@@ -93,7 +101,6 @@ def main() -> int:
         "loop_seconds": {p: sum(r.get(f"{p}_seconds", 0.0) for r in rows) for p in PHASES},
         "curve": rows,
     }
-    Path(args.out + ".json").write_text(json.dumps(summary, indent=2) + "\n")
 
     def fmt(value, spec=".3f"):
         return "-" if value is None else format(value, spec)
@@ -125,10 +132,10 @@ def main() -> int:
                          f"{fmt(r.get('reward_last100'))} | {fmt(r.get('success'), '.2f')} | "
                          f"{fmt(r.get('length'), '.1f')} | {fmt(r.get('eval'))} | "
                          f"{fmt(reference.get(int(r['steps'])))} |")
-    Path(args.out + ".md").write_text("\n".join(lines) + "\n")
+    life.write_out({out[0]: json.dumps(summary, indent=2) + "\n", out[1]: "\n".join(lines) + "\n"})
     print("\n".join(lines[:8]))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    script.run(main)

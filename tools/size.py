@@ -14,6 +14,14 @@ import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # its plumbing, and the other tools as tools.<name>
+
+from plumbing import script  # noqa: E402
+from plumbing.errors import ConfigError  # noqa: E402
+from tools import life  # noqa: E402
+
+life.begin(__name__)
+
 OUTSIDE = ("tests/", "tools/", "results/", "docs/")
 
 
@@ -23,7 +31,7 @@ def program_files(commit: str | None) -> dict[str, str]:
     paths = subprocess.run(listed, cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     paths = [p for p in paths if p.endswith(".py") and not p.startswith(OUTSIDE)]
     if not commit:
-        return {p: (ROOT / p).read_text() for p in paths}
+        return {p: life.read_text(ROOT / p, "a Python file") for p in paths}
     return {p: subprocess.run(["git", "show", f"{commit}:{p}"], cwd=ROOT, capture_output=True, text=True,
                               check=True).stdout for p in paths}
 
@@ -49,16 +57,20 @@ def count(text: str) -> tuple[int, int, int]:
     return len(text.splitlines()), len(nonblank), len(commented)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--at", metavar="COMMIT", help="count the program at this commit instead of the work tree")
-    args = parser.parse_args()
-    try:
-        files = program_files(args.at)
-    except subprocess.CalledProcessError as error:
-        print(f"error: git could not read {args.at or 'the work tree'}: {' '.join(error.stderr.split())}",
-              file=sys.stderr)
-        return 2
+    args = parser.parse_args(argv)
+
+    def start() -> dict[str, str]:
+        try:
+            return program_files(args.at)
+        except subprocess.CalledProcessError as error:
+            raise ConfigError(f"git could not read {args.at or 'the work tree'}: {' '.join(error.stderr.split())}")
+    return script.life(start, table)
+
+
+def table(files: dict[str, str]) -> int:
     rows = sorted(((p, *count(text)) for p, text in files.items()), key=lambda r: -r[1])
     print("| file | lines | comment and docstring share |\n|---|---:|---:|")
     for path, lines, nonblank, comments in rows:
@@ -69,4 +81,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    script.run(main)

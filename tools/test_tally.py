@@ -28,7 +28,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent  # the repository root
 sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
-from plumbing.atomic import write_atomically  # noqa: E402
+from plumbing import script  # noqa: E402
+from tools import life  # noqa: E402
+
+life.begin(__name__)
+
 from tools.benchmark import load_snapshot, machine  # noqa: E402
 
 OUT = ROOT / "results" / "test_tally"
@@ -131,10 +135,9 @@ def markdown(rows: list[dict]) -> list[str]:
 
 
 def write(rows: list[dict]) -> None:
+    json_path, md_path = life.prefixed(OUT)
     report = {"rows": rows}  # each row names its machine
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(OUT.with_suffix(".json"), lambda path: path.write_text(json.dumps(report, indent=1) + "\n"))
-    write_atomically(OUT.with_suffix(".md"), lambda path: path.write_text("\n".join(markdown(rows)) + "\n"))
+    life.write_out({json_path: json.dumps(report, indent=1) + "\n", md_path: "\n".join(markdown(rows)) + "\n"})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,10 +146,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--load", choices=("idle", "busy", "beside"), default="idle")
     parser.add_argument("--append", action="store_true", help="add to results/test_tally.json's rows")
     args = parser.parse_args(argv)
+
+    def start() -> list[dict]:
+        life.check_out("results/test_tally", life.prefixed(OUT))
+        rows = life.read_json(OUT.with_suffix(".json"), "the tally's rows")["rows"] if args.append else []
+        machine_name()  # before the first clone: a python without torch fails here, not 13 min later
+        return rows
+    return script.life(start, lambda rows: tally(args, rows))
+
+
+def tally(args, rows: list[dict]) -> int:
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
                             check=True).stdout.strip()
-    rows = json.loads(OUT.with_suffix(".json").read_text())["rows"] if args.append else []
-    machine_name()  # before the first clone: a python without torch fails here, not 13 min later
     for i in range(args.clones):
         rows.append(one_clone(commit, args.load))
         r = rows[-1]
@@ -157,4 +168,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    script.run(main)

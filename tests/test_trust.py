@@ -916,6 +916,11 @@ def _nan_weights(payload):
     payload["model"][name] = torch.full_like(payload["model"][name], float("nan"))
 
 
+def _normaliser_of_another_shape(payload):
+    payload["config"]["normalization"]["observations"] = True
+    payload["normalization"]["observations"] = {"mean": torch.zeros(1), "var": torch.ones(1), "count": 1.0}
+
+
 @pytest.mark.parametrize("edit, words, enjoy_code", [
     (_drop_a_tensor, "does not fit the model and environments its config describes", 2),
     (lambda payload: payload.update(environments=[]), "0 environment states for 4 environments", 0),
@@ -923,11 +928,14 @@ def _nan_weights(payload):
     (lambda payload: payload.update(obs=torch.zeros(5, 7)), "its obs has the shape (5, 7), the run's (4, 3)", 0),
     (lambda payload: payload.update(state=torch.zeros(3, 1)), "its state has the shape (3, 1), the run's (4, 4)", 0),
     (_nan_weights, "the model's parameters hold NaN or inf", 2),
+    (_normaliser_of_another_shape, "its normaliser mean has the shape (1,), the config's (3,)", 2),
 ])
 def test_a_checkpoint_whose_contents_do_not_fit_is_one_line_everywhere(tmp_path, trained, edit, words, enjoy_code):
     """Edited, its digest made to match: --resume (a branch) ended in a raw traceback where enjoy.py
     refused the same file in one line; a negative update was taken. An observation or a state of another
-    shape, and NaN weights, ended in tracebacks too (issue 58, borderline)."""
+    shape, and NaN weights, ended in tracebacks too (issue 58, borderline). Normaliser statistics of another
+    shape were taken by both and broadcast (issue 87 point 8). enjoy.py never reads the environments' states or
+    the stored observation and state (docs/reliability.md, Contents checked): it plays such a file."""
     _, path = trained
     payload = load_checkpoint(path)
     edit(payload)

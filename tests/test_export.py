@@ -3,6 +3,7 @@ shipped model, recurrent core and action space; bad input is one line and no fil
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -247,6 +248,17 @@ def test_bad_input_is_one_line_exit_2_and_no_file(tmp_path, capsys):
     assert ".onnx" in refusal(capsys, tmp_path, "--model", model_file, "--out", tmp_path / "a.pt")
     (tmp_path / "folder.onnx").mkdir()
     assert "folder" in refusal(capsys, tmp_path, "--model", model_file, "--out", tmp_path / "folder.onnx")
+
+
+def test_overwrite_replaces_only_a_file(tmp_path, capsys):
+    """--overwrite replaced a link to /dev/null or a fifo named *.onnx with the graph (issue 87, borderline)."""
+    (tmp_path / "null.onnx").symlink_to("/dev/null")
+    os.mkfifo(tmp_path / "fifo.onnx")
+    for name in ("null.onnx", "fifo.onnx"):
+        err = refusal(capsys, tmp_path, "--model", ROOT / "models/poc_memory_env.pt", "--out", tmp_path / name,
+                      "--overwrite")
+        assert f"{name} is a device, pipe or socket: --overwrite replaces only a file" in err
+    assert (tmp_path / "null.onnx").is_symlink() and stat.S_ISFIFO((tmp_path / "fifo.onnx").lstat().st_mode)
 
 
 def test_a_failed_write_leaves_the_old_file_or_none(tmp_path, capsys, monkeypatch):

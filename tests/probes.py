@@ -2610,7 +2610,7 @@ def probes_of_issue_58(add, R, enjoy, export, act_prelude, runs, stats) -> None:
             ("config-folder", ["train.py", "--config", "configs", *TINY], None, "is a folder"),
             ("config-link-loop", ["train.py", "--config", "loop.yaml", *TINY], symlink("loop.yaml", "loop.yaml"),
              "loop of symbolic links"),
-            ("model-dev-null", ["enjoy.py", "--model", "/dev/null"], None, "device, pipe or socket"),
+            ("model-dev-null", ["enjoy.py", "--model", "/dev/null"], None, "a device or socket"),
             ("summaries-dangling-link", ["train.py", "--run-id", "p", *touch_env()],
              symlink("summaries", "$PROBE/gone"), "does not exist"),
             ("config-empty", ["train.py", "--config", "c.yaml", *TINY], write_file("c.yaml", "# nothing yet\n"),

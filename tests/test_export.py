@@ -254,10 +254,10 @@ def test_overwrite_replaces_only_a_file(tmp_path, capsys):
     """--overwrite replaced a link to /dev/null or a fifo named *.onnx with the graph (issue 87, borderline)."""
     (tmp_path / "null.onnx").symlink_to("/dev/null")
     os.mkfifo(tmp_path / "fifo.onnx")
-    for name in ("null.onnx", "fifo.onnx"):
+    for name, what in (("null.onnx", "a device or socket"), ("fifo.onnx", "a pipe")):
         err = refusal(capsys, tmp_path, "--model", ROOT / "models/poc_memory_env.pt", "--out", tmp_path / name,
                       "--overwrite")
-        assert f"{name} is a device, pipe or socket: --overwrite replaces only a file" in err
+        assert f"{name} is {what}: --overwrite replaces only a file" in err
     assert (tmp_path / "null.onnx").is_symlink() and stat.S_ISFIFO((tmp_path / "fifo.onnx").lstat().st_mode)
 
 

@@ -316,6 +316,25 @@ def test_config_files_that_are_not_utf8_or_repeat_a_key_are_refused(tmp_path):
         assert result.returncode == 2 and words in one_line(result)
 
 
+def test_a_config_from_a_pipe_is_read_once_and_a_resume_never_reads_it_again(tmp_path):
+    """--config <(...) (a pipe at /dev/fd/N) was refused as 'a device, pipe or socket' (issue 87, borderline): the
+    run reads it once and keeps it in its checkpoint; --resume takes the config from there. Devices stay refused."""
+    text = (tmp_path / write_config(tmp_path, "configs/poc_memory_env.yaml", **TINY)).read_bytes()
+    read, write = os.pipe()
+    os.write(write, text)
+    os.close(write)
+    try:
+        result = script(tmp_path, "train.py", "--config", f"/dev/fd/{read}", "--run-id", "p", pass_fds=(read,))
+    finally:
+        os.close(read)
+    assert result.returncode == 0, result.stderr
+    assert load_checkpoint(tmp_path / "models/p.pt")["config"]["hidden_layer_size"] == TINY["hidden_layer_size"]
+    result = script(tmp_path, "train.py", "--resume", "models/p.pt", "--set", "updates=3")
+    assert result.returncode == 0 and load_checkpoint(tmp_path / "models/p.pt")["update"] == 3, result.stderr
+    result = script(tmp_path, "train.py", "--config", "/dev/zero")
+    assert result.returncode == 2 and one_line(result) == "error: /dev/zero is a device or socket, not a config file\n"
+
+
 def test_resume_refuses_overrides_it_cannot_honour(tmp_path, trained):
     for override, words in (("n_workers=8", "n_workers"), ("recurrence.layer_type=lstm", "recurrence.layer_type"),
                             ("environment.type=CartPoleMasked", "environment"), ("updates=2", "nothing to resume")):

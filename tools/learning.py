@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent  # the repository root
 sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
-from config import load_config  # noqa: E402
+from config import config_from_dict, load_config  # noqa: E402
 from plumbing.cli import failed  # noqa: E402
 from plumbing.errors import ConfigError  # noqa: E402
 from trainer import Trainer  # noqa: E402
@@ -41,12 +41,12 @@ def summarise(history) -> dict:
     }
 
 
-def run_seed(config_path: str, seed: int, summaries: str | None) -> dict:
-    config = load_config(config_path)
+def run_seed(raw: dict, name: str, seed: int, summaries: str | None) -> dict:
+    config = config_from_dict(raw)
     config.seed = seed
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        trainer = Trainer(config, run_id=f"{Path(config_path).stem}_seed{seed}", summaries_dir=summaries or tmp,
+        trainer = Trainer(config, run_id=f"{name}_seed{seed}", summaries_dir=summaries or tmp,
                           models_dir=tmp, verbose=False)
         history = trainer.run()
         wall = time.perf_counter() - start
@@ -62,12 +62,12 @@ def main() -> int:
     parser.add_argument("--processes", type=int, default=1,
                         help="seeds trained side by side (for configs with torch_threads: 1)")
     args = parser.parse_args()
-    try:
-        load_config(args.config)  # refused here in one line, not in each seed's process
+    try:  # read once (it may be a pipe), refused here in one line, not in each seed's process
+        raw = load_config(args.config).to_dict()
     except ConfigError as error:
         return failed(error)
     rows = []
-    jobs = [(args.config, seed, args.summaries) for seed in args.seeds]
+    jobs = [(raw, Path(args.config).stem, seed, args.summaries) for seed in args.seeds]
     with mp.get_context("spawn").Pool(args.processes) as pool:
         for row in pool.starmap(run_seed, jobs):
             print(json.dumps(row), flush=True)

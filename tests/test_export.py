@@ -433,5 +433,35 @@ def test_the_example_answers_bad_input_in_one_line_and_a_full_stdout_with_one_wa
                                                     "going on without printing\n"), done.stderr
 
 
+@pytest.mark.slow
+def test_the_example_refuses_a_graph_that_does_not_fit_its_metadata(tmp_path):
+    """A graph whose metadata names another environment (another observation, other actions) or another state size
+    ended in ONNX Runtime's InvalidArgument traceback, exit 1 (issue 87 point 6): one line naming what does not fit,
+    exit 2, before any episode."""
+    made = tmp_path / "poc.onnx"
+    export.export(Agent.load(ROOT / "models/poc_memory_env.pt"), made)
+    graph = onnx.load(str(made))
+    metadata = export_metadata(graph)
+    config = json.loads(metadata["config"])
+
+    def environment(**changes) -> dict:
+        return {"config": json.dumps({**config, "environment": {**config["environment"], **changes}})}
+    for change, words in (
+            (environment(type="CartPoleMasked"), "its graph's obs is (3,) float32 per row, where its metadata "
+                                                 "(CartPoleMasked, state size 32) needs (4,) float32"),
+            (environment(type="gym", name="Pendulum-v1"), "its graph's action is (1,) int64 per row, where its "
+                                                          "metadata (Pendulum-v1, state size 32) needs (1,) float32"),
+            ({"state_size": "7"}, "its graph's state is (32,) float32 per row, where its metadata (PocMemoryEnv, "
+                                  "state size 7) needs (7,) float32")):
+        onnx.helper.set_model_props(graph, {**metadata, **change})
+        onnx.save(graph, str(tmp_path / "edited.onnx"))
+        done = subprocess.run([sys.executable, str(ROOT / "examples/onnx_agent.py"), "--model", "edited.onnx"],
+                              cwd=tmp_path, env=no_module(tmp_path, "torch"), capture_output=True, text=True,
+                              timeout=HANG_S)
+        assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
+        assert done.stderr == f"error: --model edited.onnx: {words}: a graph of another environment, or its metadata " \
+                              "edited\n", done.stderr
+
+
 def export_metadata(proto) -> dict:
     return {p.key: p.value for p in proto.metadata_props}

@@ -1,8 +1,8 @@
 """A trained agent for other programs (a notebook, enjoy.py), as sb3-contrib's predict(): the caller carries
 the recurrent state and says which environments begin an episode; the agent resets their state as training
 did. A model trained with recurrence.previous_action / previous_reward also takes the actions act() returned
-last and the raw rewards given for them (None at the first step); any other model refuses them. Box actions come back unclipped: clip them
-for the environment (spaces.env_actions), but pass them back as they came.
+last and the raw rewards given for them (None at the first step); any other model refuses them. Box actions
+come back unclipped: clip them for the environment (spaces.env_actions), but pass them back as they came.
 
     agent = Agent.load("models/cartpole_masked.pt")
     step = agent.act(obs[None], state, start, deterministic=True)  # state None, start [True] at first

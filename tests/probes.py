@@ -2793,8 +2793,8 @@ def edited_graph(**changes: str):
         metadata = {p.key: p.value for p in graph.metadata_props}
         config = json.loads(metadata["config"])
         config["environment"].update((key, value) for key, value in changes.items() if key != "state_size")
-        onnx.helper.set_model_props(graph, {**metadata, "config": json.dumps(config),
-                                            **({"state_size": changes["state_size"]} if "state_size" in changes else {})})
+        state_size = {"state_size": changes["state_size"]} if "state_size" in changes else {}
+        onnx.helper.set_model_props(graph, {**metadata, "config": json.dumps(config), **state_size})
         onnx.save(graph, str(ctx.path("edited.onnx")))
     return setup
 
@@ -2844,7 +2844,8 @@ def probes_of_issue_87(add, enjoy, act_prelude) -> None:
         with zipfile.ZipFile(ctx.path("x.pt"), "w") as archive:
             archive.writestr("notes/hello.txt", "hi")
     for name, setup, words in (
-            ("torch-file", lambda ctx: __import__("torch").save({"a": 1}, ctx.path("x.pt")), "another program's torch file"),
+            ("torch-file", lambda ctx: __import__("torch").save({"a": 1}, ctx.path("x.pt")),
+             "another program's torch file"),
             ("zip", another_programs_zip, "another program's zip archive")):
         add(Probe(f"another-programs-{name}", B, "another program's .pt",
                   f"enjoy.py --model x.pt, another program's {name.replace('-', ' ')}: refused naming it so (called "

@@ -1,8 +1,8 @@
 """A trained agent for other programs (a notebook, enjoy.py), as sb3-contrib's predict(): the caller carries
 the recurrent state and says which environments begin an episode; the agent resets their state as training
 did. A model trained with recurrence.previous_action / previous_reward also takes the actions act() returned
-last and the raw rewards given for them (None at the first step). Box actions come back unclipped: clip them
-for the environment (spaces.env_actions), but pass them back as they came.
+last and the raw rewards given for them (None at the first step); any other model refuses them. Box actions
+come back unclipped: clip them for the environment (spaces.env_actions), but pass them back as they came.
 
     agent = Agent.load("models/cartpole_masked.pt")
     step = agent.act(obs[None], state, start, deterministic=True)  # state None, start [True] at first
@@ -193,12 +193,15 @@ class Agent:
     def _previous(self, n: int, fresh: bool, episode_start: np.ndarray, actions, rewards) -> torch.Tensor:
         """The model's previous input (n, P) as training makes it: zeros where an episode starts."""
         P, recurrence = self.model.previous_size, self.config.recurrence
-        if not P or fresh or np.all(episode_start):  # no step before: zeros, as in training
-            return torch.zeros(n, P, device=self.device)
-        for name, value, used in (("previous_action", actions, recurrence.previous_action),
-                                  ("previous_reward", rewards, recurrence.previous_reward)):
-            if used and value is None:  # never zeros by accident
+        first = fresh or np.all(episode_start)  # no step before: zeros, as in training
+        for name, value in (("previous_action", actions), ("previous_reward", rewards)):
+            used = getattr(recurrence, name)
+            if not used and value is not None:  # never an input ignored in silence
+                raise ValueError(f"{name}: this agent was trained without recurrence.{name}: pass None")
+            if used and value is None and not first:  # never zeros by accident
                 raise ValueError(f"this agent was trained with recurrence.{name}: pass {name} after the first step")
+        if not P or first:
+            return torch.zeros(n, P, device=self.device)
         k = action_format(self.action_space).size
         actions = np.zeros((n, 1)) if actions is None else self._checked_actions(self._array(
             actions, "previous_action", f"the actions act() returned, ({n},) or ({n}, {k})",

@@ -141,14 +141,17 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         # a class or function the weights-only unpickler refused is an "Unsupported global": code, not damage
         if "Unsupported global" in str(error) or "GLOBAL" in str(error):
             raise CheckpointError(f"{path} refused: it holds Python objects, which could run code when "
-                                  "loaded (written by an older version, or crafted)") from None
+                                  "loaded (written by another program, an older version, or crafted)") from None
         raise CheckpointError(f"corrupt checkpoint: {path} cannot be read (damaged, or not a checkpoint)") from None
     except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError, TypeError, KeyError,
             AttributeError, IndexError, UnicodeDecodeError, OverflowError, MemoryError):
-        raise CheckpointError(f"corrupt checkpoint: {path} cannot be read (truncated, damaged, "
+        raise CheckpointError(f"{path} is another program's zip archive (torch's hold a data.pkl): not a "
+                              "checkpoint train.py wrote" if _foreign_zip(path) else
+                              f"corrupt checkpoint: {path} cannot be read (truncated, damaged, "
                               "or not written by train.py)") from None
-    if not isinstance(payload, dict):
-        raise CheckpointError(f"corrupt checkpoint: {path} is not a checkpoint of this project")
+    if not isinstance(payload, dict) or not {"model", "config", "digest"} & payload.keys():
+        raise CheckpointError(f"{path} is another program's torch file (it holds no model, config or digest): "
+                              "not a checkpoint train.py wrote")
     try:  # before anything walks it: pickle's memo repeats parts by reference, as yaml aliases do
         require_small(payload, f"corrupt checkpoint: {path}", limit=MAX_CHECKPOINT_VALUES)
     except ConfigError as error:
@@ -157,8 +160,8 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     if stored is not None and stored != digest(payload):
         raise CheckpointError(f"corrupt checkpoint: {path} (its contents do not match its digest)")
     if stored is None or payload.get("format") != FORMAT:
-        raise CheckpointError(f"{path} has no digest of this version: corrupt, or written by an older version "
-                              "of this project (pickled objects), which cannot be loaded safely")
+        raise CheckpointError(f"{path} has no digest of this version: written by an older version of this "
+                              "project (pickled objects), which cannot be loaded safely")
     missing = [key for key in INFERENCE + (RESUME if payload.get("resumable") else ()) if key not in payload]
     if missing:
         raise CheckpointError(f"{path} lacks {', '.join(missing)}: not a checkpoint train.py wrote")
@@ -168,6 +171,15 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     if not isinstance(payload["config"], dict) or not isinstance(payload["model"], dict):
         raise CheckpointError(f"{path}: its config and model are not mappings: not a checkpoint train.py wrote")
     return payload
+
+
+def _foreign_zip(path: Path) -> bool:
+    """A zip archive without torch's data.pkl: another program's, where a damaged checkpoint still names one."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return not any(name.endswith("data.pkl") for name in archive.namelist())
+    except (OSError, EOFError, ValueError, zipfile.BadZipFile):
+        return False
 
 
 def same_checkpoint(a: str | Path, b: str | Path) -> bool:

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import yaml
 
 from plumbing.errors import ConfigError
-from plumbing.yaml_input import read_yaml, require_small
+from plumbing.yaml_input import MAX_CONFIG_CHARACTERS, read_yaml, require_small
 
 # bounds where more failed deep inside numpy or torch or hung start-up (sizes in memory: buffer.py, model.py)
 MAX_WORKERS = 2 ** 16
@@ -303,11 +303,15 @@ EXECUTION_KEYS = ("device", "worker_processes", "torch_threads", "checkpoint_int
 def load_config(path: str | Path, overrides: list[str] = ()) -> Config:
     from plumbing.files import kind
     path = Path(path)
-    if (what := kind(path)) != "a file":
+    if (what := kind(path)) not in ("a file", "a pipe"):  # a pipe (--config <(...)) is read once, here
         raise ConfigError(f"config file not found: {path}" if what == "missing" else
                           f"{path} is {what}, not a config file")
     try:
-        raw = read_yaml(path.read_text(encoding="utf-8"))
+        with open(path, encoding="utf-8") as file:  # a pipe has no size to check before
+            text = file.read(MAX_CONFIG_CHARACTERS + 1)
+        if len(text) > MAX_CONFIG_CHARACTERS:
+            raise ConfigError(f"it is longer than {MAX_CONFIG_CHARACTERS:,} characters, which no config is")
+        raw = read_yaml(text)
     except UnicodeDecodeError:
         raise ConfigError(f"{path} is not a text file in UTF-8") from None
     except yaml.YAMLError as error:

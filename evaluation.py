@@ -57,13 +57,15 @@ def evaluate(agent, episodes: int, seed: int = 0, deterministic: bool = False, w
     torch.manual_seed(seed)  # the same command samples the same actions
     if own := envs is None:
         envs = evaluation_envs(agent.config, episodes, seed, workers, max_steps, filmed)
-    W = envs.n
+    W, recurrence = envs.n, agent.config.recurrence
     quota = [episodes // W + (w < episodes % W) for w in range(W)]
     results, state, actions, rewards = [], None, None, None
     obs, start = envs.reset(evaluation_seeds(seed, W)), np.ones(W, dtype=bool)
     try:
         while len(results) < episodes:
-            step = agent.act(obs, state, start, deterministic, envs.action_mask, actions, rewards)
+            step = agent.act(obs, state, start, deterministic, envs.action_mask,
+                             actions if recurrence.previous_action else None,
+                             rewards if recurrence.previous_reward else None)
             state, actions = step.state, step.actions
             out = envs.step(step.actions.reshape(W, -1))
             obs, start, rewards = out.obs, out.terminated | out.truncated, out.rewards.copy()

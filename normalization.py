@@ -9,6 +9,14 @@ from gymnasium.wrappers.utils import RunningMeanStd as _GymnasiumRunningMeanStd
 from spaces import Layout
 
 
+def _fitting(saved, current: np.ndarray, name: str) -> np.ndarray:
+    """A saved statistic in float64; one of another shape is a ValueError (numpy would broadcast it silently)."""
+    saved = np.array(saved, dtype=np.float64)
+    if saved.shape != current.shape:
+        raise ValueError(f"its normaliser {name} has the shape {saved.shape}, the config's {current.shape}")
+    return saved
+
+
 class RunningMeanStd(_GymnasiumRunningMeanStd):
     """Mean and variance of everything seen so far, per feature (Chan et al.'s parallel update); the prior is
     gymnasium's: mean 0, variance 1, count 1e-4."""
@@ -29,8 +37,7 @@ class RunningMeanStd(_GymnasiumRunningMeanStd):
         return {"mean": self.mean.copy(), "var": self.var.copy(), "count": self.count}
 
     def load_state_dict(self, state: dict) -> None:
-        self.mean = np.array(state["mean"], dtype=np.float64)
-        self.var = np.array(state["var"], dtype=np.float64)
+        self.mean, self.var = _fitting(state["mean"], self.mean, "mean"), _fitting(state["var"], self.var, "var")
         self.count = float(state["count"])
 
 
@@ -85,7 +92,7 @@ class RewardScaler(RunningMeanStd):
 
     def load_state_dict(self, state: dict) -> None:
         super().load_state_dict(state)
-        self.returns = np.array(state["returns"], dtype=np.float64)
+        self.returns = _fitting(state["returns"], self.returns, "returns")
 
 
 class ValueNormalizer(RunningMeanStd):

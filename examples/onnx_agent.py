@@ -14,7 +14,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository's environment builders
 from config import MAX_EPISODES, SEEDS, ConfigError, EnvironmentConfig, EvaluationConfig  # noqa: E402
-from environments import HELD_OUT  # noqa: E402
+from environments import HELD_OUT, spaces_of  # noqa: E402
 from plumbing import script  # noqa: E402
 from plumbing.cli import ArgumentParser, number, require  # noqa: E402
 from plumbing.files import kind, reason  # noqa: E402
@@ -39,6 +39,27 @@ def load(path: str):
                           "export a checkpoint with `python export.py --model X.pt --out X.onnx`") from None
 
 
+def check_fits(graph, path: str, environment: EnvironmentConfig, spaces) -> int:
+    """The state size S, once the graph's declared observation, state, action and mask per row are found to fit its
+    metadata: the environment its config makes, and its state_size; else ConfigError in one line."""
+    def row(shape, dtype) -> str:  # "(3,) float32" from numpy's dtype or ONNX Runtime's type ("tensor(float)")
+        dtype = DTYPES.get(dtype, dtype)
+        return f"{tuple(shape)} {dtype if isinstance(dtype, str) else np.dtype(dtype).name}"
+    declared = {node.name: row(node.shape[1:], node.type) for node in (*graph.get_inputs(), *graph.get_outputs())}
+    obs, action = spaces.observation, spaces.action
+    S = graph.get_modelmeta().custom_metadata_map.get("state_size", "")
+    needed = {"obs": row(obs.shape, obs.dtype), "state": row([int(S) if S.isdecimal() else S], np.float32),
+              "action": row([action.size], action.dtype), "params": row([action.mask_size or action.size], np.float32),
+              "action_mask": row([action.mask_size], np.bool_) if spaces.masked else None,
+              **({"previous_action": row([action.size], action.dtype)} if "previous_action" in declared else {})}
+    for name, wanted in needed.items():
+        if declared.get(name) != wanted:
+            raise ConfigError(f"--model {path}: its graph's {name} is {declared.get(name) or 'absent'} per row, where "
+                              f"its metadata ({environment.name or environment.type}, state size {S}) needs "
+                              f"{wanted or 'none'}: a graph of another environment, or its metadata edited")
+    return int(S)
+
+
 def main(argv=None) -> int:
     parser = ArgumentParser(description=__doc__.split("\n\n")[0], epilog="Exit codes: 0 played, 2 refused (bad "
                             "flag or model), 130 / 143 stopped by Ctrl-C / SIGTERM.")
@@ -59,20 +80,20 @@ def main(argv=None) -> int:
         seed = evaluation.fresh_seed if args.seed is None else args.seed
         # As enjoy.py: W environments seeded in the held-out half of the seeds, a fixed quota of episodes each.
         W = max(1, min(config["n_workers"], args.episodes))
-        return graph, [environment.make(max_steps=evaluation.max_steps) for _ in range(W)], config, args.episodes, seed
+        envs = [environment.make(max_steps=evaluation.max_steps) for _ in range(W)]
+        return graph, envs, check_fits(graph, args.model, environment, spaces_of(envs[0])), args.episodes, seed
     return script.life(start, lambda started: play(*started))
 
 
-def play(graph, envs: list, config: dict, episodes: int, seed: int) -> int:
+def play(graph, envs: list, S: int, episodes: int, seed: int) -> int:
     inputs = {i.name: i for i in graph.get_inputs()}  # obs, state, episode_start, [previous_*], [action_mask]
-    metadata = graph.get_modelmeta().custom_metadata_map
     W = len(envs)
     quota = [episodes // W + (w < episodes % W) for w in range(W)]
     obs, infos = zip(*(env.reset(seed=HELD_OUT + s) for env, s in zip(envs, environment_seeds(seed, W))))
     obs, infos = list(obs), list(infos)
 
     # The recurrent state: one row of S float32 per environment, zeros at the start, then what the graph returns.
-    state = np.zeros((W, int(metadata["state_size"])), np.float32)
+    state = np.zeros((W, S), np.float32)
     episode_start = np.ones(W, dtype=bool)  # the graph resets a row's state (as training did) where this is True
     action = np.zeros((W, *inputs["previous_action"].shape[1:]), DTYPES[inputs["previous_action"].type]) \
         if "previous_action" in inputs else None

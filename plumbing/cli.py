@@ -46,8 +46,8 @@ class ArgumentParser(argparse.ArgumentParser):
 def check_output(flag: str, paths: list[Path], overwrite: bool, suffixes: tuple[str, ...] = (), example: str = "",
                  replacing: str = ", or pass --overwrite to replace it", folder_made: bool = True) -> None:
     """Refuses, in one ConfigError line, files a script would write (paths[0] named by `flag`, the others beside
-    it) before it starts: a name without one of `suffixes`, a folder, an existing file without `overwrite`, or a
-    folder that takes no files (a missing one is made, unless not folder_made)."""
+    it) before it starts: a name without one of `suffixes`, a folder, an existing file without `overwrite` (with it,
+    anything but a file), or a folder that takes no files (a missing one is made, unless not folder_made)."""
     path, named = paths[0], f"{flag} {paths[0]}" if flag.startswith("-") else str(paths[0])
     if path.is_dir():
         raise ConfigError(f"{named} is a folder: give the file's name, e.g. {path / example}")
@@ -55,6 +55,9 @@ def check_output(flag: str, paths: list[Path], overwrite: bool, suffixes: tuple[
         raise ConfigError(f"{named}: use a {' or '.join(suffixes)} file name")
     if not overwrite and (taken := [p for p in paths if os.path.lexists(p)]):
         raise ConfigError(f"{taken[0]} exists: choose another {flag if named != str(path) else 'name'}{replacing}")
+    for other in paths if overwrite else ():  # a device, a pipe or a link to one is no file to replace
+        if (what := kind(other)) not in ("a file", "missing"):
+            raise ConfigError(f"{other} is {what}: --overwrite replaces only a file")
     problem = writable(path.parent) if folder_made or kind(path.parent) == "a folder" else kind(path.parent)
     if problem:
         raise ConfigError(f"{named}: {path.parent}/ is not a writable folder ({problem})")

@@ -14,7 +14,7 @@ def reason(error: BaseException, limit: int = 200) -> str:
 
 
 def kind(path: str | Path) -> str:
-    """What is at `path`, in the words of a refusal: "a file", "a folder", "missing", or what else it is."""
+    """What is at `path`, in the words of a refusal: "a file", "a folder", "a pipe", "missing", or what else it is."""
     try:
         mode = os.stat(path).st_mode
     except OSError as error:
@@ -23,7 +23,7 @@ def kind(path: str | Path) -> str:
                     f"a symbolic link to {os.readlink(path)}, which does not exist")
         return "missing" if error.errno in (errno.ENOENT, errno.ENOTDIR) else f"unreadable ({reason(error)})"
     return ("a file" if stat.S_ISREG(mode) else "a folder" if stat.S_ISDIR(mode) else
-            "a device, pipe or socket")
+            "a pipe" if stat.S_ISFIFO(mode) else "a device or socket")
 
 
 def writable(folder: str | Path) -> str | None:

@@ -12,7 +12,7 @@ if any probe ended wrong. Other forms:
                                                 # '23.2': the outside round of issue 23, point 2;
                                                 # '58.2' .. '58.10', '58.b': issue 58's round;
                                                 # '72.1' .. '72.10', '72.r', '72.e', '72.b': issue 72's;
-                                                # '87.4', '87.5': issue 87's, the instruments in tools/)
+                                                # '87.4' .. '87.8', '87.b': issue 87's)
     python tests/probes.py --name flip -v       # probes whose name holds 'flip', with their stdout and stderr
     python tests/probes.py --list               # the probes, one line each, without running them
 
@@ -289,6 +289,8 @@ def snapshot(top: Path) -> dict[str, str]:
             rel = os.path.relpath(path, top)
             if os.path.islink(path):
                 files[rel] = "link:" + os.readlink(path)
+            elif not os.path.isfile(path):  # a fifo: reading it would wait for a writer
+                files[rel] = f"special:{os.stat(path).st_mode:o}"
             else:
                 try:
                     files[rel] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
@@ -2371,7 +2373,8 @@ def build_probes() -> list[Probe]:
               one_line=False, stdout_lacks=("seeds 2",)))
     probes_of_issue_58(add, R, enjoy, export, act_prelude, runs, stats)
     probes_of_issue_72(add, R, runs, stats)
-    probes_of_issue_87(add, runs)
+    probes_of_issue_87_tools(add, runs)
+    probes_of_issue_87_loading(add, enjoy, act_prelude)
     return P
 
 
@@ -2614,7 +2617,7 @@ def probes_of_issue_58(add, R, enjoy, export, act_prelude, runs, stats) -> None:
             ("config-folder", ["train.py", "--config", "configs", *TINY], None, "is a folder"),
             ("config-link-loop", ["train.py", "--config", "loop.yaml", *TINY], symlink("loop.yaml", "loop.yaml"),
              "loop of symbolic links"),
-            ("model-dev-null", ["enjoy.py", "--model", "/dev/null"], None, "device, pipe or socket"),
+            ("model-dev-null", ["enjoy.py", "--model", "/dev/null"], None, "a device or socket"),
             ("summaries-dangling-link", ["train.py", "--run-id", "p", *touch_env()],
              symlink("summaries", "$PROBE/gone"), "does not exist"),
             ("config-empty", ["train.py", "--config", "c.yaml", *TINY], write_file("c.yaml", "# nothing yet\n"),
@@ -2781,7 +2784,7 @@ def probes_of_issue_72(add, R, runs, stats) -> None:
               action=evaluation_replayed(evaluated, replay), code=(0,), exists=("repo/models/p.pt",)))
 
 
-def probes_of_issue_87(add, runs) -> None:
+def probes_of_issue_87_tools(add, runs) -> None:
     """Issue 87's round, the instruments in tools/: an --out that cannot be written ('87.4': a traceback, after the
     measurement, which was lost) and inputs they cannot read or a stop signal ('87.5': tracebacks)."""
     speed = ["tools/core_speed.py", "--cores", "gru", "--lengths", "8", "--steps", "64", "--repeats", "1",
@@ -2860,6 +2863,101 @@ def interrupt_once_started(args: list[str], number: int = signal.SIGINT):
         proc.wait(120)
         return proc
     return action
+
+
+def edited_graph(**changes: str):
+    """poc.onnx as export.py writes it, then edited.onnx: its metadata's environment changed (type, name) or its
+    state_size: a graph of another environment, or metadata edited by hand."""
+    def setup(ctx: Ctx):
+        import onnx
+        done = ctx.run(["export.py", "--model", "models/poc_memory_env.pt", "--out", "poc.onnx"], timeout=300)
+        if done.process.returncode != 0:
+            raise SetupError(f"export.py exited {done.process.returncode}: {first_line(done)}")
+        graph = onnx.load(str(ctx.path("poc.onnx")))
+        metadata = {p.key: p.value for p in graph.metadata_props}
+        config = json.loads(metadata["config"])
+        config["environment"].update((key, value) for key, value in changes.items() if key != "state_size")
+        state_size = {"state_size": changes["state_size"]} if "state_size" in changes else {}
+        onnx.helper.set_model_props(graph, {**metadata, "config": json.dumps(config), **state_size})
+        onnx.save(graph, str(ctx.path("edited.onnx")))
+    return setup
+
+
+def config_pipe(text: str) -> list[str]:
+    """python -c arguments that start the script after them with `--config /dev/fd/N`, a pipe holding text (as a
+    shell's `--config <(...)` gives it)."""
+    return ["-c", "import os, sys; r, w = os.pipe(); os.write(w, sys.argv[1].encode()); os.close(w); "
+                  "os.set_inheritable(r, True); "
+                  "os.execv(sys.executable, [sys.executable, *sys.argv[2:], '--config', f'/dev/fd/{r}'])", text]
+
+
+def probes_of_issue_87_loading(add, enjoy, act_prelude) -> None:
+    """Issue 87's round: the example without torch checks the graph against its metadata (87.6), the loaders check
+    what they use (87.8), and the borderline cases decided (87.b)."""
+    example = ["examples/onnx_agent.py", "--model", "edited.onnx", "--episodes", "2"]
+    graph = ("repo/poc.onnx", "repo/edited.onnx")
+    for name, changes, words in (("another-environment", {"type": "CartPoleMasked"}, ("its graph's obs", "(4,)")),
+                                 ("other-actions", {"type": "gym", "name": "Pendulum-v1"}, ("its graph's action",)),
+                                 ("state-size-edited", {"state_size": "7"}, ("its graph's state", "state size 7"))):
+        add(Probe(f"onnx-example-{name}", "87.6", "examples/onnx_agent.py with a graph that does not fit its metadata",
+                  f"poc.onnx, its metadata edited ({', '.join(f'{k} {v}' for k, v in changes.items())}): one line "
+                  "naming what does not fit, exit 2 (ONNX Runtime's InvalidArgument traceback, exit 1)", example,
+                  setup=edited_graph(**changes), words=words, may_write=graph, timeout=300))
+    # 8: what a player uses is checked; what only a resumed run reads, only --resume checks
+    def normaliser_of_another_shape(payload):
+        import torch
+        payload["config"]["normalization"]["observations"] = True
+        payload["normalization"]["observations"] = {"mean": torch.zeros(1), "var": torch.ones(1), "count": 1.0}
+    load = ("import sys\nfrom agent import Agent\nfrom checkpoint import CheckpointError\ntry:\n"
+            "    Agent.load('models/r.pt')\nexcept CheckpointError as error:\n"
+            "    print(f'error: {error}', file=sys.stderr)\n    sys.exit(2)\nprint('loaded')\n")
+    for script, args in (("enjoy", [*enjoy, "--episodes", "1"]), ("agent-load", ["-c", load]),
+                         ("resume", ["train.py", "--resume", "models/r.pt", "--set", "updates=3"])):
+        add(Probe(f"crafted-normaliser-shape-{script}", "87.8", "normaliser statistics of another shape",
+                  f"models/r.pt with observation normaliser statistics of shape (1,) for 3 features, its digest right: "
+                  f"{script} refused in one line naming them (taken, and broadcast)", args,
+                  setup=crafted(normaliser_of_another_shape), words=("does not fit", "normaliser mean")))
+    add(Probe("crafted-environments-empty-enjoy", "87.8", "a part that only a resumed run reads, edited",
+              "models/r.pt with environments: [], its digest right: enjoy.py plays it, exit 0 (decided: a player "
+              "never reads the environments' states; --resume refuses it: probe branch-environments-empty)",
+              [*enjoy, "--episodes", "1"], setup=crafted(lambda payload: payload.update(environments=[])), code=(0,),
+              stdout_has=("1 episodes: return",)))
+    # the borderline cases, decided
+    B = "87.b"
+    def another_programs_zip(ctx: Ctx):
+        with zipfile.ZipFile(ctx.path("x.pt"), "w") as archive:
+            archive.writestr("notes/hello.txt", "hi")
+    for name, setup, words in (
+            ("torch-file", lambda ctx: __import__("torch").save({"a": 1}, ctx.path("x.pt")),
+             "another program's torch file"),
+            ("zip", another_programs_zip, "another program's zip archive")):
+        add(Probe(f"another-programs-{name}", B, "another program's .pt",
+                  f"enjoy.py --model x.pt, another program's {name.replace('-', ' ')}: refused naming it so (called "
+                  "'corrupt, or written by an older version of this project', or 'corrupt checkpoint')",
+                  ["enjoy.py", "--model", "x.pt"], setup=setup, words=(words,)))
+    onnx_out = ["export.py", "--model", "models/poc_memory_env.pt", "--out", "x.onnx", "--overwrite"]
+    for name, setup, what in (("dev-null-link", symlink("x.onnx", "/dev/null"), "a device or socket"),
+                              ("fifo", lambda ctx: os.mkfifo(ctx.path("x.onnx")), "a pipe")):
+        add(Probe(f"export-overwrite-{name}", B, "export.py --overwrite onto what is no file",
+                  f"x.onnx is {what}: export.py --overwrite refused, naming it (replaced by the graph)", onnx_out,
+                  setup=setup, words=(what, "replaces only a file")))
+    add(Probe("agent-act-previous-action-unused", B, "Agent.act: a previous action the model does not take",
+              "the shipped PoC agent (trained without recurrence.previous_action), given previous_action: one "
+              "ValueError naming it (ignored in silence)",
+              ["-c", act_prelude.format(model="poc_memory_env.pt", width=3, call="agent.act(np.zeros((2, 3), "
+                                        "np.float32), state, np.zeros(2, bool), previous_action=ok.actions)")],
+              words=("previous_action", "trained without")))
+    piped = ["train.py", "--run-id", "p", *TINY]
+    add(Probe("config-from-a-pipe", B, "train.py --config <(...)",
+              "--config /dev/fd/N, a pipe holding 'gamma: 0.9': trains with it, exit 0 (refused as 'a device, pipe or "
+              "socket')", [*config_pipe("gamma: 0.9\n"), *piped], code=(0,), exists=("repo/models/p.pt",),
+              check=lambda ctx, proc: None if (load_ok(ctx.path("models/p.pt")) or {}).get("config", {}).get(
+                  "gamma") == 0.9 else "models/p.pt does not hold the piped config's gamma 0.9"))
+    resume = ["train.py", "--resume", "models/p.pt", "--set", "updates=3"]
+    add(Probe("config-from-a-pipe-resumed", B, "train.py --config <(...)",
+              "a run trained from a piped config, resumed: it never reads the pipe again (trains to update 3, exit 0)",
+              resume, action=then([*config_pipe("gamma: 0.9\n"), *piped], resume), code=(0,),
+              may_change=("repo/models/p.pt",), check=checkpoint_update("models/p.pt", 3)))
 
 
 def evaluation_replayed(train: list[str], enjoy: list[str]):
@@ -2958,7 +3056,7 @@ def select(args) -> list[Probe]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", help="issue points, comma-separated: 1 .. 12, 23.2, 42.1 .. 42.10, 42.b, "
-                        "58.2 .. 58.10, 58.b, 72.1 .. 72.10, 72.r, 72.b, 87.4, 87.5, extra")
+                        "58.2 .. 58.10, 58.b, 72.1 .. 72.10, 72.r, 72.b, 87.4 .. 87.8, 87.b, extra")
     parser.add_argument("--fast", action="store_true", help="the subset tests/test_probes.py runs")
     parser.add_argument("--name", help="probes whose name holds this")
     parser.add_argument("--jobs", type=int, default=1, help="probes at once (serial ones always run alone)")

@@ -42,12 +42,12 @@ def test_paths_are_named_by_what_they_are(tmp_path):
     expected = {"folder": "a folder", "loop": "a loop of symbolic links", "missing": "missing",
                 "dangling": f"a symbolic link to {tmp_path / 'gone'}, which does not exist"}
     assert {name: files.kind(tmp_path / name) for name in expected} == expected
-    assert files.kind("/dev/null") == "a device, pipe or socket"
+    assert files.kind("/dev/null") == "a device or socket"
     for name, words in (("folder", "is a folder, not a config file"), ("loop", "is a loop of symbolic links"),
                         ("missing", "config file not found")):
         with pytest.raises(ConfigError, match=words):
             load_config(tmp_path / name)
-    with pytest.raises(CheckpointError, match="^/dev/null is a device, pipe or socket, not a checkpoint file$"):
+    with pytest.raises(CheckpointError, match="^/dev/null is a device or socket, not a checkpoint file$"):
         load_checkpoint("/dev/null")
     assert files.writable(tmp_path / "dangling" / "run") == (f"{tmp_path / 'dangling'} is a symbolic link to "
                                                           f"{tmp_path / 'gone'}, which does not exist, not a folder")

@@ -50,7 +50,7 @@ def test_agent_reproduces_the_training_rollout(tmp_path, env, layer, reset, prev
         np.testing.assert_array_equal(step.actions, b.actions[:, t, 0])
         np.testing.assert_array_equal(step.log_probs, b.log_probs[:, t])
         state, start = step.state, b.terminated[:, t] | b.truncated[:, t]
-        actions, rewards = step.actions, raw_rewards[:, t]
+        actions, rewards = (step.actions, raw_rewards[:, t]) if previous else (None, None)
     assert start.any() or b.terminated.any() or b.truncated.any()
     if previous:  # forgetting them mid-episode is an error, not silent zeros
         with pytest.raises(ValueError, match="previous_action"):
@@ -337,6 +337,23 @@ def test_act_refuses_a_previous_action_outside_the_action_space(name):
             agent.act(obs, first.state, starts, previous_action=given)
         assert str(refused.value) == (f"previous_action: expected the actions act() returned, whole numbers from 0 to "
                                       f"{high}, got {float(value)!r} in row 1")
+
+
+@pytest.mark.parametrize("trained_with", ["", "previous_action", "previous_reward"])
+def test_act_refuses_a_previous_input_the_model_was_trained_without(trained_with):
+    """A previous_action or previous_reward given to a model trained without it was ignored in silence, where a
+    model trained with it refuses its absence (issue 87, borderline): one ValueError naming it, at any step."""
+    agent = untrained_agent({"type": "gym", "name": "tests.memory_tasks:CueImage-v0"},
+                            **({trained_with: True} if trained_with else {}))
+    obs = np.zeros((2, *agent.model.observation_layout.shape), np.float32)
+    first = agent.act(obs, None, None)
+    given = {"previous_action": first.actions, "previous_reward": np.zeros(2, np.float32)}
+    used = {name: value for name, value in given.items() if name == trained_with}
+    for name in given.keys() - used.keys():
+        for state, starts in ((None, None), (first.state, np.zeros(2, dtype=bool))):
+            with pytest.raises(ValueError) as refused:
+                agent.act(obs, state, starts, **used, **{name: given[name]})
+            assert str(refused.value) == f"{name}: this agent was trained without recurrence.{name}: pass None"
 
 
 def test_act_refuses_values_that_are_not_finite_and_a_deterministic_that_is_not_a_bool():

@@ -3,6 +3,7 @@ shipped model, recurrent core and action space; bad input is one line and no fil
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -261,6 +262,17 @@ def test_bad_input_is_one_line_exit_2_and_no_file(tmp_path, capsys):
     assert "folder" in refusal(capsys, tmp_path, "--model", model_file, "--out", tmp_path / "folder.onnx")
 
 
+def test_overwrite_replaces_only_a_file(tmp_path, capsys):
+    """--overwrite replaced a link to /dev/null or a fifo named *.onnx with the graph (issue 87, borderline)."""
+    (tmp_path / "null.onnx").symlink_to("/dev/null")
+    os.mkfifo(tmp_path / "fifo.onnx")
+    for name, what in (("null.onnx", "a device or socket"), ("fifo.onnx", "a pipe")):
+        err = refusal(capsys, tmp_path, "--model", ROOT / "models/poc_memory_env.pt", "--out", tmp_path / name,
+                      "--overwrite")
+        assert f"{name} is {what}: --overwrite replaces only a file" in err
+    assert (tmp_path / "null.onnx").is_symlink() and stat.S_ISFIFO((tmp_path / "fifo.onnx").lstat().st_mode)
+
+
 def test_a_failed_write_leaves_the_old_file_or_none(tmp_path, capsys, monkeypatch):
     """The graph goes to a temporary file renamed over the target (plumbing/atomic.py): a write that fails halfway
     leaves no file, or the one that was there, and no temporary file."""
@@ -431,6 +443,36 @@ def test_the_example_answers_bad_input_in_one_line_and_a_full_stdout_with_one_wa
                        stderr=subprocess.PIPE)
     assert done.returncode == 0 and done.stderr == ("warning: stdout cannot be written (No space left on device); "
                                                     "going on without printing\n"), done.stderr
+
+
+@pytest.mark.slow
+def test_the_example_refuses_a_graph_that_does_not_fit_its_metadata(tmp_path):
+    """A graph whose metadata names another environment (another observation, other actions) or another state size
+    ended in ONNX Runtime's InvalidArgument traceback, exit 1 (issue 87 point 6): one line naming what does not fit,
+    exit 2, before any episode."""
+    made = tmp_path / "poc.onnx"
+    export.export(Agent.load(ROOT / "models/poc_memory_env.pt"), made)
+    graph = onnx.load(str(made))
+    metadata = export_metadata(graph)
+    config = json.loads(metadata["config"])
+
+    def environment(**changes) -> dict:
+        return {"config": json.dumps({**config, "environment": {**config["environment"], **changes}})}
+    for change, words in (
+            (environment(type="CartPoleMasked"), "its graph's obs is (3,) float32 per row, where its metadata "
+                                                 "(CartPoleMasked, state size 32) needs (4,) float32"),
+            (environment(type="gym", name="Pendulum-v1"), "its graph's action is (1,) int64 per row, where its "
+                                                          "metadata (Pendulum-v1, state size 32) needs (1,) float32"),
+            ({"state_size": "7"}, "its graph's state is (32,) float32 per row, where its metadata (PocMemoryEnv, "
+                                  "state size 7) needs (7,) float32")):
+        onnx.helper.set_model_props(graph, {**metadata, **change})
+        onnx.save(graph, str(tmp_path / "edited.onnx"))
+        done = subprocess.run([sys.executable, str(ROOT / "examples/onnx_agent.py"), "--model", "edited.onnx"],
+                              cwd=tmp_path, env=no_module(tmp_path, "torch"), capture_output=True, text=True,
+                              timeout=HANG_S)
+        assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
+        assert done.stderr == f"error: --model edited.onnx: {words}: a graph of another environment, or its metadata " \
+                              "edited\n", done.stderr
 
 
 def export_metadata(proto) -> dict:

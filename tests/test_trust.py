@@ -316,6 +316,25 @@ def test_config_files_that_are_not_utf8_or_repeat_a_key_are_refused(tmp_path):
         assert result.returncode == 2 and words in one_line(result)
 
 
+def test_a_config_from_a_pipe_is_read_once_and_a_resume_never_reads_it_again(tmp_path):
+    """--config <(...) (a pipe at /dev/fd/N) was refused as 'a device, pipe or socket' (issue 87, borderline): the
+    run reads it once and keeps it in its checkpoint; --resume takes the config from there. Devices stay refused."""
+    text = (tmp_path / write_config(tmp_path, "configs/poc_memory_env.yaml", **TINY)).read_bytes()
+    read, write = os.pipe()
+    os.write(write, text)
+    os.close(write)
+    try:
+        result = script(tmp_path, "train.py", "--config", f"/dev/fd/{read}", "--run-id", "p", pass_fds=(read,))
+    finally:
+        os.close(read)
+    assert result.returncode == 0, result.stderr
+    assert load_checkpoint(tmp_path / "models/p.pt")["config"]["hidden_layer_size"] == TINY["hidden_layer_size"]
+    result = script(tmp_path, "train.py", "--resume", "models/p.pt", "--set", "updates=3")
+    assert result.returncode == 0 and load_checkpoint(tmp_path / "models/p.pt")["update"] == 3, result.stderr
+    result = script(tmp_path, "train.py", "--config", "/dev/zero")
+    assert result.returncode == 2 and one_line(result) == "error: /dev/zero is a device or socket, not a config file\n"
+
+
 def test_resume_refuses_overrides_it_cannot_honour(tmp_path, trained):
     for override, words in (("n_workers=8", "n_workers"), ("recurrence.layer_type=lstm", "recurrence.layer_type"),
                             ("environment.type=CartPoleMasked", "environment"), ("updates=2", "nothing to resume")):
@@ -916,6 +935,11 @@ def _nan_weights(payload):
     payload["model"][name] = torch.full_like(payload["model"][name], float("nan"))
 
 
+def _normaliser_of_another_shape(payload):
+    payload["config"]["normalization"]["observations"] = True
+    payload["normalization"]["observations"] = {"mean": torch.zeros(1), "var": torch.ones(1), "count": 1.0}
+
+
 @pytest.mark.parametrize("edit, words, enjoy_code", [
     (_drop_a_tensor, "does not fit the model and environments its config describes", 2),
     (lambda payload: payload.update(environments=[]), "0 environment states for 4 environments", 0),
@@ -923,11 +947,14 @@ def _nan_weights(payload):
     (lambda payload: payload.update(obs=torch.zeros(5, 7)), "its obs has the shape (5, 7), the run's (4, 3)", 0),
     (lambda payload: payload.update(state=torch.zeros(3, 1)), "its state has the shape (3, 1), the run's (4, 4)", 0),
     (_nan_weights, "the model's parameters hold NaN or inf", 2),
+    (_normaliser_of_another_shape, "its normaliser mean has the shape (1,), the config's (3,)", 2),
 ])
 def test_a_checkpoint_whose_contents_do_not_fit_is_one_line_everywhere(tmp_path, trained, edit, words, enjoy_code):
     """Edited, its digest made to match: --resume (a branch) ended in a raw traceback where enjoy.py
     refused the same file in one line; a negative update was taken. An observation or a state of another
-    shape, and NaN weights, ended in tracebacks too (issue 58, borderline)."""
+    shape, and NaN weights, ended in tracebacks too (issue 58, borderline). Normaliser statistics of another
+    shape were taken by both and broadcast (issue 87 point 8). enjoy.py never reads the environments' states or
+    the stored observation and state (docs/reliability.md, Contents checked): it plays such a file."""
     _, path = trained
     payload = load_checkpoint(path)
     edit(payload)

@@ -27,7 +27,7 @@ from tools import life  # noqa: E402
 
 life.begin(__name__)  # the imports below take seconds
 
-from config import load_config  # noqa: E402
+from config import config_from_dict, load_config  # noqa: E402
 from trainer import Trainer  # noqa: E402
 from tools.benchmark import describe_tree, machine  # noqa: E402
 
@@ -46,12 +46,12 @@ def summarise(history) -> dict:
     }
 
 
-def run_seed(config_path: str, seed: int, summaries: str | None) -> dict:
-    config = load_config(config_path)
+def run_seed(raw: dict, name: str, seed: int, summaries: str | None) -> dict:
+    config = config_from_dict(raw)
     config.seed = seed
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        trainer = Trainer(config, run_id=f"{Path(config_path).stem}_seed{seed}", summaries_dir=summaries or tmp,
+        trainer = Trainer(config, run_id=f"{name}_seed{seed}", summaries_dir=summaries or tmp,
                           models_dir=tmp, verbose=False)
         history = trainer.run()
         wall = time.perf_counter() - start
@@ -83,17 +83,17 @@ def main(argv: list[str] | None = None) -> int:
     name = Path(args.config).stem
     out = life.prefixed(Path(args.out) / f"learning_{name}")
 
-    def start():
+    def start() -> dict:
         life.check_out("--out", out)
-        load_config(args.config)  # refused here in one line, not in each seed's process
+        return load_config(args.config).to_dict()  # read once (it may be a pipe); refused here in one line
 
-    return script.life(start, lambda started: train_seeds(args, name, out),
+    return script.life(start, lambda raw: train_seeds(args, name, out, raw),
                        at_once=lambda: ": the seeds' runs were ended")
 
 
-def train_seeds(args, name: str, out: list[Path]) -> int:
+def train_seeds(args, name: str, out: list[Path], raw: dict) -> int:
     rows = []
-    jobs = [(args.config, seed, args.summaries) for seed in args.seeds]
+    jobs = [(raw, name, seed, args.summaries) for seed in args.seeds]
     with contextlib.ExitStack() as stack:  # a stop signal unwinds it: the pool ends the seeds' processes
         with deaf_to_ctrl_c():
             pool = stack.enter_context(mp.get_context("spawn").Pool(args.processes))

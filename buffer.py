@@ -1,8 +1,5 @@
-"""Rollout storage, GAE, the sequence index map and minibatches of whole sequences.
-
-Each field is a numpy array of W*T + 1 rows whose last row stays zero: a padded sequence points its
-unused slots at that row, so one gather with the (N, L) index map builds every padded field.
-"""
+"""Rollout storage, GAE, the sequence index map and minibatches of whole sequences. Each field has W*T + 1 rows, the
+last one zero: a padded sequence points its unused slots there, so one gather with the (N, L) map pads every field."""
 from __future__ import annotations
 
 from typing import Iterator, NamedTuple
@@ -63,7 +60,19 @@ def _episode_position(dones: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def sequence_index(dones: np.ndarray, sequence_length: int) -> SequenceIndex:
     """Cuts each worker's row (dones (W, T)) into episodes, cut at the rollout's edges, and episodes into
-    sequences of at most L steps; sequence_length <= 0 keeps whole episode pieces (L: the longest)."""
+    sequences of at most L steps; sequence_length <= 0 keeps whole episode pieces (L: the longest). For example:
+
+    >>> dones = np.zeros((2, 6), dtype=bool); dones[0, 3] = True  # W=2, T=6: worker 0's episode ends at step 3
+    >>> index, mask, starts = sequence_index(dones, sequence_length=3)
+    >>> index  # flat steps w*T + t, rows 0 1 2 | 3 | 4 5 and 6 7 8 | 9 10 11; padding: the zero row W*T = 12
+    array([[ 0,  1,  2],
+           [ 3, 12, 12],
+           [ 4,  5, 12],
+           [ 6,  7,  8],
+           [ 9, 10, 11]])
+    >>> starts  # sequence n starts from the state stored before step starts[n]
+    array([0, 3, 4, 6, 9])
+    """
     W, T = dones.shape
     steps = np.arange(W * T)
     position, episode_start = _episode_position(dones)

@@ -124,7 +124,7 @@ def save_checkpoint(path: str | Path, payload: dict) -> Path:
     except OSError as error:
         kept = f"the previous {path} is intact" if path.exists() else f"no earlier {path} exists"
         failure = CheckpointError(f"could not write {path} ({reason(error, 120)}); {kept}")
-        failure.path = path  # train.py names the run's last good checkpoint beside another file's failure
+        failure.path = path  # runs.py names the run's last good checkpoint beside another file's failure
         raise failure from None
     return path
 

@@ -1,4 +1,5 @@
-"""The masked PPO loss. Padding enters no term and no statistic."""
+"""The masked PPO loss: clipped surrogate, value loss, entropy bonus, the cores' activation penalty, the observation-
+reconstruction loss, their weighted sum, and approx_kl and clip_frac. Padding enters no term and no statistic."""
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -35,8 +36,8 @@ class Losses(NamedTuple):
 
 
 def ppo_loss(out: EvaluateOutput, mb: Minibatch, *, config: Config, clip_range: float, beta: float) -> Losses:
-    """Clipped surrogate, value loss, entropy and the cores' activation, each a mean over the real steps only, and
-    their weighted sum. clip_range and beta: this update's values of their schedules; the other weights: config's."""
+    """Each term a mean over the real steps only, and their weighted sum. clip_range and beta: this update's values
+    of their schedules; the other weights: config's."""
     w = mean_weights(mb.mask)  # (n, L), 0 on padding
     advantages = masked_normalize(mb.advantages, w) if config.normalization.advantages else mb.advantages
     log_ratio = out.log_probs - mb.log_probs

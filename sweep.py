@@ -28,9 +28,9 @@ from plumbing.cli import ArgumentParser, failed, number  # noqa: E402
 from plumbing.errors import ConfigError, WorkerError  # noqa: E402
 from plumbing.files import reason, writable  # noqa: E402
 from plumbing.yaml_input import read_yaml  # noqa: E402
+from runs import check_run_id, default_run_id  # noqa: E402
 from spaces import SpaceError  # noqa: E402
 import tracking  # noqa: E402
-from train import check_run_id, default_run_id  # noqa: E402
 from worker import make_probe  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent

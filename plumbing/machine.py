@@ -11,6 +11,17 @@ from plumbing.errors import ConfigError
 from plumbing.threads import FairShare
 
 
+def resolve_device(requested: str, force_cpu: bool) -> str:
+    if force_cpu:
+        return "cpu"
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"config key 'device' = {requested!r} is not allowed: no GPU is available here "
+                          "(use auto or cpu, or pass --cpu)")
+    return requested
+
+
 def bfloat16_is_fast(device: torch.device) -> bool:
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported()

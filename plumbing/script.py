@@ -47,13 +47,6 @@ def life(start: Callable[[], object], work: Callable[[object], int], refused: tu
             close()
 
 
-def kept(path, update: int | None) -> str:
-    """What a failed or stopped run leaves: its last good checkpoint."""
-    if update is None:
-        return "no checkpoint was saved in this run"
-    return f"the last good checkpoint is {path} (update {update})"
-
-
 def run(main: Callable[[], int], quick_exit: bool = False) -> None:
     """A script's end: a closed or failing console (`| head`, `>&-`, /dev/full) costs it nothing. With quick_exit,
     once main() has saved and closed everything: the processes it left (a forkserver, Ray's) are ended and

@@ -1,5 +1,6 @@
 """The sequence index map and its burn-in steps against plain-loop oracles, GAE against hand-computed values,
 and the rollout buffer's storage, memory estimate and moves to the training device."""
+import doctest
 from types import SimpleNamespace
 
 import numpy as np
@@ -101,6 +102,11 @@ def test_no_sequence_longer_than_L_and_every_step_once(L):
     index, mask, _ = sequence_index(dones, L)
     assert index.shape[1] == L
     assert sorted(index[mask].tolist()) == list(range(16 * 128))
+
+
+def test_the_index_maps_worked_example_is_what_it_computes():
+    """sequence_index's docstring draws the map of two workers' rows; its numbers run here as a doctest."""
+    assert doctest.testmod(buffer) == (0, 4)
 
 
 def test_whole_episode_mode_pads_to_longest_piece_only():

@@ -7,6 +7,7 @@ import shutil
 import pytest
 
 from plumbing import files
+import runs
 import train
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -27,8 +28,8 @@ def test_a_config_of_any_file_name_trains_without_a_run_id(tmp_path, name):
     """A config file named with a space or a non-ASCII letter could not be trained without --run-id: the run id
     made from its name was refused as if the user had typed it (issue 58 point 10)."""
     shutil.copy(ROOT / "configs/poc_memory_env.yaml", tmp_path / name)
-    _, run_id, _ = train.read_run(train.parser().parse_args(["--config", str(tmp_path / name)]))
-    train.check_run_id(run_id, "the run id")
+    _, run_id, _ = runs.read_run(train.parser().parse_args(["--config", str(tmp_path / name)]))
+    runs.check_run_id(run_id, "the run id")
 
 
 def test_paths_are_named_by_what_they_are(tmp_path):

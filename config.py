@@ -28,10 +28,8 @@ MAX_EPISODES = 10 ** 6  # per evaluation: every episode's stats are kept, one he
 def key(default=dataclasses.MISSING, *, factory=dataclasses.MISSING, above=None, at_least=None, at_most=None,
         choices: tuple = (), check: Callable[[Any], bool] | None = None, allowed: str = "", why: str = "",
         resume: str = "", term: bool = False):
-    """A config field with its own rules, which validate() reads: its bounds (above, at_least, at_most), its
-    choices, or a check for what those cannot say; `allowed` words the rule in a refusal and `why` gives its
-    reason. `resume` says what --resume may do with it: "fixed", nothing; "switch", change it but not turn it on or
-    off (0 being off). `term`: it weighs a term of the loss (tests/test_extending.py turns each on)."""
+    """A config field with its rules: bounds, choices or a check (`allowed` words them, `why` gives the reason);
+    what --resume may do ("fixed": nothing, "switch": not turn it on or off); `term`: it weighs a loss term."""
     return field(default=default, default_factory=factory, metadata=dict(
         above=above, at_least=at_least, at_most=at_most, choices=choices, check=check, allowed=allowed, why=why,
         resume=resume, term=term))
@@ -150,22 +148,19 @@ class RecurrenceConfig:
     attention_heads: int = key(4, above=0, resume="fixed")
     # trxl: GTrXL's gates in place of the blocks' residual sums (Parisotto et al. 2020)
     gated: bool = key(False, resume="fixed")
-    # trxl: where a step is, in attention: absolute (the sinusoid of its step in the episode added to the keys and
-    # values), relative (a learned bias of the scores for each distance back) or none
+    # trxl: absolute (the sinusoid of the step in the episode added to keys and values), relative (a learned bias of
+    # the scores per distance back) or none
     positional_encoding: str = key("absolute", choices=("absolute", "relative", "none"), resume="fixed")
 
 
 @dataclass(frozen=True)
 class Core:
-    """A memory model, declared once: model.py builds it, the config is checked against it without importing torch.
-    It is called as layer(x (N, L, F), state) -> (outputs (N, L, H), state); cores.py says more."""
+    """A memory model, declared once: model.py builds it, the config is checked against it without torch."""
     layer: str | type  # its nn.Module class, or "module.Class" to import it only when a model is built
     state_parts: int = 1  # tensors in its state: 1, or 2 (an LSTM's h and c, the LRU's real and imaginary parts)
     keys: tuple[str, ...] = ()  # the recurrence keys this core alone reads (a transformer's memory_length)
-    # torch's own recurrent layer (an nn.RNNBase): it stacks its own layers, initialization.recurrent_gain applies
-    torch_rnn: bool = False
-    # built as layer(F, recurrence), every layer at once, its state one (N, layer.state_size) tensor of its own layout
-    whole: bool = False
+    torch_rnn: bool = False  # torch's own nn.RNNBase: it stacks its layers, initialization.recurrent_gain applies
+    whole: bool = False  # built as layer(F, recurrence), its state one (N, layer.state_size) tensor of its layout
     packed: bool = False  # it also takes a PackedSequence of the real steps alone, as torch's RNNs do
 
 

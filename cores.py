@@ -210,13 +210,11 @@ class Block(nn.Module):
 class TransformerXL(nn.Module):
     """Transformer-XL as a memory (Dai et al. 2019, sec. 3.2: each block attends over the cached inputs of the steps
     before, held without gradient), over a sliding window as the Memory Gym paper uses it (Pleines et al. 2025):
-    the observation embedded by Linear + ReLU; step t's query in block b is its input x_t^b, its keys and values
-    x^b of steps t - W .. t; the blocks are pre-layer-norm, gated as GTrXL's with `gated`. Where a step is, by
-    `positional_encoding`: "absolute", the sinusoid of its step in the episode added to the keys and values (the
-    anchors' way); "relative", a learned bias of each head's scores for each distance back 0 .. W (Shaw et al.
-    2018; T5's relative attention bias, Raffel et al. 2020); "none". The state of each row is its step counter,
-    then each block's inputs of the last W steps, oldest first: a sequence of L steps attends over that window and
-    its own earlier steps, so it equals L single steps.
+    the input embedded by Linear + ReLU; step t's query in block b is its input x_t^b, its keys and values x^b of
+    steps t - W .. t; pre-layer-norm blocks, gated as GTrXL's with `gated`. `positional_encoding`: "absolute", the
+    sinusoid of the step in the episode added to the keys and values (as the anchors); "relative", a learned bias
+    of each head's scores per distance back 0 .. W (Shaw et al. 2018, T5's); "none". A row's state: its step
+    counter, then each block's inputs of the last W steps, oldest first; L steps at once equal L single steps.
 
     The attention mask of L = 2 steps over W = 3 slots, for a row whose counter is 2 (two steps taken; the oldest
     slot holds nothing), keys [slot 0, slot 1, slot 2, step 0, step 1], `back` the distance from query to key:
@@ -237,9 +235,8 @@ class TransformerXL(nn.Module):
 
     @contextlib.contextmanager
     def caching(self):
-        """Within it the weights do not change (a rollout): a step projects its own keys and values alone and takes
-        its window's from the step before, where the state it is given is the one that step returned (its counter
-        one more, or 0: a state reset, whose window is masked). Any other state is projected in full."""
+        """Within it the weights do not change (a rollout): a step takes its window's keys and values from the step
+        before where its state is the one that step returned (or reset: masked); any other is projected in full."""
         self._cache = ()
         try:
             yield

@@ -1,8 +1,6 @@
-"""The training pass's faster ways on a CPU, each the same computation as model.py's plain one (tests/test_fastpath.py
-and tests/test_consistency.py prove them equal): sequences() feeds the cores the real steps alone, as a
-PackedSequence, where the padded slots would cost more; call() runs torch's LSTM there without oneDNN's kernel,
-whose backward is slow for an image encoder's wide input (docs/results.md): a step through torch's lstm_cell, a
-packed sequence through one input projection and then one time step at a time."""
+"""The training pass's faster ways on a CPU, each proven equal to the plain one (tests/test_fastpath.py): sequences()
+feeds the cores the real steps alone where padding would cost more; call() runs torch's LSTM without oneDNN's kernel,
+whose backward is slow for an image encoder's wide input (docs/results.md)."""
 from __future__ import annotations
 
 from typing import Callable
@@ -12,8 +10,8 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
-# The cores are fed the real steps alone when at least half the slots are padding, and torch's own layers also when
-# the input is an image encoder's (at least PACK_MIN_WIDTH features): their padded kernels are the slower ones there.
+# Packed when half the slots are padding, and for torch's own layers an image encoder's wide input, where their
+# padded kernels are the slower ones.
 PACK_MIN_WIDTH = 2048
 PACK_MIN_PADDING = 0.5
 

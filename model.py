@@ -297,8 +297,7 @@ class ActorCritic(nn.Module):
 
     @contextlib.contextmanager
     def rollout(self):
-        """A rollout's steps, during which the weights do not change: a core may keep what it computed from them
-        (the transformer its window's keys and values, cores.TransformerXL.caching)."""
+        """A rollout's steps, the weights unchanged: a core may keep what it computed from them (TransformerXL.caching)."""
         with contextlib.ExitStack() as stack:
             for core in self._cores:
                 if hasattr(core, "caching"):

@@ -199,7 +199,7 @@ class NormalizationConfig:
 
 @dataclass
 class InitializationConfig:
-    orthogonal: bool = True  # orthogonal weights and zero biases everywhere (recurrent layers included); else torch's defaults
+    orthogonal: bool = True  # orthogonal weights, zero biases (a core of cores.py keeps its own); else torch's defaults
     hidden_gain: float = 1.4142135623730951  # gain of the encoder and hidden layers (sqrt 2, for ReLU)
     policy_gain: float = 0.01  # gain of the policy head: a near-uniform first policy
     value_gain: float = 1.0  # gain of the value head

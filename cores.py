@@ -210,7 +210,7 @@ class Block(nn.Module):
 class TransformerXL(nn.Module):
     """Transformer-XL as a memory (Dai et al. 2019, sec. 3.2: each block attends over the cached inputs of the steps
     before, held without gradient), over a sliding window as the Memory Gym paper uses it (Pleines et al. 2025):
-    the input embedded by Linear + ReLU; step t's query in block b is its input x_t^b, its keys and values x^b of
+    the input projected by a Linear; step t's query in block b is its input x_t^b, its keys and values x^b of
     steps t - W .. t; pre-layer-norm blocks, gated as GTrXL's with `gated`. `positional_encoding`: "absolute", the
     sinusoid of the step in the episode added to the keys and values (as the anchors); "relative", a learned bias
     of each head's scores per distance back 0 .. W (Shaw et al. 2018, T5's); "none". A row's state: its step
@@ -224,9 +224,8 @@ class TransformerXL(nn.Module):
         super().__init__()
         D, self.W, self.layers = recurrence.hidden_state_size, recurrence.memory_length, recurrence.num_layers
         self.width, self.encoding, heads = D, recurrence.positional_encoding, recurrence.attention_heads
+        # a plain projection: the anchors' Linear + ReLU, orthogonal, learned masked CartPole slower (docs/results.md)
         self.project = nn.Linear(input_size, D)
-        nn.init.orthogonal_(self.project.weight, math.sqrt(2))  # for the ReLU, as the model's other layers
-        nn.init.zeros_(self.project.bias)
         self.blocks = nn.ModuleList(Block(D, heads, recurrence.gated) for _ in range(self.layers))
         if self.encoding == "relative":
             self.distance_bias = nn.Parameter(torch.zeros(self.layers, heads, self.W + 1))  # (blocks, heads, back)
@@ -259,7 +258,7 @@ class TransformerXL(nn.Module):
         back = torch.arange(L, device=x.device)[:, None] + W - key  # (L, W + L)
         positions = counter - W + key  # (N, W + L): the keys' steps in the episode; < 0: a slot that holds nothing
         mask = ((back >= 0) & (back <= W) & ((positions[:, None] >= 0) | (key >= W)))[:, None]  # (N, 1, L, W + L)
-        h, inputs, windows, cached = torch.relu(self.project(x)), [], [], self._window(counter)
+        h, inputs, windows, cached = self.project(x), [], [], self._window(counter)
         for b, block in enumerate(self.blocks):
             inputs.append(h)
             context = torch.cat((memory[:, b].to(h.dtype), h), dim=1)  # (N, W + L, D)

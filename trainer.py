@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from buffer import RolloutBuffer
+from buffer import RolloutBuffer, require_rollout_memory
 from checkpoint import arrays, load_model, save_checkpoint
 from config import Config, schedule_value
 from evaluation import Evaluator
@@ -40,10 +40,10 @@ class Trainer:
                                            eps=config.optimizer.eps, weight_decay=config.optimizer.weight_decay,
                                            fused=True)
         self.normalizers = Normalizers(config, self.spaces.observation)
-        obs = self.spaces.observation
-        self.buffer = RolloutBuffer(W, T, obs.shape, np.float32 if self.normalizers.observations else obs.dtype,
+        require_rollout_memory(config, self.spaces, self.model)
+        self.buffer = RolloutBuffer(W, T, self.spaces.observation.shape, self.normalizers.stored_dtype,
                                     self.spaces.action, self.spaces.masked, self.model.state_size, self.device,
-                                    config.n_mini_batch, self.model.previous_size)
+                                    self.model.previous_size)
         self.evaluator = Evaluator(config, self.spaces, self.device) if config.evaluation.interval else None
         self.envs = VecEnv(config.environment, seeds, config.worker_processes, probe, self.spaces)
         self.update = self.steps = 0

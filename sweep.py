@@ -80,9 +80,9 @@ def seed_list(text: str) -> list[int]:
 
 
 def parser() -> ArgumentParser:
-    parser = ArgumentParser("sweep.py", description=__doc__, epilog="Ctrl-C or SIGTERM stops the trials at their "
-                            "checkpoints (exit 130 or 143), a second one at once. Exit codes: 0 every trial ended, 1 "
-                            "a trial failed more often than allowed, 2 refused before starting.")
+    parser = ArgumentParser("sweep.py", description=__doc__, epilog="Ctrl-C, SIGTERM or SIGHUP stops the trials at "
+                            "their checkpoints, a second one at once. Exit codes: 0 every trial ended, 1 a trial failed "
+                            f"more often than allowed, 2 refused before starting, {script.STOPPED}.")
     add = parser.add_argument
     seeds, varied = parser.add_mutually_exclusive_group(), parser.add_mutually_exclusive_group()
     add("--config", default="configs/poc_memory_env.yaml", help="the config every trial starts from (%(default)s)")

@@ -26,9 +26,9 @@ MAX_RUN_ID = 200  # characters: a run id becomes file and folder names, with suf
 
 def parser() -> ArgumentParser:
     parser = ArgumentParser(description="Train a recurrent PPO agent.", epilog=(
-        "Ctrl-C (SIGINT) or SIGTERM finishes the current update, saves and exits 130 or 143; a second one stops at "
-        "once without saving. Exit codes: 0 done, 1 the run failed (the last good checkpoint is kept), 2 refused "
-        "before starting (bad config, flag or file), 130 / 143 stopped by a signal."))
+        "Ctrl-C (SIGINT), SIGTERM or SIGHUP finishes the current update, saves and exits 130, 143 or 129; a "
+        "second one stops at once without saving. Exit codes: 0 done, 1 the run failed (the last good "
+        f"checkpoint is kept), 2 refused before starting (bad config, flag or file), {script.STOPPED}."))
     parser.add_argument("--config", metavar="PATH", help=f"the yaml config to train (default: {DEFAULT_CONFIG})")
     parser.add_argument("--run-id", metavar="NAME", help="names models/<run-id>.pt and summaries/<run-id>/<time>: "
                         "letters, digits, '.', '_' and '-' (default: the config's name and the start time)")

@@ -316,6 +316,25 @@ def test_a_resumed_sweep_stops_on_ctrl_c_too(tmp_path):
     assert load_checkpoint(tmp_path / "sweeps/again/models/seed5.pt")["update"] < 2000
 
 
+def test_a_closed_terminal_stops_the_sweep_at_its_checkpoints_and_leaves_no_ray_process(tmp_path):
+    """SIGHUP to the sweep's process group (a shell passing on its terminal's hangup) killed the driver at once, and
+    Ray's processes outlived it by 73 to 100 s (issue 87, point 7): the sweep stops as on SIGTERM, exit 129."""
+    from tests.test_faults import assert_no_process_left
+    marker = f"SWEEP_HANGUP_{os.getpid()}"
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "sweep.py"), "--config", POC, "--seed-list", "5", "--sweep-id", "hup",
+         *sets(*TINY, "updates=2000", "checkpoint_interval=1")], cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True, env={**os.environ, marker: "1", "PYTHONPATH": str(ROOT)},
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))  # as a terminal's job starts
+    wait_until((tmp_path / "sweeps/hup/models/seed5.pt").exists, "the trial's first checkpoint", process)
+    os.killpg(process.pid, signal.SIGHUP)
+    out, err = process.communicate(timeout=HANG_S)
+    assert process.returncode == 129, err
+    assert err.startswith("SIGHUP: stopping the trials at their next update") and "Traceback" not in err, err
+    assert f"stopped with 0 of 1 trials finished; resume with: python sweep.py --resume {tmp_path}/sweeps/hup" in out
+    assert_no_process_left(marker)
+
+
 def test_ctrl_c_once_a_sweep_has_ended_leaves_its_exit_code_alone(tmp_path):
     """Ctrl-C during Ray's shutdown after a finished sweep, or during the seconds Python then took to unload
     Ray, ended in 'stopped by SIGINT during start-up' (130) or a raw signal (issue 58, borderline). SIGINT

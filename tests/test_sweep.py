@@ -234,6 +234,28 @@ def test_trials_land_on_both_nodes_of_a_cluster(tmp_path, monkeypatch):
         cluster.shutdown()
 
 
+def test_a_trial_refused_where_it_runs_ends_the_sweep_in_its_one_line_without_a_restart(tmp_path, monkeypatch):
+    """On a cluster the sweep checks no node's memory before it starts: a trial whose rollout the node cannot hold
+    was restarted three times, each with Ray's 'Trial task failed' traceback, then exit 1 (issue 87, point 3).
+    Refused where it runs, it is not retried: the sweep ends in that trial's one line."""
+    from ray.cluster_utils import Cluster
+    monkeypatch.setenv("RAY_worker_niceness", "0")
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    try:
+        cluster.wait_for_nodes()
+        done = run_sweep(tmp_path, "--config", POC, "--address", cluster.address, "--sweep-id", "window",
+                         *sets(*TINY, "recurrence.layer_type=trxl", "recurrence.memory_length=100000000"))
+    finally:
+        cluster.shutdown()
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: seed0: the rollout of n_workers x "
+                                                                    "worker_steps = 128 steps needs at least ")
+    assert done.stderr.rstrip().endswith("lower recurrence.memory_length, hidden_state_size or num_layers, or "
+                                         "n_workers or worker_steps (the trial's config, refused where it ran: not "
+                                         "retried; the sweep stopped)")
+    assert "restarting" not in done.stdout and "Traceback" not in done.stdout + done.stderr
+
+
 def test_killed_trial_resumes_from_its_checkpoint_to_the_same_weights(tmp_path):
     marker = tmp_path / "killed-once"
     raw = yaml.safe_load(Path(POC).read_text())
@@ -406,6 +428,10 @@ def free_port() -> int:
     (["--search", "environment.observation_mask=choice:[1],[2],[5]"], "--search environment.observation_mask=[5]"),
     (["--set", "environment.type=gym", "--set", "environment.name=FrozenLake-v1",
       "--grid", "environment.kwargs.map_name=4x4,bogus"], "--grid environment.kwargs.map_name=bogus: environment"),
+    # a rollout this machine cannot hold: Ray's traceback in four tries of the trial (issue 87, point 3)
+    (["--set", "recurrence.layer_type=trxl", "--grid", "recurrence.memory_length=64,100000000"],
+     "--grid recurrence.memory_length=100000000: the rollout of n_workers x worker_steps = 2,048 steps needs at "
+     "least 24426.0 GiB"),
     # a model the spaces do not fit: an image smaller than the CNN's kernels (a trial's traceback after Ray started)
     (["--set", "environment.type=gym", "--set", "environment.name=tests.memory_tasks:CueImage-v0",
       "--grid", "environment.kwargs.size=36,12"], "--grid environment.kwargs.size=12: the image observation is 12x12"),

@@ -53,7 +53,7 @@ class Trainer:
         self.best: dict | None = None  # the best evaluation so far, {"reward_mean", "update"}, saved to best_path
         self.best_path = Path(models_dir) / f"{run_id}-best.pt"
         self.summaries = Summaries(summaries_path or Path(summaries_dir, run_id, f"{datetime.now():%Y%m%d-%H%M%S}"),
-                                   config, verbose, tracking)
+                                   config, verbose, tracking, self.machine.precision_used)
         self.obs = self.envs.reset()  # (W, *obs_shape)
         self.state = self.model.initial_state(W, self.device)  # (W, S)
         self.previous = torch.zeros(W, self.model.previous_size, device=self.device)  # (W, P): no step before

@@ -91,10 +91,12 @@ class Summaries:
         self.recent_rewards: deque = deque(maxlen=100)  # the reference baseline's reward_mean window
         self._writer = None
 
-    def open(self) -> None:
+    def open(self, update: int = 0) -> None:
+        """Starts writing after `update`: a resumed run's writer hides from TensorBoard the updates past it that an
+        earlier process wrote (one killed after its last checkpoint), which this one writes again."""
         from torch.utils.tensorboard import SummaryWriter
         _leave_writer_errors_to_the_writer()
-        self._writer = SummaryWriter(str(self.path))
+        self._writer = SummaryWriter(str(self.path), purge_step=update + 1 if update else None)
         text = json.dumps(self.recorded, indent=1)
         write_atomically(self.path / "config.json", lambda tmp: tmp.write_text(text))
         if self.tracking is not None and self.tracker is None:

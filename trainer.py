@@ -67,7 +67,7 @@ class Trainer:
         """Trains until config.updates or a stop signal, saving every checkpoint_interval updates and at
         the end; on_update(trainer, log, scalars) follows every update."""
         c = self.config
-        self.summaries.open()
+        self.summaries.open(self.update)
         start = time.perf_counter()
         try:
             while self.update < c.updates and self.stop_signal is None:

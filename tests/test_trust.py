@@ -91,6 +91,22 @@ def test_resuming_an_older_copy_refuses_to_replace_the_newer_checkpoint(tmp_path
     assert digest(path) == newer
 
 
+def test_a_resume_after_a_hard_kill_shows_each_update_once_in_tensorboard(tmp_path, trained):
+    """A run killed (SIGKILL) after its last checkpoint leaves events of the updates past it, which its resume
+    writes again: TensorBoard showed those steps twice (issue 87, borderline). The resumed writer purges them."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    config, path = trained  # at update 2
+    kept = tmp_path / "kept.pt"
+    shutil.copy(path, kept)
+    assert script(tmp_path, "train.py", "--resume", "models/first.pt", "--set", "updates=3").returncode == 0
+    shutil.copy(kept, path)  # as the kill leaves it: the checkpoint of update 2, the events of update 3
+    assert script(tmp_path, "train.py", "--resume", "models/first.pt", "--set", "updates=4").returncode == 0
+    folder, = (tmp_path / "summaries/first").iterdir()
+    board = EventAccumulator(str(folder))
+    board.Reload()
+    assert [event.step for event in board.Scalars("time/env_steps")] == [1, 2, 3, 4]
+
+
 def test_the_default_run_id_never_collides_with_a_shipped_model(tmp_path):
     (tmp_path / "models").mkdir()
     shipped = tmp_path / "models/poc_memory_env.pt"

@@ -93,7 +93,8 @@ def test_resuming_an_older_copy_refuses_to_replace_the_newer_checkpoint(tmp_path
 
 def test_a_resume_after_a_hard_kill_shows_each_update_once_in_tensorboard(tmp_path, trained):
     """A run killed (SIGKILL) after its last checkpoint leaves events of the updates past it, which its resume
-    writes again: TensorBoard showed those steps twice (issue 87, borderline). The resumed writer purges them."""
+    writes again: TensorBoard's Python loader showed the update where they meet twice (issue 87, borderline). The
+    resumed writer purges them (purge_step)."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     config, path = trained  # at update 2
     kept = tmp_path / "kept.pt"

@@ -248,13 +248,12 @@ def require_rollout_memory(config, spaces, model: ActorCritic) -> None:
     if needed <= available:
         return
     if taken["states"] > taken["obs"]:
-        what = f"the recurrent state stored at each step ({model.state_size:,} floats) takes"
+        part, size = f"the recurrent state stored at each step ({model.state_size:,} floats) takes", taken["states"]
         keys = "recurrence.hidden_state_size or num_layers"
         if "memory_length" in CORE_KEYS[layer_type]:  # the state holds a window of steps
             keys = "recurrence.memory_length, hidden_state_size or num_layers"
         lower = f"{keys}, or n_workers or worker_steps"
     else:
-        what, lower = "the observations stored at each step take", "n_workers or worker_steps"
+        part, size, lower = "the observations stored at each step take", taken["obs"], "n_workers or worker_steps"
     raise ConfigError(f"the rollout of n_workers x worker_steps = {W * T:,} steps needs at least {needed / gib:.1f} "
-                      f"GiB, {available / gib:.1f} GiB is available: {what} {max(taken.values()) / gib:.1f} GiB of it; "
-                      f"lower {lower}")
+                      f"GiB, {available / gib:.1f} GiB is available: {part} {size / gib:.1f} GiB of it; lower {lower}")

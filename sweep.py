@@ -81,9 +81,9 @@ def seed_list(text: str) -> list[int]:
 
 def parser() -> ArgumentParser:
     parser = ArgumentParser("sweep.py", description=__doc__, epilog="Ctrl-C, SIGTERM or SIGHUP stops the trials at "
-                            "their checkpoints, a second one at once. Exit codes: 0 every trial ended, 1 a trial failed "
-                            "more often than allowed, 2 refused (before starting, or a trial's config where the trial "
-                            f"ran: not retried), {script.STOPPED}.")
+                            "their checkpoints, a second one at once. Exit codes: 0 every trial ended, 1 a trial "
+                            "failed more often than allowed, 2 refused (before starting, or a trial's config where the "
+                            f"trial ran: not retried), {script.STOPPED}.")
     add = parser.add_argument
     seeds, varied = parser.add_mutually_exclusive_group(), parser.add_mutually_exclusive_group()
     add("--config", default="configs/poc_memory_env.yaml", help="the config every trial starts from (%(default)s)")

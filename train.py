@@ -217,8 +217,8 @@ def train(trainer, checkpoint: dict | None) -> int:
     threads = f"{trainer.threads} torch thread{'s' * (trainer.threads > 1)}"
     if trainer.config.torch_threads > trainer.threads:
         threads += f"; the {trainer.config.torch_threads} asked for are more than the cores here"
-    print(f"training {trainer.run_id} on {trainer.device} in {trainer.machine.precision_used} ({threads}); summaries in "
-          f"{trainer.summaries.path}", flush=True)
+    print(f"training {trainer.run_id} on {trainer.device} in {trainer.machine.precision_used} ({threads}); "
+          f"summaries in {trainer.summaries.path}", flush=True)
     try:
         trainer.run()
     except CheckpointError as error:  # a save that failed: the line says what happened to the last one

@@ -346,7 +346,8 @@ def test_a_closed_terminal_stops_the_sweep_at_its_checkpoints_and_leaves_no_ray_
     process = subprocess.Popen(
         [sys.executable, str(ROOT / "sweep.py"), "--config", POC, "--seed-list", "5", "--sweep-id", "hup",
          *sets(*TINY, "updates=2000", "checkpoint_interval=1")], cwd=tmp_path, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, start_new_session=True, env={**os.environ, marker: "1", "PYTHONPATH": str(ROOT)},
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env={**os.environ, marker: "1", "PYTHONPATH": str(ROOT)},
         preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))  # as a terminal's job starts
     wait_until((tmp_path / "sweeps/hup/models/seed5.pt").exists, "the trial's first checkpoint", process)
     os.killpg(process.pid, signal.SIGHUP)

@@ -8,9 +8,9 @@ import numpy as np
 import psutil
 import torch
 
-from config import RecurrenceConfig
+from config import CORES, RecurrenceConfig
 from model import ActorCritic, BurnIn
-from normalization import ValueNormalizer
+from normalization import Normalizers, ValueNormalizer
 from plumbing.errors import ConfigError
 from spaces import ActionFormat
 
@@ -124,21 +124,10 @@ class RolloutBuffer:
     """W workers x T steps: store_step() and store_outcome() write, finish() prepares, minibatches() serve."""
 
     def __init__(self, workers: int, steps: int, obs_shape: tuple, obs_dtype: np.dtype, actions: ActionFormat,
-                 masked: bool, state_size: int, device: torch.device, n_mini_batch: int = 1, previous_size: int = 0):
+                 masked: bool, state_size: int, device: torch.device, previous_size: int = 0):
+        """A run checks its memory first (require_rollout_memory)."""
         W, T = workers, steps
-        specs = {  # the per-step fields stored for training: name -> (shape of one step, dtype)
-            "obs": (tuple(obs_shape), np.dtype(obs_dtype)),
-            "states": ((state_size,), np.dtype(np.float32)),
-            "actions": ((actions.size,), np.dtype(actions.dtype)),
-            **{name: ((), np.dtype(np.float32)) for name in ("log_probs", "values", "advantages", "returns")}}
-        if masked:
-            specs["action_mask"] = ((actions.mask_size,), np.dtype(bool))
-        if previous_size:
-            specs["previous"] = ((previous_size,), np.dtype(np.float32))
-        per_step = sum(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize for shape, dtype in specs.values())
-        # the storage with its zero row, the (W, T) arrays and what finish() derives, one minibatch's float32 obs
-        require_memory((W * T + 1) * per_step + W * T * 14
-                       + W * T // n_mini_batch * int(np.prod(obs_shape, dtype=np.int64)) * 4)
+        specs = stored_fields(obs_shape, obs_dtype, actions, masked, state_size, previous_size)
         self.W, self.T, self.device = W, T, device
         self._flat = {name: _zeros((W * T + 1, *shape), dtype, pinned=device.type == "cuda")
                       for name, (shape, dtype) in specs.items()}
@@ -233,9 +222,47 @@ def _zeros(shape: tuple, dtype: np.dtype, pinned: bool) -> np.ndarray:
     return torch.zeros(shape, dtype=torch.from_numpy(np.zeros(0, dtype)).dtype, pin_memory=True).numpy()
 
 
-def require_memory(needed: int) -> None:
-    available = psutil.virtual_memory().available
-    if needed > available:
-        raise ConfigError(f"n_workers x worker_steps need at least {needed / 2 ** 30:.1f} GiB for the rollout "
-                          f"of these observations, {available / 2 ** 30:.1f} GiB is available: "
-                          "lower n_workers or worker_steps")
+def stored_fields(obs_shape: tuple, obs_dtype: np.dtype, actions: ActionFormat, masked: bool, state_size: int,
+                  previous_size: int = 0) -> dict[str, tuple[tuple, np.dtype]]:
+    """The per-step fields stored for training: name -> (shape of one step, dtype)."""
+    fields = {"obs": (tuple(obs_shape), np.dtype(obs_dtype)), "states": ((state_size,), np.dtype(np.float32)),
+              "actions": ((actions.size,), np.dtype(actions.dtype)),
+              **{name: ((), np.dtype(np.float32)) for name in ("log_probs", "values", "advantages", "returns")}}
+    if masked:
+        fields["action_mask"] = ((actions.mask_size,), np.dtype(bool))
+    if previous_size:
+        fields["previous"] = ((previous_size,), np.dtype(np.float32))
+    return fields
+
+
+def rollout_bytes(W: int, T: int, fields: dict, n_mini_batch: int) -> dict[str, int]:
+    """What a rollout of W x T steps of these fields takes, by field: the storage with its zero row, one
+    minibatch's observations as float32 with "obs", the (W, T) arrays and what finish() derives as "steps"."""
+    entries = {name: int(np.prod(shape, dtype=np.int64)) for name, (shape, _) in fields.items()}
+    taken = {name: (W * T + 1) * entries[name] * dtype.itemsize for name, (_, dtype) in fields.items()}
+    taken["obs"] += W * T // n_mini_batch * entries["obs"] * 4
+    return {**taken, "steps": W * T * 14}
+
+
+def require_rollout_memory(config, spaces, model: ActorCritic) -> None:
+    """Refuses (ConfigError) a run whose rollout needs more memory than is available, naming what takes most of
+    it: the observations, or the recurrent state stored at every step. The model may be one built on the meta
+    device: only its sizes are read."""
+    obs = spaces.observation
+    fields = stored_fields(obs.shape, Normalizers(config, obs).stored_dtype, spaces.action, spaces.masked,
+                           model.state_size, model.previous_size)
+    W, T, layer_type = config.n_workers, config.worker_steps, config.recurrence.layer_type
+    taken, available = rollout_bytes(W, T, fields, config.n_mini_batch), psutil.virtual_memory().available
+    needed, gib = sum(taken.values()), 2 ** 30
+    if needed <= available:
+        return
+    if taken["states"] > taken["obs"]:
+        part, size = f"the recurrent state stored at each step ({model.state_size:,} floats) takes", taken["states"]
+        keys = "recurrence.hidden_state_size or num_layers"
+        if "memory_length" in CORES[layer_type].keys:  # the state holds a window of steps
+            keys = "recurrence.memory_length, hidden_state_size or num_layers"
+        lower = f"{keys}, or n_workers or worker_steps"
+    else:
+        part, size, lower = "the observations stored at each step take", taken["obs"], "n_workers or worker_steps"
+    raise ConfigError(f"the rollout of n_workers x worker_steps = {W * T:,} steps needs at least {needed / gib:.1f} "
+                      f"GiB, {available / gib:.1f} GiB is available: {part} {size / gib:.1f} GiB of it; lower {lower}")

@@ -250,7 +250,7 @@ def main(argv=None) -> int:
     from plumbing.cli import ArgumentParser, check_output
     parser = ArgumentParser(description="Writes the inference-only part of a checkpoint (what enjoy.py and "
                             "Agent.load use).", epilog="Exit codes: 0 written, 2 refused (bad flag, source or "
-                            "target), 130 / 143 stopped by Ctrl-C / SIGTERM.")
+                            f"target), {script.STOPPED}.")
     parser.add_argument("--inference-only", action="store_true", required=True, help="the one export there is")
     parser.add_argument("source", help="a checkpoint written by train.py")
     parser.add_argument("target", type=Path, help="the new checkpoint's file (never an existing one)")

@@ -23,7 +23,7 @@ def parser() -> ArgumentParser:
     parser = ArgumentParser(description="Watch, record and score a trained agent.", epilog=(
         "The episodes run in parallel across the config's number of environments; --video and --render show the "
         "episodes scored. Every episode prints one line; a summary follows. Exit codes: 0 done, 1 the video could "
-        "not be written, 2 refused (bad flag or file), 130 / 143 stopped by Ctrl-C / SIGTERM."))
+        f"not be written, 2 refused (bad flag or file), {script.STOPPED}."))
     add = parser.add_argument
     add("--model", metavar="PATH", required=True, help="a checkpoint written by train.py (models/<run-id>.pt)")
     add("--episodes", type=number(int, 1, MAX_EPISODES), default=10, help="episodes to run (default: 10)")

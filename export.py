@@ -158,7 +158,7 @@ def parser() -> ArgumentParser:
                             "recurrent state and episode start in; action distribution, deterministic action, "
                             "value and next state out; any batch size.", epilog="Exit codes: 0 written, 1 the file "
                             "could not be written, 2 refused (bad flag, checkpoint or target, or a model ONNX "
-                            "cannot express), 130 / 143 stopped by Ctrl-C / SIGTERM.")
+                            f"cannot express), {script.STOPPED}.")
     parser.add_argument("--model", metavar="PATH", required=True, help="a checkpoint written by train.py")
     parser.add_argument("--out", metavar="PATH", type=Path, required=True, help="the .onnx file to write")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --out file")

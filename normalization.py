@@ -118,6 +118,7 @@ class Normalizers:
                              if norm.observations and features is not None else None)
         self.rewards = RewardScaler(config.n_workers, config.gamma, norm.reward_clip) if norm.rewards else None
         self.values = ValueNormalizer() if norm.value_targets else None
+        self.stored_dtype = np.dtype(np.float32) if self.observations is not None else observation.dtype  # in buffers
         self.reward_scale = config.environment.training_reward_scale
         self.reward_clip = config.environment.reward_clip
 

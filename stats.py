@@ -500,8 +500,8 @@ class WriteError(OSError):
 
 def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser("stats.py", description=__doc__, epilog="Exit codes: 0 written, 1 the files could not "
-                            "be written (none of them changed), 2 refused (bad flag, runs or --out), 130 / 143 stopped by Ctrl-C / "
-                            "SIGTERM.")
+                            "be written (none of them changed), 2 refused (bad flag, runs or --out), "
+                            f"{script.STOPPED}.")
     parser.add_argument("--runs", action="extend", nargs="+", required=True,
                         help="folders with runs below them; each config is one grid point, seeds apart")
     parser.add_argument("--out", required=True, help="writes OUT.md, OUT.json, OUT.png; a folder gets stats.*")

@@ -80,23 +80,28 @@ def scores(results: list[dict]) -> dict[str, float]:
 class Summaries:
     """The run's reports; keeps the history of updates and the last 100 episodes' returns."""
 
-    def __init__(self, path: str | Path, config: Config, verbose: bool = True, tracking=None):
+    def __init__(self, path: str | Path, config: Config, verbose: bool = True, tracking=None,
+                 precision: str = "float32"):
+        """precision: the one the run computes in, recorded in place of the config's (auto resolves by machine)."""
         self.path, self.config, self.verbose = Path(path), config, verbose
+        self.recorded = {**config.to_dict(), "precision": precision}  # config.json's and W&B's config
         self.tracking, self.tracker = tracking, None  # tracking.Tracking, or None: TensorBoard alone
         self.steps_per_update = config.n_workers * config.worker_steps
         self.history: list[UpdateLog] = []
         self.recent_rewards: deque = deque(maxlen=100)  # the reference baseline's reward_mean window
         self._writer = None
 
-    def open(self) -> None:
+    def open(self, update: int = 0) -> None:
+        """Starts writing after `update`: a resumed run's writer hides from TensorBoard the updates past it that an
+        earlier process wrote (one killed after its last checkpoint), which this one writes again."""
         from torch.utils.tensorboard import SummaryWriter
         _leave_writer_errors_to_the_writer()
-        self._writer = SummaryWriter(str(self.path))
-        text = json.dumps(self.config.to_dict(), indent=1)
+        self._writer = SummaryWriter(str(self.path), purge_step=update + 1 if update else None)
+        text = json.dumps(self.recorded, indent=1)
         write_atomically(self.path / "config.json", lambda tmp: tmp.write_text(text))
         if self.tracking is not None and self.tracker is None:
             from tracking import start  # imports wandb: a run without tracking never does
-            self.tracker = start(self.tracking, self.config.to_dict(), self.path)
+            self.tracker = start(self.tracking, self.recorded, self.path)
 
     def scalars(self, log: UpdateLog) -> dict[str, float]:
         """Every number reported for one update, by its TensorBoard tag."""

@@ -80,9 +80,10 @@ def seed_list(text: str) -> list[int]:
 
 
 def parser() -> ArgumentParser:
-    parser = ArgumentParser("sweep.py", description=__doc__, epilog="Ctrl-C or SIGTERM stops the trials at their "
-                            "checkpoints (exit 130 or 143), a second one at once. Exit codes: 0 every trial ended, 1 "
-                            "a trial failed more often than allowed, 2 refused before starting.")
+    parser = ArgumentParser("sweep.py", description=__doc__, epilog="Ctrl-C, SIGTERM or SIGHUP stops the trials at "
+                            "their checkpoints, a second one at once. Exit codes: 0 every trial ended, 1 a trial "
+                            "failed more often than allowed, 2 refused (before starting, or a trial's config where the "
+                            f"trial ran: not retried), {script.STOPPED}.")
     add = parser.add_argument
     seeds, varied = parser.add_mutually_exclusive_group(), parser.add_mutually_exclusive_group()
     add("--config", default="configs/poc_memory_env.yaml", help="the config every trial starts from (%(default)s)")
@@ -190,7 +191,7 @@ def read_sweep(args: argparse.Namespace) -> Sweep:
     cpus = len(os.sched_getaffinity(0))
     if args.address is None and sweep.cpus > cpus:  # a cluster's nodes are known once Ray joins it
         raise ConfigError(f"--cpus-per-trial {sweep.cpus:g}: this machine has {cpus} CPUs")
-    configs = check_trials(sweep)
+    configs = check_trials(sweep, here=args.address is None)
     if sweep.metric.startswith("eval/") and not all(c.evaluation.interval for c in configs):
         raise ConfigError(f"--metric {sweep.metric} is scored by evaluations during training: "
                           "set evaluation.interval (e.g. --set evaluation.interval=10)")
@@ -198,13 +199,17 @@ def read_sweep(args: argparse.Namespace) -> Sweep:
     return sweep
 
 
-def check_trials(sweep: Sweep) -> list:
+def check_trials(sweep: Sweep, here: bool) -> list:
     """Every grid point's config, or every search bound's and choice's, refused as train.py refuses it: the
-    config's checks, then each distinct environment made and reset once and its model built, as the Trainer does."""
+    config's checks, then each distinct environment made and reset once and its model built, as the Trainer does;
+    `here` (the trials run on this machine), each rollout's memory too."""
     points = [dict(zip(sweep.grid, values)) for values in itertools.product(*sweep.grid.values())]
     points += [{key: value} for key, (kind, *arguments) in sweep.search.items() for value in arguments]
+    import torch
+
+    from buffer import require_rollout_memory
     from model import build_model
-    configs, names, made = [], set(), set()
+    configs, names, made = [], set(), {}  # made: environment -> its spaces
     for point in points:
         what = f"{'--search' if sweep.search else '--grid'} {', '.join(f'{k}={v}' for k, v in point.items())}"
         if not sweep.search:
@@ -217,10 +222,13 @@ def check_trials(sweep: Sweep) -> list:
             evaluated = [config.environment.for_evaluation()] if config.evaluation.interval else []
             for environment in [config.environment, *evaluated]:
                 if repr(environment) not in made:
-                    made.add(repr(environment))
-                    env, spaces = make_probe(environment, config.seed)
+                    env, made[repr(environment)] = make_probe(environment, config.seed)
                     env.close()
-                    build_model(config, spaces)  # an image smaller than the CNN's kernels, say
+                    build_model(config, made[repr(environment)])  # an image smaller than the CNN's kernels, say
+            if here:
+                spaces = made[repr(config.environment)]
+                with torch.device("meta"):  # the model's sizes without its memory
+                    require_rollout_memory(config, spaces, build_model(config, spaces))
         except (ConfigError, SpaceError, WorkerError) as error:
             raise ConfigError(f"{what}: {error}" if point else str(error)) from None
     return configs
@@ -292,13 +300,22 @@ def trial_config(sweep: Sweep, values: dict):
 
 def run_trial(values: dict, sweep: dict) -> None:
     """A normal run that reports to Tune after every update, with each checkpoint it saves; a restarted
-    trial goes on from Tune's latest one."""
+    trial goes on from Tune's latest one. A config refused where the trial runs (this node's memory, say) is
+    reported, not raised: a restart would meet it again, and Progress stops the sweep on it."""
+    from ray import tune
+    sweep = Sweep(**sweep)
+    try:
+        train_trial(values, sweep)
+    except ConfigError as error:
+        tune.report({"refused": str(error), sweep.metric: float("nan"), "update": 0})
+
+
+def train_trial(values: dict, sweep: Sweep) -> None:
     import ray
     from ray import tune
 
     from checkpoint import RunLock, load_checkpoint
     from trainer import Trainer
-    sweep = Sweep(**sweep)
     name = tune.get_context().get_trial_name()
     models = Path(sweep.local) / "models"
     models.mkdir(parents=True, exist_ok=True)
@@ -462,6 +479,9 @@ def progress(sweep: Sweep):
                 signal.raise_signal(signal.SIGUSR1)
 
         def on_trial_result(self, iteration, trials, trial, result, **info):
+            if "refused" in result and not self.stopping:  # report() says it
+                self.stopping = True
+                signal.raise_signal(signal.SIGUSR1)
             if result.get("tracking_off") and trial.trial_id not in self.untracked:
                 self.untracked.add(trial.trial_id)
                 print(f"warning: {trial}: tracking is off: {result['tracking_off']}; the trial trains on with "
@@ -469,6 +489,8 @@ def progress(sweep: Sweep):
 
         def on_trial_complete(self, iteration, trials, trial, **info):
             result = trial.last_result
+            if "refused" in result:
+                return
             stopped = "" if result.get("update") == result.get("updates") else " (stopped early)"
             print(f"{trial} finished at update {result.get('update')}{stopped}: {sweep.metric} "
                   f"{result.get(sweep.metric, float('nan')):.4g}", flush=True)
@@ -537,6 +559,9 @@ def report(sweep: Sweep, results: list, seconds: float, stopped_by: int | None) 
     their curves), a search's best sample; the exit code."""
     import stats
     ended = [r for r in results if r.error is None]
+    if refused := [r for r in ended if "refused" in r.metrics]:
+        return failed(f"{Path(refused[0].path).name}: {refused[0].metrics['refused']} (the trial's config, refused "
+                      "where it ran: not retried; the sweep stopped)")
     finished = [r for r in ended if r.metrics.get("update") == r.metrics.get("updates")]
     if stopped_by is not None:
         print(f"stopped with {len(finished)} of {sweep.trials} trials finished; resume with: python sweep.py "

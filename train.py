@@ -18,9 +18,9 @@ import tracking
 
 def parser() -> ArgumentParser:
     parser = ArgumentParser(description="Train a recurrent PPO agent.", epilog=(
-        "Ctrl-C (SIGINT) or SIGTERM finishes the current update, saves and exits 130 or 143; a second one stops at "
-        "once without saving. Exit codes: 0 done, 1 the run failed (the last good checkpoint is kept), 2 refused "
-        "before starting (bad config, flag or file), 130 / 143 stopped by a signal."))
+        "Ctrl-C (SIGINT), SIGTERM or SIGHUP finishes the current update, saves and exits 130, 143 or 129; a "
+        "second one stops at once without saving. Exit codes: 0 done, 1 the run failed (the last good "
+        f"checkpoint is kept), 2 refused before starting (bad config, flag or file), {script.STOPPED}."))
     parser.add_argument("--config", metavar="PATH", help=f"the yaml config to train (default: {DEFAULT_CONFIG})")
     parser.add_argument("--run-id", metavar="NAME", help="names models/<run-id>.pt and summaries/<run-id>/<time>: "
                         "letters, digits, '.', '_' and '-' (default: the config's name and the start time)")
@@ -89,8 +89,8 @@ def train(trainer, checkpoint: dict | None) -> int:
     threads = f"{trainer.threads} torch thread{'s' * (trainer.threads > 1)}"
     if trainer.config.torch_threads > trainer.threads:
         threads += f"; the {trainer.config.torch_threads} asked for are more than the cores here"
-    print(f"training {trainer.run_id} on {trainer.device} ({threads}); summaries in {trainer.summaries.path}",
-          flush=True)
+    print(f"training {trainer.run_id} on {trainer.device} in {trainer.machine.precision_used} ({threads}); "
+          f"summaries in {trainer.summaries.path}", flush=True)
     try:
         trainer.run()
     except CheckpointError as error:  # a save that failed: the line says what happened to the last one

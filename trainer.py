@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from buffer import RolloutBuffer
+from buffer import RolloutBuffer, require_rollout_memory
 from checkpoint import arrays, load_model, save_checkpoint
 from config import Config, schedule_value
 from evaluation import Evaluator
@@ -40,10 +40,10 @@ class Trainer:
                                            eps=config.optimizer.eps, weight_decay=config.optimizer.weight_decay,
                                            fused=True)
         self.normalizers = Normalizers(config, self.spaces.observation)
-        obs = self.spaces.observation
-        self.buffer = RolloutBuffer(W, T, obs.shape, np.float32 if self.normalizers.observations else obs.dtype,
+        require_rollout_memory(config, self.spaces, self.model)
+        self.buffer = RolloutBuffer(W, T, self.spaces.observation.shape, self.normalizers.stored_dtype,
                                     self.spaces.action, self.spaces.masked, self.model.state_size, self.device,
-                                    config.n_mini_batch, self.model.previous_size)
+                                    self.model.previous_size)
         self.evaluator = Evaluator(config, self.spaces, self.device) if config.evaluation.interval else None
         self.envs = VecEnv(config.environment, seeds, config.worker_processes, probe, self.spaces)
         self.update = self.steps = 0
@@ -54,7 +54,7 @@ class Trainer:
         self.best: dict | None = None  # the best evaluation so far, {"reward_mean", "update"}, saved to best_path
         self.best_path = Path(models_dir) / f"{run_id}-best.pt"
         self.summaries = Summaries(summaries_path or Path(summaries_dir, run_id, f"{datetime.now():%Y%m%d-%H%M%S}"),
-                                   config, verbose, tracking)
+                                   config, verbose, tracking, self.machine.precision_used)
         self.obs = self.envs.reset()  # (W, *obs_shape)
         self.state = self.model.initial_state(W, self.device)  # (W, S)
         self.previous = torch.zeros(W, self.model.previous_size, device=self.device)  # (W, P): no step before
@@ -68,7 +68,7 @@ class Trainer:
         """Trains until config.updates or a stop signal, saving every checkpoint_interval updates and at
         the end; on_update(trainer, log, scalars) follows every update."""
         c = self.config
-        self.summaries.open()
+        self.summaries.open(self.update)
         start = time.perf_counter()
         try:
             while self.update < c.updates and self.stop_signal is None:

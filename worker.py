@@ -146,7 +146,7 @@ def _run(envs, lo: int, shared: _Shared, command: str, argument=None):
 
 @contextlib.contextmanager
 def _deaf_to_stop_signals():
-    """Starts workers deaf to SIGINT and SIGTERM (the trainer stops them after saving, which needs them); a
+    """Starts workers deaf to the stop signals (the trainer stops them after saving, which needs them); a
     stop signal meanwhile waits until they have started: start-up data cut halfway breaks a worker's pipe."""
     with stopping.deferred(), stopping.blocked():
         # The forkserver starts after the resource tracker, which unblocks both signals once it runs

@@ -62,7 +62,7 @@ def check_fits(graph, path: str, environment: EnvironmentConfig, spaces) -> int:
 
 def main(argv=None) -> int:
     parser = ArgumentParser(description=__doc__.split("\n\n")[0], epilog="Exit codes: 0 played, 2 refused (bad "
-                            "flag or model), 130 / 143 stopped by Ctrl-C / SIGTERM.")
+                            f"flag or model), {script.STOPPED}.")
     parser.add_argument("--model", required=True, help="an .onnx file written by export.py")
     parser.add_argument("--episodes", type=number(int, 1, MAX_EPISODES), default=10, help="episodes to run (10)")
     parser.add_argument("--seed", type=number(int, 0, SEEDS - 1),

@@ -69,6 +69,7 @@ class Machine:
     def __init__(self, torch_threads: int, precision: str, device: torch.device):
         check_precision(precision, device)
         self.torch_threads, self.precision, self.device = torch_threads, precision, device
+        self.precision_used = "bfloat16" if uses_bfloat16(precision, device) else "float32"  # what auto is here
         cores = len(os.sched_getaffinity(0))
         self.threads = min(torch_threads or cores, cores)  # 0, or more than the cores here: the cores
         self.fair_share, self.images = None, False

@@ -1,6 +1,7 @@
 """The life every script shares: begin(__name__) in its first lines, `return life(start, work)` in main(), and
 run(main) as a program. Exit codes, as each script's --help says: 0 done, 1 failed after it started (Failed), 2
-refused before it started (bad flag, config or file), 130 / 143 (128 + the signal's number) stopped by a signal."""
+refused before it started (bad flag, config or file), 129 / 130 / 143 (128 + the signal's number) stopped by a
+signal."""
 from __future__ import annotations
 
 import os
@@ -11,6 +12,8 @@ from typing import Callable
 from plumbing import stopping, threads
 from plumbing.cli import console, failed, start_up_warnings
 from plumbing.errors import CheckpointError, ConfigError
+
+STOPPED = "129 / 130 / 143 stopped by SIGHUP (a closed terminal) / Ctrl-C / SIGTERM"  # for the scripts' --help
 
 
 class Failed(Exception):

@@ -1,6 +1,6 @@
-"""How every script answers SIGINT (Ctrl-C) and SIGTERM, through script.begin and script.life:
-leave_at_once_on_stop_signals() before its imports, then `with Stop() as stop:` in main(): a signal while it
-starts leaves at once; from stop.working(on_first) the first calls on_first (without one, raises
+"""How every script answers SIGINT (Ctrl-C), SIGTERM and SIGHUP (its terminal closed), through script.begin and
+script.life: leave_at_once_on_stop_signals() before its imports, then `with Stop() as stop:` in main(): a signal
+while it starts leaves at once; from stop.working(on_first) the first calls on_first (without one, raises
 KeyboardInterrupt), the next raises KeyboardInterrupt, and one after that leaves at once. Leaving at once ends
 the processes the script started, says one line and exits 128 + the signal's number. Only the standard library
 and psutil are imported here, before the scripts' imports: a handler must not import, since the signal may land
@@ -18,7 +18,10 @@ from typing import Callable
 
 import psutil
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# SIGHUP (a closed terminal, a dropped ssh) is answered as SIGTERM is, unless the script started with it ignored:
+# nohup asks it to outlive its terminal
+NOHUP = signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM) if NOHUP else (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def leave(number: int, when: str = "during start-up") -> None:
@@ -95,7 +98,7 @@ class Stop:
 
 @contextlib.contextmanager
 def blocked():
-    """SIGINT and SIGTERM blocked in this thread for the block: a process started inside begins with them
+    """The stop signals blocked in this thread for the block: a process started inside begins with them
     blocked (the mask survives fork and exec), so a signal to the whole process group reaches the parent
     alone, which stops its children itself; the parent loses none."""
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
@@ -107,7 +110,7 @@ def blocked():
 
 @contextlib.contextmanager
 def deferred():
-    """SIGINT and SIGTERM held back for a step that must not be cut (a file's write, a worker's start-up data),
+    """The stop signals held back for a step that must not be cut (a file's write, a worker's start-up data),
     then handed in order to the handler in place before; Python runs handlers in the main thread alone."""
     if threading.current_thread() is not threading.main_thread():
         yield

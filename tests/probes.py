@@ -12,7 +12,7 @@ if any probe ended wrong. Other forms:
                                                 # '23.2': the outside round of issue 23, point 2;
                                                 # '58.2' .. '58.10', '58.b': issue 58's round;
                                                 # '72.1' .. '72.10', '72.r', '72.e', '72.b': issue 72's;
-                                                # '87.4' .. '87.8', '87.b': issue 87's)
+                                                # '87.1' .. '87.8', '87.b': issue 87's)
     python tests/probes.py --name flip -v       # probes whose name holds 'flip', with their stdout and stderr
     python tests/probes.py --list               # the probes, one line each, without running them
 
@@ -37,7 +37,7 @@ What is right, in general (DESIGN.md, Trust): bad input is refused before any pr
 starts (a refused run must not have had a child process: forkserver or worker), in one
 line on stderr, with exit code 2 and no traceback; a run never replaces a checkpoint it did
 not start from; files are written under a unique temporary name and renamed; an
-interrupted run saves and exits 130 (SIGINT) or 143 (SIGTERM); nothing is left behind.
+interrupted run saves and exits 130 (SIGINT), 143 (SIGTERM) or 129 (SIGHUP); nothing is left behind.
 Exit codes are recorded as a shell shows them: a process killed by signal N is 128 + N.
 
 A full disk is made two ways: RLIMIT_FSIZE (a write past it fails with EFBIG) and a small
@@ -267,14 +267,16 @@ class Proc:
 
 
 def limits(fsize: int | None = None, address_space: int | None = None):
-    """A preexec_fn that sets RLIMIT_FSIZE (a write past it fails with EFBIG: Python ignores
-    SIGXFSZ) and RLIMIT_AS (an allocation past it fails at once)."""
+    """A preexec_fn: SIGHUP at its default, as a terminal's job starts (this harness may run under nohup, whose
+    ignored SIGHUP the scripts keep), RLIMIT_FSIZE (a write past it fails with EFBIG: Python ignores SIGXFSZ) and
+    RLIMIT_AS (an allocation past it fails at once)."""
     def apply():
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
         if fsize is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
         if address_space is not None:
             resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
-    return apply if fsize is not None or address_space is not None else None
+    return apply
 
 
 # ------------------------------------------------------------------ files
@@ -2375,6 +2377,7 @@ def build_probes() -> list[Probe]:
     probes_of_issue_72(add, R, runs, stats)
     probes_of_issue_87_tools(add, runs)
     probes_of_issue_87_loading(add, enjoy, act_prelude)
+    probes_of_issue_87_signals(add, R)
     return P
 
 
@@ -2983,6 +2986,164 @@ def at_most_one_line(ctx: Ctx, proc: Proc) -> str | None:
     return None
 
 
+def probes_of_issue_87_signals(add, R) -> None:
+    """Issue 87's round: the memory refusal's words (87.1), a sweep's trial that can never start (87.3), a closed
+    terminal (SIGHUP, 87.7), and the borderline cases decided (87.b)."""
+    window = ["--set", "recurrence.layer_type=trxl", "--set", "recurrence.memory_length=100000000"]
+    # 1: the refusal names what takes the memory
+    add(Probe("trxl-window-too-large", "87.1", "a rollout that cannot fit, named by what takes it",
+              "the issue's command with memory_length=10**8 (a 24 TB window, refused on any machine): one line "
+              "naming the recurrent state stored at each step and recurrence.memory_length (it blamed 'the rollout "
+              "of these observations: lower n_workers or worker_steps')",
+              ["train.py", "--config", "configs/poc_memory_env.yaml", "--set", "updates=1", *window],
+              words=("recurrent state stored at each step", "lower recurrence.memory_length")))
+    add(train_refused("image-rollout-too-large", "87.1", "a rollout that cannot fit, named by what takes it",
+                      "84x84x3 images, n_workers=64 x worker_steps=10**8: one line naming the observations stored "
+                      "at each step, and n_workers or worker_steps", ["--set", "n_workers=64", "--set",
+                                                                      "worker_steps=100000000", "--set",
+                                                                      "environment.kwargs.image=true"],
+                      words=("observations stored at each step", "lower n_workers or worker_steps"), touch="main"))
+    # 3: a sweep refuses before Ray what no trial could start with
+    sweep = ["sweep.py", "--config", "configs/poc_memory_env.yaml", "--seeds", "1", "--sweep-id", "x"]
+    add(Probe("sweep-trxl-window-too-large", "87.3", "a sweep whose trial can never start",
+              "the issue's sweep with memory_length=10**8: one line, exit 2, before Ray starts (Ray's 'Trial task "
+              "failed' traceback four times, three retries, exit 1)", [*sweep, *window],
+              words=("recurrent state stored at each step", "recurrence.memory_length"), absent=("repo/sweeps",)))
+    add(Probe("sweep-grid-window-too-large", "87.3", "a sweep whose trial can never start",
+              "--grid recurrence.memory_length=64,100000000: refused naming that grid point, before Ray starts",
+              [*sweep, "--set", "recurrence.layer_type=trxl", "--grid", "recurrence.memory_length=64,100000000"],
+              words=("--grid recurrence.memory_length=100000000", "recurrent state"), absent=("repo/sweeps",)))
+    # 7: a closed terminal (SIGHUP) is answered as SIGTERM is
+    hup = signal.SIGHUP
+    long = ["train.py", "--run-id", "r", *LONG]
+    add(Probe("sighup-train-mid-run", "87.7", "SIGHUP (a closed terminal)",
+              "SIGHUP to train.py after update 1: the update finishes, models/r.pt saved, exit 129, the line to "
+              "resume (it died at once, without saving or a word)", long, action=interrupt_after_line([hup], long),
+              code=(129,), stdout_has=("stopped by SIGHUP after update",), check=loads("models/r.pt"), serial=True))
+    grouped = ["train.py", "--run-id", "r", *sets(updates=100000, checkpoint_interval=0, worker_processes=2)]
+    add(Probe("sighup-train-group-workers", "87.7", "SIGHUP (a closed terminal)",
+              "SIGHUP to train.py's process group (as a shell passes on a hangup), 2 worker processes: they keep "
+              "serving, the run saves, exit 129, nothing left running", grouped,
+              action=interrupt_after_line([hup], grouped, group=True), code=(129,),
+              stdout_has=("stopped by SIGHUP after update",), check=loads("models/r.pt"), serial=True))
+    nohup = ["-c", "import os, signal, sys; signal.signal(signal.SIGHUP, signal.SIG_IGN); "
+                   "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"]
+    outlives = [*nohup, "train.py", "--run-id", "r", *sets(updates=4)]
+    add(Probe("sighup-train-under-nohup", "87.7", "SIGHUP (a closed terminal)",
+              "train.py started with SIGHUP ignored (nohup): a hangup after update 1 changes nothing, the run ends "
+              "at update 4, exit 0", outlives, action=interrupt_after_line([hup], outlives, group=True), code=(0,),
+              check=checkpoint_update("models/r.pt", 4), serial=True))
+    enjoy = ["enjoy.py", "--model", "models/poc_memory_env.pt", "--episodes", "100000"]
+    add(Probe("sighup-enjoy-mid-episodes", "87.7", "SIGHUP (a closed terminal)",
+              "SIGHUP after enjoy.py's third episode: the summary of the episodes played, exit 129, one line",
+              enjoy, action=interrupt_after_line([hup], enjoy, line="episode    3"), code=(129,),
+              words=("stopped by SIGHUP",), one_line=True, stdout_has=("(stopped after",), serial=True))
+    onnx = ["export.py", "--model", "models/poc_memory_env.pt", "--out"]
+    # torch.onnx.export says when it begins (its work takes seconds more): the signal lands inside it on any machine
+    announced = ["-c", "import os, runpy, sys, torch\nreal = torch.onnx.export\ndef export(*args, **kwargs):\n"
+                       "    os.write(1, b'exporting\\n')  # export.py holds sys.stdout meanwhile\n"
+                       "    return real(*args, **kwargs)\n"
+                       "torch.onnx.export = export\nsys.argv = sys.argv[1:]\n"
+                       "runpy.run_path('export.py', run_name='__main__')\n", *onnx, "a.onnx"]
+    add(Probe("sighup-export-mid-export", "87.7", "SIGHUP (a closed terminal)",
+              "SIGHUP once torch.onnx.export has begun: exit 129, 'during the export', no file", announced,
+              action=interrupt_after_line([hup], announced, line="exporting"), code=(129,),
+              words=("stopped by SIGHUP during the export",), one_line=True, absent=("repo/a.onnx",), serial=True,
+              timeout=300))
+    example = ["examples/onnx_agent.py", "--model", "poc.onnx", "--episodes", "100000"]
+    add(Probe("sighup-onnx-example", "87.7", "SIGHUP (a closed terminal)",
+              "SIGHUP after examples/onnx_agent.py's third episode: exit 129, one line", example,
+              action=then_interrupted([*onnx, "poc.onnx"], example, hup, "episode    3"), code=(129,),
+              words=("stopped by SIGHUP",), one_line=True, may_write=("repo/poc.onnx",), serial=True, timeout=300))
+    trials = ["sweep.py", "--config", "configs/poc_memory_env.yaml", "--sweep-id", "s",
+              *sets(updates=100000, checkpoint_interval=1)]
+    add(Probe("sighup-sweep-running", "87.7", "SIGHUP (a closed terminal)",
+              "SIGHUP to the sweep's process group once its trial has a checkpoint: the trials stop there, exit "
+              "129 with the line to resume, no Ray process left (the driver died at once, Ray's processes lived "
+              "73-100 s more)", trials, action=hangup_once_checkpointed(trials), code=(129,), one_line=False,
+              stdout_has=("stopped with 0 of 1 trials finished; resume with",), serial=True, timeout=300,
+              may_write=("repo/sweeps/*", "repo/summaries/*")))
+    # the borderline cases, decided
+    B = "87.b"
+    add(Probe("precision-auto-said", B, "which precision auto picked",
+              "--set precision=auto: the start line names the precision in use, config.json records it in place "
+              "of auto (neither said it)", ["train.py", "--run-id", "p", *TINY, "--set", "precision=auto"],
+              code=(0,), check=precision_recorded))
+    killed = ["train.py", "--run-id", "r", *sets(updates=100000, checkpoint_interval=2)]
+    resumed = ["train.py", "--resume", "models/r.pt", "--set", "updates=4"]
+    add(Probe("resume-after-sigkill-tensorboard", B, "TensorBoard after a resume from a hard kill",
+              "SIGKILL to train.py once its events hold update 3 (its checkpoint is update 2's), then --resume to "
+              "update 4: each update once in TensorBoard's events, purges applied (update 3 twice)", resumed,
+              action=killed_then_resumed(killed, resumed), code=(0,), check=one_point_per_update, serial=True,
+              may_change=("repo/models/r.pt", "repo/summaries/*")))
+
+
+def then_interrupted(first: list[str], second: list[str], number: int, line: str):
+    """Runs `first` (it must exit 0), then starts `second` and sends it `number` once stdout has `line`."""
+    def action(ctx: Ctx) -> Proc:
+        done = ctx.run(first, timeout=300)
+        if done.process.returncode != 0:
+            ctx.notes.append(f"`{shlex.join(first)}` exited {done.process.returncode}: {first_line(done)}")
+        return interrupt_after_line([number], second, line=line)(ctx)
+    return action
+
+
+def hangup_once_checkpointed(args: list[str]):
+    """A sweep, SIGHUP to its process group once its trial has a checkpoint (sweeps/s/models/seed0.pt)."""
+    def action(ctx: Ctx) -> Proc:
+        proc = ctx.popen(args)
+        while proc.process.poll() is None and not ctx.path("sweeps/s/models/seed0.pt").exists():
+            time.sleep(0.05)
+        proc.signal(signal.SIGHUP, group=True)
+        proc.wait(180)
+        return proc
+    return action
+
+
+def killed_then_resumed(killed: list[str], resumed: list[str]):
+    """`killed` gets SIGKILL (to its group) once its events file holds update 3 (its checkpoint is update 2's);
+    then the judged `resumed` runs."""
+    def action(ctx: Ctx) -> Proc:
+        first = ctx.popen(killed)
+        while first.process.poll() is None and 3 not in board_steps(ctx.path("summaries/r"), purged=False):
+            time.sleep(0.05)
+        first.signal(signal.SIGKILL, group=True)
+        if first.wait(30) != -signal.SIGKILL:
+            ctx.notes.append(f"the run to kill ended first: exit {first.process.returncode}")
+        return ctx.run(resumed)
+    return action
+
+
+def board_steps(summaries: Path, purged: bool = True) -> list[int]:
+    """The steps of time/env_steps in a run's events files, read in TensorBoard's order; with `purged`, those a
+    later writer's purge_step drops (a SessionLog START at step s hides the earlier events from s on) left out."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    from tensorboard.compat.proto.event_pb2 import SessionLog
+    steps = []
+    for file in sorted(summaries.glob("*/events.out.tfevents.*")):
+        for event in EventFileLoader(str(file)).Load():
+            if purged and event.session_log.status == SessionLog.START:
+                steps = [step for step in steps if step < event.step]
+            elif any(value.tag == "time/env_steps" for value in event.summary.value):
+                steps.append(event.step)
+    return steps
+
+
+def one_point_per_update(ctx: Ctx, proc: Proc) -> str | None:
+    steps = board_steps(ctx.path("summaries/r"))
+    return None if steps == [1, 2, 3, 4] else f"TensorBoard shows the steps {steps}, expected 1, 2, 3, 4 once each"
+
+
+def precision_recorded(ctx: Ctx, proc: Proc) -> str | None:
+    recorded = [json.loads(c.read_text())["precision"] for c in ctx.path("summaries/p").rglob("config.json")]
+    said = [line for line in proc.out if line.startswith("training p on cpu in ")]
+    if recorded not in (["float32"], ["bfloat16"]):
+        return f"config.json records the precision {recorded}, expected the one in use"
+    if not said or not said[0].startswith(f"training p on cpu in {recorded[0]} ("):
+        return f"the start line does not name {recorded[0]}: {said[0].strip() if said else '(none)'}"
+    return None
+
+
 PROBES = build_probes()
 
 
@@ -3056,7 +3217,7 @@ def select(args) -> list[Probe]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", help="issue points, comma-separated: 1 .. 12, 23.2, 42.1 .. 42.10, 42.b, "
-                        "58.2 .. 58.10, 58.b, 72.1 .. 72.10, 72.r, 72.b, 87.4 .. 87.8, 87.b, extra")
+                        "58.2 .. 58.10, 58.b, 72.1 .. 72.10, 72.r, 72.b, 87.1 .. 87.8, 87.b, extra")
     parser.add_argument("--fast", action="store_true", help="the subset tests/test_probes.py runs")
     parser.add_argument("--name", help="probes whose name holds this")
     parser.add_argument("--jobs", type=int, default=1, help="probes at once (serial ones always run alone)")

@@ -1,6 +1,7 @@
 """The sequence index map and its burn-in steps against plain-loop oracles, GAE against hand-computed values,
 and the rollout buffer's storage, memory estimate and moves to the training device."""
 import doctest
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -202,14 +203,12 @@ def allocated_bytes(b: RolloutBuffer) -> int:
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_memory_estimate_is_the_storage_allocated_and_one_minibatch_of_float32_observations(layout, monkeypatch):
-    """Each field in its own dtype, with one zero row after the W*T steps; the estimate __init__ checks is
+def test_memory_estimate_is_the_storage_allocated_and_one_minibatch_of_float32_observations(layout):
+    """Each field in its own dtype, with one zero row after the W*T steps; the estimate the run checks is
     those bytes, plus 4 a step (it counts 14 a step for the (W, T) arrays, which take 4 + 1 + 1 + 4), plus
     one minibatch's observations as float32."""
     obs_shape, obs_dtype, actions, masked, S, P, W, T, n = LAYOUTS[layout]
-    checked = []
-    monkeypatch.setattr(buffer, "require_memory", checked.append)
-    b = RolloutBuffer(W, T, obs_shape, obs_dtype, actions, masked, S, torch.device("cpu"), n, P)
+    b = RolloutBuffer(W, T, obs_shape, obs_dtype, actions, masked, S, torch.device("cpu"), P)
     fields = {"obs": (obs_shape, obs_dtype), "states": ((S,), np.float32), "actions": ((actions.size,), actions.dtype),
               "log_probs": ((), np.float32), "values": ((), np.float32), "advantages": ((), np.float32),
               "returns": ((), np.float32)}
@@ -225,27 +224,63 @@ def test_memory_estimate_is_the_storage_allocated_and_one_minibatch_of_float32_o
     for d in obs_shape:
         obs_entries *= d
     expected = allocated_bytes(b) + 4 * W * T + (W * T // n) * obs_entries * 4
-    assert checked == [expected]
+    taken = buffer.rollout_bytes(W, T, buffer.stored_fields(obs_shape, obs_dtype, actions, masked, S, P), n)
+    assert sum(taken.values()) == expected
+    assert taken["states"] == b._flat["states"].nbytes
 
 
-def test_buffer_defaults_to_one_minibatch_and_no_previous_input(monkeypatch):
-    checked = []
-    monkeypatch.setattr(buffer, "require_memory", checked.append)
-    actions = ActionFormat(1, np.int64, 2)
-    b = RolloutBuffer(2, 3, (4,), np.float32, actions, False, 8, torch.device("cpu"))
+def test_buffer_defaults_to_no_previous_input():
+    b = RolloutBuffer(2, 3, (4,), np.float32, ActionFormat(1, np.int64, 2), False, 8, torch.device("cpu"))
     assert b.previous_size == 0 and "previous" not in b._flat
-    expected = allocated_bytes(b) + 4 * 6 + 6 * 4 * 4  # 6 steps in the one minibatch, 4 float32 entries each
-    assert checked == [expected]
 
 
-def test_a_rollout_needing_more_than_the_available_memory_is_refused_with_both_sizes(monkeypatch):
-    available = 3 * 2 ** 30
+def poc(*sets: str, meta: bool = True):
+    """The PoC config with these --set items, its spaces and its model (built on the meta device: sizes alone)."""
+    from config import load_config
+    from model import build_model
+    from worker import make_probe
+    config = load_config(Path(buffer.__file__).parent / "configs/poc_memory_env.yaml", list(sets))
+    env, spaces = make_probe(config.environment, 0)
+    env.close()
+    with torch.device("meta" if meta else "cpu"):
+        return config, spaces, build_model(config, spaces)
+
+
+def refusal(monkeypatch, available: int, *sets: str) -> str:
     monkeypatch.setattr(psutil, "virtual_memory", lambda: SimpleNamespace(available=available))
-    buffer.require_memory(available)  # exactly what is available fits
     with pytest.raises(ConfigError) as refused:
-        buffer.require_memory(available + 5 * 2 ** 29)  # 5.5 GiB
-    assert str(refused.value) == ("n_workers x worker_steps need at least 5.5 GiB for the rollout of these "
-                                  "observations, 3.0 GiB is available: lower n_workers or worker_steps")
+        buffer.require_rollout_memory(*poc(*sets))
+    return str(refused.value)
+
+
+def test_a_rollout_that_does_not_fit_is_refused_naming_what_takes_the_memory(monkeypatch):
+    """A transformer's stored window was blamed on 'the rollout of these observations: lower n_workers or
+    worker_steps' (issue 87, point 1): the refusal names the part that takes the memory, and its keys."""
+    window = refusal(monkeypatch, 2 ** 30, "recurrence.layer_type=trxl", "recurrence.memory_length=100000")
+    assert window == ("the rollout of n_workers x worker_steps = 2,048 steps needs at least 24.4 GiB, 1.0 GiB is "
+                      "available: the recurrent state stored at each step (3,200,001 floats) takes 24.4 GiB of it; "
+                      "lower recurrence.memory_length, hidden_state_size or num_layers, or n_workers or worker_steps")
+    wide = refusal(monkeypatch, 2 ** 20, "recurrence.hidden_state_size=4096")
+    assert "the recurrent state stored at each step (4,096 floats) takes " in wide
+    assert wide.endswith("lower recurrence.hidden_state_size or num_layers, or n_workers or worker_steps")
+    many = refusal(monkeypatch, 2 ** 20, "n_workers=65536", "recurrence.hidden_state_size=1")
+    assert many.startswith("the rollout of n_workers x worker_steps = 8,388,608 steps needs at least ")
+    assert "the observations stored at each step take " in many and many.endswith("lower n_workers or worker_steps")
+
+
+def test_a_rollout_that_just_fits_is_not_refused_and_the_model_need_not_be_real(monkeypatch):
+    """The check reads the model's sizes alone: a model built on the meta device (sweep.py's) gives the same."""
+    config, spaces, model = poc(meta=False)
+    fields = buffer.stored_fields(spaces.observation.shape, np.float32, spaces.action, spaces.masked,
+                                  model.state_size, model.previous_size)
+    needed = sum(buffer.rollout_bytes(config.n_workers, config.worker_steps, fields, config.n_mini_batch).values())
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: SimpleNamespace(available=needed))
+    buffer.require_rollout_memory(config, spaces, model)  # exactly what is available fits
+    buffer.require_rollout_memory(*poc())
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: SimpleNamespace(available=needed - 1))
+    for built in (model, poc()[2]):
+        with pytest.raises(ConfigError):
+            buffer.require_rollout_memory(config, spaces, built)
 
 
 def test_a_new_buffer_has_no_sequences_and_the_default_recurrence_until_finish():
@@ -256,7 +291,7 @@ def test_a_new_buffer_has_no_sequences_and_the_default_recurrence_until_finish()
 
 def small_buffer(device: torch.device, recurrence: RecurrenceConfig, W: int = 2, T: int = 3) -> RolloutBuffer:
     """A finished buffer of W x T steps with a masked action and a previous input, episodes ending at step 1."""
-    b = RolloutBuffer(W, T, (2,), np.float32, ActionFormat(1, np.int64, 2), True, 4, device, 2, 1)
+    b = RolloutBuffer(W, T, (2,), np.float32, ActionFormat(1, np.int64, 2), True, 4, device, 1)
     b.terminated[:, 1] = True
     b.finish(np.zeros(W, np.float32), 0.99, 0.95, recurrence)
     return b
@@ -291,7 +326,7 @@ def test_minibatches_serve_the_real_steps_observations_alone_in_the_masks_order(
     """Whole episodes of 2, 1 and 3 steps padded to 3: each minibatch's obs are its real steps' alone,
     (R, *obs_shape) in the row-major order of its mask, and with its other fields they name the same steps."""
     W, T = 2, 3
-    b = RolloutBuffer(W, T, (2,), np.float32, ActionFormat(1, np.int64, 2), False, 4, torch.device("cpu"), 2)
+    b = RolloutBuffer(W, T, (2,), np.float32, ActionFormat(1, np.int64, 2), False, 4, torch.device("cpu"))
     b.obs[:] = np.arange(W * T * 2, dtype=np.float32).reshape(W, T, 2)  # step w*T + t holds 2(w*T + t), +1
     b.actions[:] = np.arange(W * T).reshape(W, T, 1)
     b.terminated[0, 1] = True  # worker 0: episodes of 2 and 1 steps; worker 1: one of 3

@@ -81,3 +81,27 @@ def test_inference_only_checkpoint_acts_the_same_and_refuses_to_resume(tmp_path)
 
     result = run_train(tmp_path, "--resume", str(small))
     assert result.returncode == 2 and "cannot resume" in result.stderr and result.stderr.strip().count("\n") == 0
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_the_precision_auto_picks_is_said_and_recorded(tmp_path, monkeypatch, capsys, native):
+    """precision auto picked bfloat16 on a CPU that runs it natively, and neither the console nor the run's
+    config.json said so (issue 87, borderline): the start line names the precision in use and config.json (with
+    W&B's config) records it in place of auto. The checkpoint keeps auto: a resume elsewhere picks again."""
+    import json
+
+    import train
+    from plumbing import machine
+    from trainer import Trainer
+    monkeypatch.setattr(machine, "bfloat16_is_fast", lambda device: native)
+    monkeypatch.setattr(Trainer, "run", lambda self: self.summaries.open())  # config.json, no training
+    trainer = Trainer(config_from_dict({"n_workers": 2, "worker_steps": 8, "n_mini_batch": 1, "precision": "auto"}),
+                      run_id="auto", summaries_dir=tmp_path / "summaries", models_dir=tmp_path, verbose=False)
+    try:
+        assert train.train(trainer, None) == 0
+    finally:
+        trainer.close()
+    used = "bfloat16" if native else "float32"
+    assert capsys.readouterr().out.startswith(f"training auto on cpu in {used} (")
+    assert json.loads((trainer.summaries.path / "config.json").read_text())["precision"] == used
+    assert trainer.state_dict()["config"]["precision"] == "auto"

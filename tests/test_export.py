@@ -323,13 +323,15 @@ LANDINGS = {
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("landing,number", [("swallowed", signal.SIGTERM), ("rewrapped", signal.SIGINT)])
+@pytest.mark.parametrize("landing,number", [("swallowed", signal.SIGTERM), ("rewrapped", signal.SIGINT),
+                                            ("swallowed", signal.SIGHUP)])
 def test_a_stop_signal_inside_the_exporter_ends_the_export_with_nothing_written(tmp_path, landing, number):
     """A stop signal during the exporter's work raised KeyboardInterrupt into it: 2 of 10 SIGTERMs were swallowed
     (the file written, exit 0) and 1 of 10 SIGINTs reported as a model that cannot be exported, exit 2 (issue 72)."""
     prelude = (f"NUMBER = {int(number)}\nreal = torch.onnx.export\n{LANDINGS[landing]}"
                "torch.onnx.export = inside\n")
-    process = exporting(tmp_path, prelude, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = exporting(tmp_path, prelude, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))  # as in a terminal
     out, err = process.communicate(timeout=HANG_S)
     assert process.returncode == 128 + number, err
     assert out == "" and err == f"stopped by {signal.Signals(number).name} during the export\n", err

@@ -234,6 +234,28 @@ def test_trials_land_on_both_nodes_of_a_cluster(tmp_path, monkeypatch):
         cluster.shutdown()
 
 
+def test_a_trial_refused_where_it_runs_ends_the_sweep_in_its_one_line_without_a_restart(tmp_path, monkeypatch):
+    """On a cluster the sweep checks no node's memory before it starts: a trial whose rollout the node cannot hold
+    was restarted three times, each with Ray's 'Trial task failed' traceback, then exit 1 (issue 87, point 3).
+    Refused where it runs, it is not retried: the sweep ends in that trial's one line."""
+    from ray.cluster_utils import Cluster
+    monkeypatch.setenv("RAY_worker_niceness", "0")
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    try:
+        cluster.wait_for_nodes()
+        done = run_sweep(tmp_path, "--config", POC, "--address", cluster.address, "--sweep-id", "window",
+                         *sets(*TINY, "recurrence.layer_type=trxl", "recurrence.memory_length=100000000"))
+    finally:
+        cluster.shutdown()
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: seed0: the rollout of n_workers x "
+                                                                    "worker_steps = 128 steps needs at least ")
+    assert done.stderr.rstrip().endswith("lower recurrence.memory_length, hidden_state_size or num_layers, or "
+                                         "n_workers or worker_steps (the trial's config, refused where it ran: not "
+                                         "retried; the sweep stopped)")
+    assert "restarting" not in done.stdout and "Traceback" not in done.stdout + done.stderr
+
+
 def test_killed_trial_resumes_from_its_checkpoint_to_the_same_weights(tmp_path):
     marker = tmp_path / "killed-once"
     raw = yaml.safe_load(Path(POC).read_text())
@@ -316,6 +338,26 @@ def test_a_resumed_sweep_stops_on_ctrl_c_too(tmp_path):
     assert load_checkpoint(tmp_path / "sweeps/again/models/seed5.pt")["update"] < 2000
 
 
+def test_a_closed_terminal_stops_the_sweep_at_its_checkpoints_and_leaves_no_ray_process(tmp_path):
+    """SIGHUP to the sweep's process group (a shell passing on its terminal's hangup) killed the driver at once, and
+    Ray's processes outlived it by 73 to 100 s (issue 87, point 7): the sweep stops as on SIGTERM, exit 129."""
+    from tests.test_faults import assert_no_process_left
+    marker = f"SWEEP_HANGUP_{os.getpid()}"
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "sweep.py"), "--config", POC, "--seed-list", "5", "--sweep-id", "hup",
+         *sets(*TINY, "updates=2000", "checkpoint_interval=1")], cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env={**os.environ, marker: "1", "PYTHONPATH": str(ROOT)},
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))  # as a terminal's job starts
+    wait_until((tmp_path / "sweeps/hup/models/seed5.pt").exists, "the trial's first checkpoint", process)
+    os.killpg(process.pid, signal.SIGHUP)
+    out, err = process.communicate(timeout=HANG_S)
+    assert process.returncode == 129, err
+    assert err.startswith("SIGHUP: stopping the trials at their next update") and "Traceback" not in err, err
+    assert f"stopped with 0 of 1 trials finished; resume with: python sweep.py --resume {tmp_path}/sweeps/hup" in out
+    assert_no_process_left(marker)
+
+
 def test_ctrl_c_once_a_sweep_has_ended_leaves_its_exit_code_alone(tmp_path):
     """Ctrl-C during Ray's shutdown after a finished sweep, or during the seconds Python then took to unload
     Ray, ended in 'stopped by SIGINT during start-up' (130) or a raw signal (issue 58, borderline). SIGINT
@@ -387,6 +429,10 @@ def free_port() -> int:
     (["--search", "environment.observation_mask=choice:[1],[2],[5]"], "--search environment.observation_mask=[5]"),
     (["--set", "environment.type=gym", "--set", "environment.name=FrozenLake-v1",
       "--grid", "environment.kwargs.map_name=4x4,bogus"], "--grid environment.kwargs.map_name=bogus: environment"),
+    # a rollout this machine cannot hold: Ray's traceback in four tries of the trial (issue 87, point 3)
+    (["--set", "recurrence.layer_type=trxl", "--grid", "recurrence.memory_length=64,100000000"],
+     "--grid recurrence.memory_length=100000000: the rollout of n_workers x worker_steps = 2,048 steps needs at "
+     "least 24426.0 GiB"),
     # a model the spaces do not fit: an image smaller than the CNN's kernels (a trial's traceback after Ray started)
     (["--set", "environment.type=gym", "--set", "environment.name=tests.memory_tasks:CueImage-v0",
       "--grid", "environment.kwargs.size=36,12"], "--grid environment.kwargs.size=12: the image observation is 12x12"),

@@ -19,6 +19,7 @@ import torch
 import yaml
 
 from checkpoint import load_checkpoint, save_checkpoint
+from plumbing.stopping import STOP_SIGNALS
 from tests.test_faults import SMALL, Run, assert_no_process_left, write_config
 from tests.hang import HANG_S, wait_until
 
@@ -32,6 +33,12 @@ def script(tmp_path, name, *args, **kwargs):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, str(ROOT / name), *args], cwd=tmp_path, capture_output=True,
                           text=True, timeout=HANG_S, env=env, **kwargs)
+
+
+def hangup_answered() -> None:
+    """A preexec_fn: SIGHUP at its default, as a terminal's job starts with it, however the tests were started (under
+    nohup the scripts keep it ignored, as they should)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def one_line(result) -> str:
@@ -82,6 +89,23 @@ def test_resuming_an_older_copy_refuses_to_replace_the_newer_checkpoint(tmp_path
     result = script(tmp_path, "train.py", "--resume", "older.pt", "--set", "updates=6")
     assert result.returncode == 2 and "models/first.pt" in one_line(result)
     assert digest(path) == newer
+
+
+def test_a_resume_after_a_hard_kill_shows_each_update_once_in_tensorboard(tmp_path, trained):
+    """A run killed (SIGKILL) after its last checkpoint leaves events of the updates past it, which its resume
+    writes again: TensorBoard's Python loader showed the update where they meet twice (issue 87, borderline). The
+    resumed writer purges them (purge_step)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    config, path = trained  # at update 2
+    kept = tmp_path / "kept.pt"
+    shutil.copy(path, kept)
+    assert script(tmp_path, "train.py", "--resume", "models/first.pt", "--set", "updates=3").returncode == 0
+    shutil.copy(kept, path)  # as the kill leaves it: the checkpoint of update 2, the events of update 3
+    assert script(tmp_path, "train.py", "--resume", "models/first.pt", "--set", "updates=4").returncode == 0
+    folder, = (tmp_path / "summaries/first").iterdir()
+    board = EventAccumulator(str(folder))
+    board.Reload()
+    assert [event.step for event in board.Scalars("time/env_steps")] == [1, 2, 3, 4]
 
 
 def test_the_default_run_id_never_collides_with_a_shipped_model(tmp_path):
@@ -164,14 +188,15 @@ def test_a_write_whose_last_step_fails_leaves_nothing(tmp_path, monkeypatch, rep
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_stop_signal_while_the_export_starts_is_one_line(tmp_path, number):
     """checkpoint.py --inference-only stopped while it imports torch (a second, where any signal lands
-    when sent as soon as the script has taken the signals over): its one line and 130 or 143, no
+    when sent as soon as the script has taken the signals over): its one line and 128 + its number, no
     traceback, no file (before, a KeyboardInterrupt traceback, or a silent death by SIGTERM)."""
     process = subprocess.Popen([sys.executable, str(ROOT / "checkpoint.py"), "--inference-only",
                                 str(ROOT / "models/poc_memory_env.pt"), "out.pt"], cwd=tmp_path,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               preexec_fn=hangup_answered)
     await_own_handlers(process)
     os.killpg(process.pid, number)
     out, err = process.communicate(timeout=HANG_S)
@@ -392,6 +417,45 @@ def test_sigterm_saves_and_exits_143(tmp_path):
     assert load_checkpoint(tmp_path / "models/term.pt")["update"] >= 2
 
 
+@pytest.mark.parametrize("group", [False, True], ids=["to-the-run", "to-its-group"])
+def test_a_closed_terminal_saves_the_run_and_exits_129(tmp_path, group):
+    """SIGHUP (a closed terminal or a dropped ssh; a shell passes its hangup on to each job's process group) killed
+    train.py at once, without saving or a word, losing every update since its last checkpoint (issue 87, point 7).
+    It is answered as SIGTERM is: the update finishes with its workers, the run saves and exits 129."""
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml",
+                          **dict(TINY, updates=400, worker_processes=2, checkpoint_interval=0))
+    marker = f"HANGUP_{os.getpid()}_{int(group)}"
+    process = subprocess.Popen([sys.executable, str(ROOT / "train.py"), "--config", config, "--run-id", "hup"],
+                               cwd=tmp_path, env={**os.environ, marker: "1", "PYTHONPATH": str(ROOT)},
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               preexec_fn=hangup_answered)
+    while not process.stdout.readline().startswith("update    2/"):
+        assert process.poll() is None, process.stderr.read()
+    (os.killpg if group else os.kill)(process.pid, signal.SIGHUP)
+    out, err = process.communicate(timeout=HANG_S)
+    assert process.returncode == 129 and err == "", err
+    update = load_checkpoint(tmp_path / "models/hup.pt")["update"]
+    assert update >= 2 and "SIGHUP: finishing this update, then saving (send it again to stop at once)" in out
+    assert out.splitlines()[-1] == (f"stopped by SIGHUP after update {update}; saved models/hup.pt; resume with: "
+                                    "python train.py --resume models/hup.pt")
+    assert_no_process_left(marker)
+
+
+def test_a_run_started_under_nohup_outlives_its_terminal(tmp_path):
+    """nohup starts a run with SIGHUP ignored so that it outlives its terminal: a hangup changes nothing then."""
+    config = write_config(tmp_path, "configs/poc_memory_env.yaml", **dict(TINY, updates=3))
+    process = subprocess.Popen([sys.executable, str(ROOT / "train.py"), "--config", config, "--run-id", "nohup"],
+                               cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    while not process.stdout.readline().startswith("update    1/"):
+        assert process.poll() is None, process.stderr.read()
+    os.killpg(process.pid, signal.SIGHUP)
+    out, err = process.communicate(timeout=HANG_S)
+    assert process.returncode == 0 and "SIGHUP" not in out + err, err
+    assert load_checkpoint(tmp_path / "models/nohup.pt")["update"] == 3
+
+
 def gated(tmp_path: Path, **changes) -> tuple[str, Path]:
     """A config on tests.faulty_envs:Gate-v0 and its gate, a FIFO made here: the run waits inside its first
     update until the gate is opened for writing (or is stopped there)."""
@@ -446,7 +510,7 @@ def busy_core():
 def signal_masks(pid: int) -> tuple[set, set]:
     """(blocked, ignored) signal numbers of a live process, from /proc/<pid>/status."""
     fields = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":\t" in line)
-    numbers = [{n for n in (signal.SIGINT, signal.SIGTERM) if int(fields[key], 16) >> (n - 1) & 1}
+    numbers = [{n for n in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP) if int(fields[key], 16) >> (n - 1) & 1}
                for key in ("SigBlk", "SigIgn")]
     return numbers[0], numbers[1]
 
@@ -478,7 +542,7 @@ def test_the_forkserver_and_every_worker_begin_with_the_stop_signals_blocked(tmp
             if "resource_tracker" in command:  # CPython's: it ignores both itself
                 assert ignored == {signal.SIGINT, signal.SIGTERM}, command
             else:
-                assert blocked == {signal.SIGINT, signal.SIGTERM}, command
+                assert blocked == set(STOP_SIGNALS), command  # SIGHUP too, unless the tests run under nohup
     finally:
         process.communicate("\n", timeout=HANG_S)
     assert process.returncode == 0
@@ -512,12 +576,12 @@ os.kill(os.getpid(), signal.{name})
 
 @pytest.mark.parametrize("setup", ["stopping.leave_at_once_on_stop_signals()",
                                    "stopping.Stop().__enter__()"])
-@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM", "SIGHUP"])
 def test_leaving_on_a_stop_signal_imports_nothing(setup, name):
     """The signal may land while any module is half imported: a handler that imported then would get
     the half-built module and fail with a traceback instead of leaving."""
     process = subprocess.run([sys.executable, "-c", HANDLER_IMPORTS_NOTHING.format(setup=setup, name=name)],
-                             cwd=ROOT, capture_output=True, text=True, timeout=HANG_S)
+                             cwd=ROOT, capture_output=True, text=True, timeout=HANG_S, preexec_fn=hangup_answered)
     number = signal.Signals[name]
     assert process.returncode == 128 + number, process.stderr
     assert process.stderr == f"stopped by {name} during start-up\n"
@@ -528,17 +592,17 @@ START_UP_MOMENTS = [round(i * 4.0 / 19, 2) for i in range(20)]  # 0 to 4 s after
 
 @pytest.mark.parametrize("delay", START_UP_MOMENTS)
 def test_a_stop_signal_at_any_moment_of_start_up_ends_quietly_and_leaves_no_process(tmp_path, busy_core, delay):
-    """Ctrl-C (to the whole process group, as a terminal sends it) or SIGTERM while train.py
-    imports, builds the model and starts its forkserver and workers: 130 or 143, the one line
+    """Ctrl-C (to the whole process group, as a terminal sends it), SIGTERM or SIGHUP while train.py
+    imports, builds the model and starts its forkserver and workers: 128 + its number, the one line
     it says, no traceback from any process, nothing left running."""
-    number = (signal.SIGINT, signal.SIGTERM)[START_UP_MOMENTS.index(delay) % 2]
+    number = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)[START_UP_MOMENTS.index(delay) % 3]
     config = write_config(tmp_path, "configs/poc_memory_env.yaml",
                           **dict(TINY, updates=100_000, worker_processes=2, checkpoint_interval=0))
     marker = f"STARTUP_{os.getpid()}_{int(delay * 100)}"
     env = {**os.environ, marker: "1", "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen([sys.executable, str(ROOT / "train.py"), "--config", config, "--run-id", "c"],
                                cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
+                               start_new_session=True, preexec_fn=hangup_answered)
     await_own_handlers(process)
     time.sleep(delay)  # the moment under test; every moment must give the same outcome
     os.killpg(process.pid, number)
@@ -556,9 +620,9 @@ SWEEP_MOMENTS = [0.0, 1.0, 2.0, 3.0, 4.0, 5.5, 7.0, 9.0, 12.0]
 
 @pytest.mark.parametrize("delay", SWEEP_MOMENTS)
 def test_a_stop_signal_while_a_sweep_starts_ray_ends_quietly_and_leaves_no_process(tmp_path, busy_core, delay):
-    """The same for sweep.py, whose start-up includes Ray's: its processes begin with both signals
+    """The same for sweep.py, whose start-up includes Ray's: its processes begin with the stop signals
     blocked, so the driver alone answers, and shuts Ray down by its handle."""
-    number = (signal.SIGINT, signal.SIGTERM)[SWEEP_MOMENTS.index(delay) % 2]
+    number = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)[SWEEP_MOMENTS.index(delay) % 3]
     marker = f"SWEEPSTART_{os.getpid()}_{int(delay * 100)}"
     env = {**os.environ, marker: "1", "PYTHONPATH": str(ROOT)}
     tiny = ["n_workers=4", "worker_steps=32", "n_mini_batch=2", "updates=100000", "hidden_layer_size=8",
@@ -566,7 +630,7 @@ def test_a_stop_signal_while_a_sweep_starts_ray_ends_quietly_and_leaves_no_proce
     process = subprocess.Popen([sys.executable, str(ROOT / "sweep.py"), "--config", str(ROOT / "configs/poc_memory_env.yaml"),
                                 "--seeds", "2", "--sweep-id", "s", *[a for item in tiny for a in ("--set", item)]],
                                cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
+                               start_new_session=True, preexec_fn=hangup_answered)
     await_own_handlers(process)
     time.sleep(delay)
     os.killpg(process.pid, number)
@@ -585,12 +649,13 @@ ENJOY_LONG = [str(ROOT / "enjoy.py"), "--model", str(ROOT / "models/poc_memory_e
 
 @pytest.mark.parametrize("delay", ENJOY_MOMENTS)
 def test_a_stop_signal_at_any_moment_of_enjoy_ends_quietly(tmp_path, busy_core, delay):
-    """enjoy.py answers Ctrl-C (to its group) and SIGTERM as train.py does, at any moment: while it
+    """enjoy.py answers Ctrl-C (to its group), SIGTERM and SIGHUP as train.py does, at any moment: while it
     imports torch and loads the model (before, a KeyboardInterrupt traceback, or a silent death by
-    SIGTERM) and during the episodes: 130 or 143 and the one line it says."""
-    number = (signal.SIGINT, signal.SIGTERM)[ENJOY_MOMENTS.index(delay) % 2]
+    SIGTERM or SIGHUP) and during the episodes: 128 + its number and the one line it says."""
+    number = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)[ENJOY_MOMENTS.index(delay) % 3]
     process = subprocess.Popen([sys.executable, *ENJOY_LONG], cwd=tmp_path, env={**os.environ, "SDL_VIDEODRIVER": "dummy"},
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               preexec_fn=hangup_answered)
     await_own_handlers(process)
     time.sleep(delay)  # the moment under test; every moment must give the same outcome
     os.killpg(process.pid, number)

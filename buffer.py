@@ -125,7 +125,6 @@ class RolloutBuffer:
 
     def __init__(self, workers: int, steps: int, obs_shape: tuple, obs_dtype: np.dtype, actions: ActionFormat,
                  masked: bool, state_size: int, device: torch.device, previous_size: int = 0):
-        """A run checks its memory first (require_rollout_memory)."""
         W, T = workers, steps
         specs = stored_fields(obs_shape, obs_dtype, actions, masked, state_size, previous_size)
         self.W, self.T, self.device = W, T, device
@@ -245,9 +244,8 @@ def rollout_bytes(W: int, T: int, fields: dict, n_mini_batch: int) -> dict[str, 
 
 
 def require_rollout_memory(config, spaces, model: ActorCritic) -> None:
-    """Refuses (ConfigError) a run whose rollout needs more memory than is available, naming what takes most of
-    it: the observations, or the recurrent state stored at every step. The model may be one built on the meta
-    device: only its sizes are read."""
+    """Refuses (ConfigError) a rollout larger than the memory available, naming what takes most of it; the model
+    may be one on the meta device."""
     obs = spaces.observation
     fields = stored_fields(obs.shape, Normalizers(config, obs).stored_dtype, spaces.action, spaces.masked,
                            model.state_size, model.previous_size)

@@ -195,8 +195,8 @@ class Block(nn.Module):
         return self.kv(self.norm_kv(context))
 
     def forward(self, x: torch.Tensor, kv: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """x (N, L, D) queries, kv (N, K, 2D) keys and values (keys_values()); mask (N, 1, L, K), True where a query
-        may look, or (N, heads, L, K) added to the scores (-inf where it may not)."""
+        """x (N, L, D) queries, kv (N, K, 2D) keys and values; mask (N, 1, L, K), True where a query may look, or
+        (N, heads, L, K) added to the scores."""
         (N, L, D), K = x.shape, kv.shape[1]
         q = self.q(self.norm_q(x)).view(N, L, self.heads, -1).transpose(1, 2)  # (N, L, D) -> (N, heads, L, D / heads)
         k, v = (t.view(N, K, self.heads, -1).transpose(1, 2) for t in kv.chunk(2, dim=-1))  # 2 x (N, heads, K, D / h)
@@ -210,11 +210,10 @@ class Block(nn.Module):
 class TransformerXL(nn.Module):
     """Transformer-XL as a memory (Dai et al. 2019, sec. 3.2: each block attends over the cached inputs of the steps
     before, held without gradient), over a sliding window as the Memory Gym paper uses it (Pleines et al. 2025):
-    the input projected by a Linear; step t's query in block b is its input x_t^b, its keys and values x^b of
-    steps t - W .. t; pre-layer-norm blocks, gated as GTrXL's with `gated`. `positional_encoding`: "absolute", the
-    sinusoid of the step in the episode added to the keys and values (as the anchors); "relative", a learned bias
-    of each head's scores per distance back 0 .. W (Shaw et al. 2018, T5's); "none". A row's state: its step
-    counter, then each block's inputs of the last W steps, oldest first; L steps at once equal L single steps.
+    step t's query in block b is its input x_t^b, its keys and values x^b of steps t - W .. t; pre-layer-norm
+    blocks, gated as GTrXL's with `gated`. `positional_encoding` (config.py) absolute, relative (Shaw et al. 2018,
+    T5's bias per distance back) or none. A row's state: its step counter, then each block's inputs of the last W
+    steps, oldest first; L steps at once equal L single steps.
 
     The attention mask of L = 2 steps over W = 3 slots, for a row whose counter is 2 (two steps taken; the oldest
     slot holds nothing), keys [slot 0, slot 1, slot 2, step 0, step 1], `back` the distance from query to key:
@@ -224,7 +223,6 @@ class TransformerXL(nn.Module):
         super().__init__()
         D, self.W, self.layers = recurrence.hidden_state_size, recurrence.memory_length, recurrence.num_layers
         self.width, self.encoding, heads = D, recurrence.positional_encoding, recurrence.attention_heads
-        # a plain projection: the anchors' Linear + ReLU, orthogonal, learned masked CartPole slower (docs/results.md)
         self.project = nn.Linear(input_size, D)
         self.blocks = nn.ModuleList(Block(D, heads, recurrence.gated) for _ in range(self.layers))
         if self.encoding == "relative":

@@ -10,8 +10,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
-# Packed when half the slots are padding, and for torch's own layers an image encoder's wide input, where their
-# padded kernels are the slower ones.
+# packed at half the slots padding, and for torch's own layers at an image encoder's width (docs/how-it-works.md)
 PACK_MIN_WIDTH = 2048
 PACK_MIN_PADDING = 0.5
 

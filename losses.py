@@ -82,9 +82,7 @@ def reached_parameters(total: torch.Tensor) -> list[torch.Tensor]:
 
 
 def require_model_parameters(total: torch.Tensor, model: torch.nn.Module) -> None:
-    """Refuses a loss that reaches a tensor outside the model, which the optimiser (built from the model's
-    parameters) would never step and the checkpoint (the model's state_dict) never hold: a head kept beside the
-    loss, say, where model.AUXILIARY_HEADS is its place."""
+    """Refuses a loss that reaches a tensor outside the model, which no optimiser step or checkpoint would take."""
     own = {id(p) for p in model.parameters()}
     for leaf in reached_parameters(total):
         if id(leaf) not in own:

@@ -243,9 +243,8 @@ class Head(NamedTuple):
     module: type  # built as module(observation layout, width of the cores' outputs, init)
 
 
-# Heads that only a loss term reads, by the term's name. They are the model's own modules, so the optimiser trains
-# them and the checkpoint holds them; the training pass calls each as head(y (R, F), obs (R, ...)) and hands
-# losses.py the loss of each real step, EvaluateOutput.auxiliary[name] (R,).
+# Heads that only a loss term reads, by its name: the model's own modules, called as head(y (R, F), obs (R, ...)) ->
+# the loss of each real step, EvaluateOutput.auxiliary[name] (R,).
 AUXILIARY_HEADS = {"reconstruction": Head("reconstruction_coefficient", ObservationDecoder)}
 
 

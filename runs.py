@@ -67,9 +67,8 @@ def read_run(args):
 
 
 def claim(lock: RunLock, run_id: str, checkpoint: dict | None, resume: str | None, overwrite: bool) -> Path | None:
-    """Refuses a run that could not save or would replace a checkpoint it did not start from (its own, or its
-    best evaluation's); takes the run id's lock first (the caller releases it). Returns the best evaluation
-    of the run that --overwrite replaces, for the caller to remove once the run starts, or None."""
+    """Refuses a run that could not save or would replace a checkpoint it did not start from, after taking the run
+    id's lock (the caller releases it). Returns the best evaluation that --overwrite replaces, or None."""
     resume = None if checkpoint and "branch_of" in checkpoint else resume  # a branch is a new run
     for folder in (MODELS, SUMMARIES):
         if problem := writable(folder):

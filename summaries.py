@@ -92,8 +92,7 @@ class Summaries:
         self._writer = None
 
     def open(self, update: int = 0) -> None:
-        """Starts writing after `update`: a resumed run's writer hides from TensorBoard the updates past it that an
-        earlier process wrote (one killed after its last checkpoint), which this one writes again."""
+        """Writes after `update`, hiding what a killed process wrote past it (purge_step): it is written again."""
         from torch.utils.tensorboard import SummaryWriter
         _leave_writer_errors_to_the_writer()
         self._writer = SummaryWriter(str(self.path), purge_step=update + 1 if update else None)

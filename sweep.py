@@ -200,9 +200,8 @@ def read_sweep(args: argparse.Namespace) -> Sweep:
 
 
 def check_trials(sweep: Sweep, here: bool) -> list:
-    """Every grid point's config, or every search bound's and choice's, refused as train.py refuses it: the
-    config's checks, then each distinct environment made and reset once and its model built, as the Trainer does;
-    `here` (the trials run on this machine), each rollout's memory too."""
+    """Every grid point's config (or search bound's and choice's) refused as train.py refuses it: its checks, each
+    distinct environment made once, its model built, and with `here` (trials on this machine) its rollout's memory."""
     points = [dict(zip(sweep.grid, values)) for values in itertools.product(*sweep.grid.values())]
     points += [{key: value} for key, (kind, *arguments) in sweep.search.items() for value in arguments]
     import torch
@@ -299,9 +298,8 @@ def trial_config(sweep: Sweep, values: dict):
 
 
 def run_trial(values: dict, sweep: dict) -> None:
-    """A normal run that reports to Tune after every update, with each checkpoint it saves; a restarted
-    trial goes on from Tune's latest one. A config refused where the trial runs (this node's memory, say) is
-    reported, not raised: a restart would meet it again, and Progress stops the sweep on it."""
+    """A normal run that reports to Tune after every update and checkpoint; a restarted trial goes on from Tune's
+    latest one. A config refused where it runs is reported, not raised (a restart would meet it again)."""
     from ray import tune
     sweep = Sweep(**sweep)
     try:

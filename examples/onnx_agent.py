@@ -40,8 +40,7 @@ def load(path: str):
 
 
 def check_fits(graph, path: str, environment: EnvironmentConfig, spaces) -> int:
-    """The state size S, once the graph's declared observation, state, action and mask per row are found to fit its
-    metadata: the environment its config makes, and its state_size; else ConfigError in one line."""
+    """The state size S, once the graph's inputs and outputs fit its metadata's environment; else ConfigError."""
     def row(shape, dtype) -> str:  # "(3,) float32" from numpy's dtype or ONNX Runtime's type ("tensor(float)")
         dtype = DTYPES.get(dtype, dtype)
         return f"{tuple(shape)} {dtype if isinstance(dtype, str) else np.dtype(dtype).name}"

@@ -2989,10 +2989,11 @@ def at_most_one_line(ctx: Ctx, proc: Proc) -> str | None:
 def probes_of_issue_87_signals(add, R) -> None:
     """Issue 87's round: the memory refusal's words (87.1), a sweep's trial that can never start (87.3), a closed
     terminal (SIGHUP, 87.7), and the borderline cases decided (87.b)."""
-    window = ["--set", "recurrence.layer_type=trxl", "--set", "recurrence.memory_length=100000000"]
+    window = ["--set", "recurrence.layer_type=trxl", "--set", "recurrence.memory_length=65536", "--set",
+              "recurrence.hidden_state_size=4096"]
     # 1: the refusal names what takes the memory
     add(Probe("trxl-window-too-large", "87.1", "a rollout that cannot fit, named by what takes it",
-              "the issue's command with memory_length=10**8 (a 24 TB window, refused on any machine): one line "
+              "the issue's command with the largest window, 65,536 steps of width 4,096 (2 TiB): one line "
               "naming the recurrent state stored at each step and recurrence.memory_length (it blamed 'the rollout "
               "of these observations: lower n_workers or worker_steps')",
               ["train.py", "--config", "configs/poc_memory_env.yaml", "--set", "updates=1", *window],
@@ -3006,13 +3007,14 @@ def probes_of_issue_87_signals(add, R) -> None:
     # 3: a sweep refuses before Ray what no trial could start with
     sweep = ["sweep.py", "--config", "configs/poc_memory_env.yaml", "--seeds", "1", "--sweep-id", "x"]
     add(Probe("sweep-trxl-window-too-large", "87.3", "a sweep whose trial can never start",
-              "the issue's sweep with memory_length=10**8: one line, exit 2, before Ray starts (Ray's 'Trial task "
+              "the issue's sweep with that window: one line, exit 2, before Ray starts (Ray's 'Trial task "
               "failed' traceback four times, three retries, exit 1)", [*sweep, *window],
               words=("recurrent state stored at each step", "recurrence.memory_length"), absent=("repo/sweeps",)))
     add(Probe("sweep-grid-window-too-large", "87.3", "a sweep whose trial can never start",
-              "--grid recurrence.memory_length=64,100000000: refused naming that grid point, before Ray starts",
-              [*sweep, "--set", "recurrence.layer_type=trxl", "--grid", "recurrence.memory_length=64,100000000"],
-              words=("--grid recurrence.memory_length=100000000", "recurrent state"), absent=("repo/sweeps",)))
+              "--grid recurrence.memory_length=64,65536 at width 4,096: refused naming that grid point, before Ray starts",
+              [*sweep, "--set", "recurrence.layer_type=trxl", "--set", "recurrence.hidden_state_size=4096", "--grid",
+               "recurrence.memory_length=64,65536"],
+              words=("--grid recurrence.memory_length=65536", "recurrent state"), absent=("repo/sweeps",)))
     # 7: a closed terminal (SIGHUP) is answered as SIGTERM is
     hup = signal.SIGHUP
     long = ["train.py", "--run-id", "r", *LONG]

@@ -256,9 +256,9 @@ def refusal(monkeypatch, available: int, *sets: str) -> str:
 def test_a_rollout_that_does_not_fit_is_refused_naming_what_takes_the_memory(monkeypatch):
     """A transformer's stored window was blamed on 'the rollout of these observations: lower n_workers or
     worker_steps' (issue 87, point 1): the refusal names the part that takes the memory, and its keys."""
-    window = refusal(monkeypatch, 2 ** 30, "recurrence.layer_type=trxl", "recurrence.memory_length=100000")
-    assert window == ("the rollout of n_workers x worker_steps = 2,048 steps needs at least 24.4 GiB, 1.0 GiB is "
-                      "available: the recurrent state stored at each step (3,200,001 floats) takes 24.4 GiB of it; "
+    window = refusal(monkeypatch, 2 ** 30, "recurrence.layer_type=trxl", "recurrence.memory_length=50000")
+    assert window == ("the rollout of n_workers x worker_steps = 2,048 steps needs at least 12.2 GiB, 1.0 GiB is "
+                      "available: the recurrent state stored at each step (1,600,001 floats) takes 12.2 GiB of it; "
                       "lower recurrence.memory_length, hidden_state_size or num_layers, or n_workers or worker_steps")
     wide = refusal(monkeypatch, 2 ** 20, "recurrence.hidden_state_size=4096")
     assert "the recurrent state stored at each step (4,096 floats) takes " in wide

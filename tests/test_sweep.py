@@ -244,7 +244,8 @@ def test_a_trial_refused_where_it_runs_ends_the_sweep_in_its_one_line_without_a_
     try:
         cluster.wait_for_nodes()
         done = run_sweep(tmp_path, "--config", POC, "--address", cluster.address, "--sweep-id", "window",
-                         *sets(*TINY, "recurrence.layer_type=trxl", "recurrence.memory_length=100000000"))
+                         *sets(*TINY, "recurrence.layer_type=trxl", "recurrence.memory_length=65536",
+                              "recurrence.hidden_state_size=4096"))
     finally:
         cluster.shutdown()
     assert done.returncode == 2, done.stderr
@@ -430,9 +431,10 @@ def free_port() -> int:
     (["--set", "environment.type=gym", "--set", "environment.name=FrozenLake-v1",
       "--grid", "environment.kwargs.map_name=4x4,bogus"], "--grid environment.kwargs.map_name=bogus: environment"),
     # a rollout this machine cannot hold: Ray's traceback in four tries of the trial (issue 87, point 3)
-    (["--set", "recurrence.layer_type=trxl", "--grid", "recurrence.memory_length=64,100000000"],
-     "--grid recurrence.memory_length=100000000: the rollout of n_workers x worker_steps = 2,048 steps needs at "
-     "least 24426.0 GiB"),
+    (["--set", "recurrence.layer_type=trxl", "--set", "recurrence.hidden_state_size=4096", "--grid",
+      "recurrence.memory_length=64,65536"],
+     "--grid recurrence.memory_length=65536: the rollout of n_workers x worker_steps = 2,048 steps needs at "
+     "least 2049.0 GiB"),
     # a model the spaces do not fit: an image smaller than the CNN's kernels (a trial's traceback after Ray started)
     (["--set", "environment.type=gym", "--set", "environment.name=tests.memory_tasks:CueImage-v0",
       "--grid", "environment.kwargs.size=36,12"], "--grid environment.kwargs.size=12: the image observation is 12x12"),

@@ -148,9 +148,8 @@ class RecurrenceConfig:
     attention_heads: int = key(4, above=0, resume="fixed")
     # trxl: GTrXL's gates in place of the blocks' residual sums (Parisotto et al. 2020)
     gated: bool = key(False, resume="fixed")
-    # trxl: absolute (the sinusoid of the step in the episode added to keys and values), relative (a learned bias of
-    # the scores per distance back) or none
-    positional_encoding: str = key("absolute", choices=("absolute", "relative", "none"), resume="fixed")
+    # trxl: relative (a learned bias per distance back), absolute (the step's sinusoid on keys and values) or none
+    positional_encoding: str = key("relative", choices=("relative", "absolute", "none"), resume="fixed")
 
 
 @dataclass(frozen=True)
@@ -161,6 +160,7 @@ class Core:
     keys: tuple[str, ...] = ()  # the recurrence keys this core alone reads (a transformer's memory_length)
     torch_rnn: bool = False  # torch's own nn.RNNBase: it stacks its layers, initialization.recurrent_gain applies
     whole: bool = False  # built as layer(F, recurrence), its state one (N, layer.state_size) tensor of its layout
+    episodic: bool = False  # its memory holds the current episode alone: reset_hidden_state must be true
     packed: bool = False  # it also takes a PackedSequence of the real steps alone, as torch's RNNs do
 
 
@@ -171,7 +171,7 @@ CORES = {
     "mingru": Core("cores.MinGRU", packed=True),
     "lru": Core("cores.LRU", state_parts=2, packed=True),
     "trxl": Core("cores.TransformerXL", keys=("memory_length", "attention_heads", "gated", "positional_encoding"),
-                 whole=True),
+                 whole=True, episodic=True),
 }
 
 
@@ -415,9 +415,9 @@ def validate(config: Config) -> None:
     need("attention_heads" not in core.keys or rec.hidden_state_size % rec.attention_heads == 0,
          "recurrence.attention_heads", rec.attention_heads,
          f"must divide recurrence.hidden_state_size ({rec.hidden_state_size})")
-    need(rec.reset_hidden_state or rec.positional_encoding != "absolute" or "positional_encoding" not in core.keys,
-         "recurrence.reset_hidden_state", rec.reset_hidden_state, "the transformer's absolute positions count steps "
-         "in the episode: true (or positional_encoding: relative or none, for a window that runs across episodes)")
+    need(rec.reset_hidden_state or not core.episodic, "recurrence.reset_hidden_state", rec.reset_hidden_state,
+         f"the {rec.layer_type} core's memory holds the current episode alone: true "
+         "(--set recurrence.reset_hidden_state=true)")
     gain = config.initialization.recurrent_gain
     need(core.torch_rnn or gain == InitializationConfig.recurrent_gain, "initialization.recurrent_gain", gain,
          f"it applies to torch's own recurrent layers ({', '.join(n for n, c in CORES.items() if c.torch_rnn)}); "

@@ -110,9 +110,10 @@ def test_a_config_is_read_and_checked_without_torch():
     ({"recurrence": {"memory_length": 16}}, ["recurrence.memory_length", "only with recurrence.layer_type: trxl"]),
     ({"recurrence": {"layer_type": "lstm", "gated": True}}, ["recurrence.gated", "only with", "trxl"]),
     ({"recurrence": {"layer_type": "trxl", "reset_hidden_state": False}},
-     ["recurrence.reset_hidden_state", "steps in the episode", "positional_encoding: relative or none"]),
+     ["recurrence.reset_hidden_state", "the trxl core's memory holds the current episode alone",
+      "--set recurrence.reset_hidden_state=true"]),
     ({"recurrence": {"layer_type": "trxl", "positional_encoding": "learned"}},
-     ["recurrence.positional_encoding", "one of absolute, relative, none"]),
+     ["recurrence.positional_encoding", "one of relative, absolute, none"]),
     ({"recurrence": {"layer_type": "trxl", "memory_length": 0}}, ["recurrence.memory_length", "from 1 to 65,536"]),
     ({"recurrence": {"layer_type": "trxl", "memory_length": 2 ** 63 - 1}}, ["recurrence.memory_length", "from 1 to 65,536"]),
     ({"recurrence": {"layer_type": "trxl", "hidden_state_size": 30, "attention_heads": 4}},
@@ -370,11 +371,12 @@ def test_resume_refuses_a_loss_term_whose_head_would_come_or_go_and_names_its_ke
             check_resume_overrides(trxl, config_from_dict(trxl, [key]))
 
 
-def test_a_transformer_window_runs_across_episodes_only_without_absolute_positions():
-    """reset_hidden_state: false keeps the window across episodes; absolute positions count steps in an episode,
-    so that pair is refused, and relative or no positions run on."""
-    for encoding in ("relative", "none"):
-        config = config_from_dict({"recurrence": {"layer_type": "trxl", "reset_hidden_state": False,
-                                                  "positional_encoding": encoding}})
-        assert not config.recurrence.reset_hidden_state
+def test_an_lstm_config_switched_to_the_transformer_is_refused_until_its_window_resets():
+    """A config written for an LSTM (MiniGrid's: reset_hidden_state false) switched to the transformer would train
+    a window of mixed episodes; it is refused naming what to type, and trains once the reset is on."""
+    with pytest.raises(ConfigError, match="reset_hidden_state.*--set recurrence.reset_hidden_state=true"):
+        load_config("configs/minigrid.yaml", ["recurrence.layer_type=trxl", "initialization.recurrent_gain=1.0"])
+    config = load_config("configs/minigrid.yaml", ["recurrence.layer_type=trxl", "initialization.recurrent_gain=1.0",
+                                                   "recurrence.reset_hidden_state=true"])
+    assert config.recurrence.positional_encoding == "relative"
     assert config_from_dict({"recurrence": {"reset_hidden_state": False}}).recurrence.layer_type == "gru"

@@ -237,7 +237,7 @@ def test_every_parameter_every_loss_term_reaches_is_trained_and_saved(tmp_path, 
     """Every loss term the config declares on, vector and image observations: the reconstruction loss's decoder
     is the model's own, so the optimiser steps it and the checkpoint holds it."""
     assert {"activation_penalty=0.1", "reconstruction_coefficient=0.1"} <= set(TERMS)
-    # MiniGrid's LSTM gain is for torch's own layers only, its window running across episodes for absolute positions
+    # MiniGrid's LSTM gain is for torch's own layers only, and its reset off for a core whose memory is an episode's
     gain = [] if layer == "gru" else ["initialization.recurrent_gain=1.0", "recurrence.reset_hidden_state=true"]
     trainer = trainer_for(tmp_path, [*TERMS, "n_workers=2", f"recurrence.layer_type={layer}", "evaluation.interval=0",
                                      "worker_processes=0", *gain], config_path)

@@ -85,7 +85,9 @@ def step_both(agent: Agent, graph: onnxruntime.InferenceSession, steps: int, W: 
                 start = start.copy()
                 start[(t // every) % W] = True
             starts += int(start.sum()) if t else 0
-            step = agent.act(obs, state, start, True, envs.action_mask, actions, rewards)
+            recurrence = agent.config.recurrence  # the previous inputs the agent was trained with, only those
+            step = agent.act(obs, state, start, True, envs.action_mask, actions if recurrence.previous_action else None,
+                             rewards if recurrence.previous_reward else None)
             feed = {"obs": obs.copy(), "state": graph_state, "episode_start": start,
                     "previous_action": (np.zeros((W, actions_format.size), actions_format.dtype) if actions is None
                                         else actions.reshape(W, -1)),

@@ -66,8 +66,8 @@ class Step(nn.Module):
         values = out.values
         if self.values is not None:
             values = self.values.denormalize(values)
-        outputs = (out.params, out.actions, values, out.state)
-        return outputs if self.log_std is None else (*outputs, self.log_std.detach().expand_as(out.params))
+        outputs = (out.policy_outputs, out.actions, values, out.state)
+        return outputs if self.log_std is None else (*outputs, self.log_std.detach().expand_as(out.policy_outputs))
 
 
 def example_inputs(agent, batch: int, generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:

@@ -65,7 +65,7 @@ class ActOutput(NamedTuple):
     log_probs: torch.Tensor
     values: torch.Tensor
     state: torch.Tensor
-    params: torch.Tensor  # (B, n_params): the policy head's output, which parameterises the action distribution
+    policy_outputs: torch.Tensor  # (B, n_params): the policy head's output, the action distribution's parameters
 
 
 class BurnIn(NamedTuple):
@@ -380,15 +380,15 @@ class ActorCritic(nn.Module):
         """obs (B, *obs_shape), state (B, S), action_mask (B, A) bool or None, previous (B, P) (needed when P > 0)."""
         with no_gradient(obs.device):
             y, state = self._step(obs, state, previous)
-            params, values = self._heads(y)
-            actions, log_probs = self.distribution.sample(params, action_mask, deterministic)
-        return ActOutput(actions, log_probs, values, state, params)
+            policy, values = self._heads(y)
+            actions, log_probs = self.distribution.sample(policy, action_mask, deterministic)
+        return ActOutput(actions, log_probs, values, state, policy)
 
     def value(self, obs: torch.Tensor, state: torch.Tensor, previous: torch.Tensor | None = None) -> torch.Tensor:
         with no_gradient(obs.device):
             return self._heads(self._step(obs, state, previous)[0])[1]
 
-    def evaluate(self, obs: torch.Tensor, state: torch.Tensor, actions: torch.Tensor,
+    def training_pass(self, obs: torch.Tensor, state: torch.Tensor, actions: torch.Tensor,
                  action_mask: torch.Tensor | None = None, mask: torch.Tensor | None = None,
                  previous: torch.Tensor | None = None, burn_in: BurnIn | None = None) -> EvaluateOutput:
         """Training pass over N sequences of L slots from state (N, S) (before any burn-in): obs (N, L, *obs_shape),
@@ -403,8 +403,8 @@ class ActorCritic(nn.Module):
             state = self.burn_in_state(state, burn_in)
         x = self._with_previous(_scatter(self.encoder(obs), mask), previous)  # (R, F) -> (N, L, F + P)
         y = fastpath.sequences(self._run_cores, x, mask, state, self._entry)  # (R, cores x H), the real steps'
-        params, values = self._heads(y)
-        log_prob, entropy = self.distribution.evaluate(params, actions[mask],
+        policy, values = self._heads(y)
+        log_prob, entropy = self.distribution.evaluate(policy, actions[mask],
                                                        None if action_mask is None else action_mask[mask])
         auxiliary = {name: head(y, obs) for name, head in self.auxiliary.items()}
         return EvaluateOutput(_scatter(log_prob, mask), _scatter(entropy, mask), _scatter(values, mask),

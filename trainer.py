@@ -105,7 +105,7 @@ class Trainer:
         evaluation = None
         if self.evaluator is not None and self.evaluator.due(self.update):
             with times.measure("evaluation"):
-                evaluation = self.evaluate()
+                evaluation = self.score_held_out()
         return UpdateLog(self.update, self.steps, episodes, metrics, times, time.perf_counter() - tick, evaluation)
 
     def collect(self, times: PhaseTimes) -> list[dict]:
@@ -158,7 +158,7 @@ class Trainer:
         for _ in range(c.epochs):
             for mb in self.buffer.minibatches(c.n_mini_batch, self.model):
                 with self.machine.minibatch():
-                    out = self.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask, mb.previous,
+                    out = self.model.training_pass(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask, mb.previous,
                                               mb.burn_in)
                 losses = ppo_loss(out, mb, config=c, clip_range=clip, beta=beta)
                 if c.target_kl is not None and losses.approx_kl.item() > c.target_kl:
@@ -174,7 +174,7 @@ class Trainer:
                 steps.append(StepStats(losses, grad_norm))
         return mean_metrics(steps)
 
-    def evaluate(self) -> list[dict]:
+    def score_held_out(self) -> list[dict]:
         """The held-out episodes of the policy as it is now."""
         with self.machine.acting():
             return self.evaluator(self.model, self.normalizers, self.update)

@@ -25,7 +25,7 @@ TOLERANCE = {"cpu": 1e-5, "cuda": 1e-4}
 
 
 def packing(monkeypatch, packed: bool) -> None:
-    """Makes evaluate() feed torch's layers the real steps alone (a PackedSequence) always, or never."""
+    """Makes training_pass() feed torch's layers the real steps alone (a PackedSequence) always, or never."""
     monkeypatch.setattr(fastpath, "PACK_MIN_WIDTH", 0 if packed else 2 ** 62)
     monkeypatch.setattr(fastpath, "PACK_MIN_PADDING", 0.0 if packed else 1.0)
 
@@ -68,7 +68,7 @@ def test_recomputed_log_probs_and_values_match_rollout(tmp_path, device, layer, 
                 padded = model._scatter(mb.obs, mb.mask)  # (R, *obs) -> (n, L, *obs), zeros on padding
                 for obs, encoded in ((padded, None), (mb.obs, mb.mask)):
                     with torch.no_grad():
-                        out = trainer.model.evaluate(obs, mb.states, mb.actions, mask=encoded)
+                        out = trainer.model.training_pass(obs, mb.states, mb.actions, mask=encoded)
                     torch.testing.assert_close(out.log_probs[mb.mask], mb.log_probs[mb.mask], atol=TOLERANCE[device],
                                                rtol=0)
                     torch.testing.assert_close(out.values[mb.mask], mb.values[mb.mask], atol=TOLERANCE[device], rtol=0)
@@ -177,7 +177,7 @@ def test_recomputed_log_probs_match_the_rollout_under_bfloat16(tmp_path, monkeyp
         trainer.advantages()
         for mb in trainer.buffer.minibatches(2):
             with torch.no_grad(), trainer.machine.autocast():
-                out = trainer.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask)
+                out = trainer.model.training_pass(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask)
             assert out.log_probs.dtype == torch.float32 and torch.isfinite(out.log_probs).all()
             torch.testing.assert_close(out.log_probs[mb.mask], mb.log_probs[mb.mask], atol=0.01, rtol=0)
             scale = mb.values[mb.mask].abs().max().clamp(min=1e-3)
@@ -206,7 +206,7 @@ def check_the_training_pass_reproduces_the_rollout(tmp_path, sections: dict) -> 
             trainer.advantages()
             for mb in trainer.buffer.minibatches(2, trainer.model):  # refreshes the states where switched on
                 with torch.no_grad():
-                    out = trainer.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask,
+                    out = trainer.model.training_pass(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask,
                                                  mb.previous, mb.burn_in)
                 assert torch.isfinite(out.log_probs).all() and torch.isfinite(out.entropy).all()
                 torch.testing.assert_close(out.log_probs[mb.mask], mb.log_probs[mb.mask], atol=1e-4, rtol=0)
@@ -239,7 +239,7 @@ def test_every_core_reproduces_its_rollout_under_every_switch(tmp_path, layer, s
 
 @pytest.mark.parametrize("layer", list(CORES))
 def test_encoding_only_real_steps_leaves_outputs_and_gradients_unchanged(layer):
-    """evaluate(mask=...) takes the real steps' observations alone and skips the encoder on padding: the same
+    """training_pass(mask=...) takes the real steps' observations alone and skips the encoder on padding: the same
     outputs on real steps and the same gradients as every slot encoded."""
     torch.manual_seed(0)
     space = gym.spaces.Box(0, 255, (36, 36, 3), np.uint8)
@@ -254,7 +254,7 @@ def test_encoding_only_real_steps_leaves_outputs_and_gradients_unchanged(layer):
     results = []
     for encoded in (None, mask):
         model.zero_grad()
-        out = model.evaluate(obs if encoded is None else obs[mask], state, actions, mask=encoded)
+        out = model.training_pass(obs if encoded is None else obs[mask], state, actions, mask=encoded)
         ((out.log_probs + out.values + out.entropy) * mask).sum().backward()
         results.append((out, [p.grad.clone() for p in model.parameters()]))
     (full, full_grads), (real, real_grads) = results
@@ -271,7 +271,7 @@ def test_encoding_only_real_steps_leaves_outputs_and_gradients_unchanged(layer):
 @pytest.mark.parametrize("extras", [False, True])  # the previous action and reward, an action mask
 def test_the_packed_way_gives_the_padded_ways_outputs_and_gradients(monkeypatch, layer, layers, critic_core, padded,
                                                                    extras):
-    """evaluate()'s two ways (torch's layer over every slot, padding included, or over the real steps alone as a
+    """training_pass()'s two ways (torch's layer over every slot, padding included, or over the real steps alone as a
     PackedSequence) are one function: the same outputs on real steps and the same gradients in float32, with
     sequences of several lengths (padding trailing) or none, with the previous action and reward beside the
     observation and an action mask or without; both read 0 on padding."""
@@ -293,7 +293,7 @@ def test_the_packed_way_gives_the_padded_ways_outputs_and_gradients(monkeypatch,
     for packed in (False, True):
         packing(monkeypatch, packed)
         net.zero_grad()
-        out = net.evaluate(obs[mask], state, actions, mask=mask, previous=previous if extras else None,
+        out = net.training_pass(obs[mask], state, actions, mask=mask, previous=previous if extras else None,
                            action_mask=action_mask if extras else None)
         ((out.log_probs + out.values.square() + out.entropy) * mask).sum().backward()
         results.append((out, [p.grad.clone() for p in net.parameters()]))
@@ -307,7 +307,7 @@ def test_the_packed_way_gives_the_padded_ways_outputs_and_gradients(monkeypatch,
 
 
 def test_the_rule_packs_on_a_cpu_for_half_padding_or_wide_inputs_to_torchs_layers(monkeypatch):
-    """evaluate() packs on a CPU when at least PACK_MIN_PADDING of the slots are padding, and for torch's own
+    """training_pass() packs on a CPU when at least PACK_MIN_PADDING of the slots are padding, and for torch's own
     layers also when the core's input is at least PACK_MIN_WIDTH wide (with padding or without, with a mask or
     without); minGRU and the LRU gain nothing from packing a wide input."""
     calls = []
@@ -320,7 +320,7 @@ def test_the_rule_packs_on_a_cpu_for_half_padding_or_wide_inputs_to_torchs_layer
         mask = torch.arange(4) < torch.tensor(lengths)[:, None]  # (N, L = 4)
         obs = torch.zeros(int(mask.sum()), width) if masked else torch.zeros(len(lengths), 4, width)
         calls.clear()
-        net.evaluate(obs, net.initial_state(len(lengths)), torch.zeros(len(lengths), 4, 1, dtype=torch.long),
+        net.training_pass(obs, net.initial_state(len(lengths)), torch.zeros(len(lengths), 4, 1, dtype=torch.long),
                      mask=mask if masked else None)
         return bool(calls)
 

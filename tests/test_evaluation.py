@@ -250,7 +250,7 @@ def test_an_episode_that_never_ends_is_cut_at_the_step_cap_and_counted(tmp_path)
     t = trainer(tmp_path, "e", poc(updates=1, environment=endless, evaluation={"interval": 1, "episodes": 3,
                                                                                 "max_steps": 25}))
     agent = Agent(t.model, t.config, t.spaces.action_space, normalizers=t.normalizers)
-    for results in (t.evaluate(), evaluate(agent, episodes=3, workers=2), record(agent, episodes=2)[0]):
+    for results in (t.score_held_out(), evaluate(agent, episodes=3, workers=2), record(agent, episodes=2)[0]):
         assert results and all(r["length"] == 25 and r["capped"] for r in results)
     assert scores(results)["capped"] == 2 and "2 cut at the step cap" in summary(results)
     assert [r["length"] for r in evaluate(agent, episodes=2, max_steps=7)] == [7, 7]

@@ -110,7 +110,7 @@ def test_a_third_core_trains_and_the_training_pass_reproduces_its_rollout(tmp_pa
         trainer.advantages()
         for mb in trainer.buffer.minibatches(2):
             with torch.no_grad():
-                out = trainer.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask)
+                out = trainer.model.training_pass(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask)
             torch.testing.assert_close(out.log_probs[mb.mask], mb.log_probs[mb.mask], atol=1e-5, rtol=0)
             torch.testing.assert_close(out.values[mb.mask], mb.values[mb.mask], atol=1e-5, rtol=0)
             assert (mb.log_probs[mb.mask] < -0.1).any()
@@ -217,7 +217,7 @@ def check_every_parameter_the_loss_reaches_is_trained_and_saved(trainer: Trainer
     trainer.collect(PhaseTimes())
     trainer.advantages()
     mb = next(trainer.buffer.minibatches(2, trainer.model))
-    out = trainer.model.evaluate(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask, mb.previous, mb.burn_in)
+    out = trainer.model.training_pass(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask, mb.previous, mb.burn_in)
     total = loss(out, mb, config=trainer.config, clip_range=0.2, beta=0.01).total
     optimised = {id(p) for group in trainer.optimizer.param_groups for p in group["params"]}
     saved = {t.data_ptr() for t in trainer.state_dict()["model"].values()}

@@ -72,7 +72,7 @@ def test_only_torchs_own_lstm_takes_the_fast_path(monkeypatch):
 
 @pytest.mark.parametrize("layers", [1, 2])
 def test_model_with_and_without_fastpath(monkeypatch, layers):
-    """evaluate() packed and act() give the same log-probs, values, states and gradients either way."""
+    """training_pass() packed and act() give the same log-probs, values, states and gradients either way."""
     torch.manual_seed(0)
     net = ActorCritic(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(4), 16,
                       RecurrenceConfig(layer_type="lstm", hidden_state_size=8, num_layers=layers,
@@ -84,7 +84,7 @@ def test_model_with_and_without_fastpath(monkeypatch, layers):
 
     def both():
         net.zero_grad()
-        out = net.evaluate(obs, state, actions, mask=mask)
+        out = net.training_pass(obs, state, actions, mask=mask)
         (out.log_probs.sum() + out.values.square().sum()).backward()
         step = net.act(obs[:5], state, deterministic=True)
         return [out.log_probs, out.values, step.values, step.state, *(p.grad for p in net.parameters())]

@@ -125,11 +125,11 @@ def test_burn_in_unroll_equals_a_loop_of_single_steps(layer, previous):
     assert torch.equal(warmed[0], state[0]) and not warmed.requires_grad  # no burn-in steps: the state as given
     none = BurnIn(padded[:1][mask[:1]], None if burn.previous is None else burn.previous[:1], mask[:1])
     assert torch.equal(model.burn_in_state(state[:1], none), state[:1])  # a minibatch without any burn-in step
-    # evaluate(burn_in=...) is evaluate from the warmed state
+    # training_pass(burn_in=...) is training_pass from the warmed state
     obs, actions = torch.randn(N, L, 3), torch.randint(0, 3, (N, L, 1))
     sequence_previous = torch.randn(N, L, P) if P else None
-    a = model.evaluate(obs, state, actions, previous=sequence_previous, burn_in=burn)
-    b = model.evaluate(obs, warmed, actions, previous=sequence_previous)
+    a = model.training_pass(obs, state, actions, previous=sequence_previous, burn_in=burn)
+    b = model.training_pass(obs, warmed, actions, previous=sequence_previous)
     for x, y in zip(a, b):
         torch.testing.assert_close(x, y, rtol=0, atol=1e-6)
 

@@ -211,12 +211,12 @@ def test_separate_critic_core_has_disjoint_parameters(tmp_path):
     mb = next(t.buffer.minibatches(1))
     for target, touched, untouched in (("values", "critic_core", "core"), ("log_probs", "core", "critic_core")):
         m.zero_grad(set_to_none=True)
-        getattr(m.evaluate(mb.obs, mb.states, mb.actions, mask=mb.mask), target).sum().backward()
+        getattr(m.training_pass(mb.obs, mb.states, mb.actions, mask=mb.mask), target).sum().backward()
         assert all(p.grad is None or not p.grad.any() for p in getattr(m, untouched).parameters()), target
         assert all(p.grad is not None and p.grad.any() for p in getattr(m, touched).parameters()), target
     w = m.branches.weight.shape[0] // 2
     m.zero_grad(set_to_none=True)
-    m.evaluate(mb.obs, mb.states, mb.actions, mask=mb.mask).values.sum().backward()
+    m.training_pass(mb.obs, mb.states, mb.actions, mask=mb.mask).values.sum().backward()
     assert not m.branches.weight.grad[:w].any() and m.branches.weight.grad[w:].any()
     assert m.critic_hidden is not None and m.hidden.weight.grad is None
     t.close()

@@ -121,7 +121,7 @@ def test_each_phase_runs_on_its_threads(tmp_path, monkeypatch, env, rollout_thre
     counts = itertools.chain([3], itertools.repeat(2))
     monkeypatch.setattr(threads.FairShare, "update", lambda self: next(counts))
     seen = {}
-    for name in ("__init__", "act", "evaluate"):
+    for name in ("__init__", "act", "training_pass"):
         def spy(self, *args, _real=getattr(ActorCritic, name), _name=name, **kwargs):
             seen.setdefault(_name, set()).add(torch.get_num_threads())
             return _real(self, *args, **kwargs)
@@ -133,5 +133,5 @@ def test_each_phase_runs_on_its_threads(tmp_path, monkeypatch, env, rollout_thre
         log = trainer.one_update()
     finally:
         trainer.close()
-    assert log.evaluation and seen == {"__init__": {1}, "act": {rollout_threads}, "evaluate": {2}}
+    assert log.evaluation and seen == {"__init__": {1}, "act": {rollout_threads}, "training_pass": {2}}
     assert trainer.threads == torch.get_num_threads() == 2

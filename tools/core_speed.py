@@ -5,7 +5,7 @@ and parallel scan), at several sequence lengths L over the same number of steps 
     python tools/core_speed.py --out results/speed/core_speed               # the defaults: L = 8, 64, 256, 512
     python tools/core_speed.py --device cuda --hidden 512 --steps 2048 --out results/gpu/core_speed
 
-Each training-pass timing is model.evaluate() on N = steps / L sequences of L real steps of a vector observation
+Each training-pass timing is model.training_pass() on N = steps / L sequences of L real steps of a vector observation
 (with --episodes, whole-episode sequences of 1 to L real steps padded to L, which the model packs),
 then backward on its log-probs and values; a rollout step is one act() call, without gradient. The paths and cores take turns (one call each, round after round), so that a drift
 of the machine's speed hits them alike; the report gives each one's median seconds per call.
@@ -71,7 +71,7 @@ def timed(model: ActorCritic, mask: torch.Tensor, precision: str, device: torch.
     model.zero_grad()
     start = now(device)
     with autocast(precision, device):
-        out = model.evaluate(obs, state, actions, mask=mask)
+        out = model.training_pass(obs, state, actions, mask=mask)
     (out.log_probs.sum() + out.values.square().sum()).backward()
     return now(device) - start
 
@@ -135,7 +135,7 @@ def markdown(rows: list[dict], steps: list[dict], meta: dict) -> str:
     sequences = ("whole-episode sequences: one of L real steps, the others 1 to L / 2, padded to L; the model packs "
                  "them" if meta["episodes"] else "N = steps / L sequences of L")
     lines = [f"# Training pass per core and path: {meta['device']}, {meta['precision']}", "",
-             f"model.evaluate() forward and backward over {meta['steps']} real steps per call ({sequences}), a "
+             f"model.training_pass() forward and backward over {meta['steps']} real steps per call ({sequences}), a "
              f"{FEATURES}-wide vector observation, hidden_state_size {meta['hidden']}, hidden_layer_size 512; "
              f"median of {meta['repeats']} alternated calls, in milliseconds.", "",
              f"Machine: {meta['machine']}; torch {meta['torch']}; {meta['threads']} threads. Command: "

@@ -14,7 +14,7 @@ import pytest
 
 from tests.hang import HANG_S, wait_until
 from tests.test_stats import write_run
-from tools import benchmark, core_speed, episode_interval, plot, random_policy, run_summary
+from tools import benchmark, core_speed, episode_interval, finals, plot, random_policy, run_summary
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "results/reference/poc_memory_env.csv"
@@ -65,12 +65,13 @@ def tool_writing(name: str, out: Path, runs: Path, root: Path):
         return benchmark, ["--config", "configs/tiny.yaml", "--repeats", "1", "--out", out]
     return {"plot": (plot, ["--runs", runs, "--out", f"{out}.png"]),
             "run_summary": (run_summary, ["--run", runs, "--command", "c", "--out", out]),
+            "finals": (finals, ["--runs", runs, "--out", out]),
             "core_speed": (core_speed, ["--cores", "gru", "--lengths", "8", "--out", out]),
             "random_policy": (random_policy, ["--config", "configs/poc_memory_env.yaml", "--episodes", "2",
                                               "--out", out])}[name]
 
 
-@pytest.mark.parametrize("name", ["plot", "run_summary", "core_speed", "random_policy", "benchmark"])
+@pytest.mark.parametrize("name", ["plot", "run_summary", "finals", "core_speed", "random_policy", "benchmark"])
 def test_an_out_that_cannot_be_written_is_refused_before_anything_is_measured(name, tmp_path, runs, measured,
                                                                              monkeypatch, capsys):
     """--out under a file (the folder cannot be made, as a read-only one cannot take files): one line, exit 2,
@@ -90,7 +91,7 @@ def test_an_out_that_is_a_folder_is_refused(tmp_path, runs, capsys):
     assert f"--out {tmp_path} is a folder" in one_error_line(capsys)
 
 
-@pytest.mark.parametrize("name", ["plot", "run_summary"])
+@pytest.mark.parametrize("name", ["plot", "run_summary", "finals"])
 def test_an_out_in_a_missing_folder_is_written_there(name, tmp_path, runs):
     tool, args = tool_writing(name, tmp_path / "new/folder/out", runs, tmp_path)
     assert run(tool, *args) == 0
@@ -169,6 +170,14 @@ def test_a_reference_curve_that_cannot_be_read_is_refused(name, content, words, 
     assert run(tool, *args, "--reference", reference) == 2
     assert f"{reference}" in (err := one_error_line(capsys)) and words in err
     assert not list(tmp_path.glob("out*"))
+
+
+def test_finals_tabulates_the_last_value_of_each_run(tmp_path, runs):
+    write_run(tmp_path / "runs/b", seed=1, rewards=[0.5, 0.4])
+    assert run(finals, "--runs", tmp_path / "runs/b", runs, "--out", tmp_path / "out") == 0
+    rows = json.loads((tmp_path / "out.json").read_text())["runs"]
+    assert [(r["run"], r["update"]) for r in rows] == [("a", 3), ("b", 2)]
+    assert [r["episode/reward_mean_last100"] for r in rows] == pytest.approx([0.3, 0.4])
 
 
 def test_a_reference_curve_is_read_and_drawn(tmp_path, runs):

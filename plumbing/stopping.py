@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from multiprocessing import resource_tracker
 import select
 import signal
 import sys
@@ -106,6 +107,17 @@ def blocked():
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+@contextlib.contextmanager
+def starting_processes():
+    """For a block that starts processes: the stop signals held back (deferred) and blocked, so that the processes
+    begin with them blocked. Multiprocessing's resource tracker unblocks them as it starts (bpo-33613): it starts
+    first."""
+    with deferred(), blocked():
+        resource_tracker.ensure_running()
+        with blocked():
+            yield
 
 
 @contextlib.contextmanager

@@ -226,6 +226,24 @@ def test_ctrl_c_ends_learning_and_its_seeds_in_one_line(tmp_path):
     assert not list(tmp_path.glob("learning_*"))
 
 
+def test_a_ctrl_c_while_the_seeds_processes_start_is_answered_after():
+    """A Ctrl-C while the pool starts is held back, then answered, even where a thread of the tool's would take it:
+    it was ignored there and lost, and the tool trained on (CI: the Ctrl-C test above hung). In a fresh process,
+    where the resource tracker has not started yet (starting, it unblocks the signals)."""
+    script = ("import multiprocessing as mp, os, signal, threading\n"
+              "from plumbing import stopping\n"
+              "threading.Thread(target=threading.Event().wait, daemon=True).start()  # takes what main blocks\n"
+              "try:\n"
+              "    with stopping.starting_processes():\n"
+              "        os.kill(os.getpid(), signal.SIGINT)\n"
+              "        mp.get_context('spawn').SimpleQueue()\n"
+              "        print('held back')\n"
+              "except KeyboardInterrupt:\n"
+              "    print('answered after')\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=HANG_S)
+    assert done.stdout == "held back\nanswered after\n", done.stdout + done.stderr
+
+
 def marked(marker: str) -> list[int]:
     """The live processes whose environment holds `marker`."""
     found = []

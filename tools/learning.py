@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent  # the repository root
 sys.path.insert(0, str(ROOT))  # its modules, and the other tools as tools.<name>
 
-from plumbing import script  # noqa: E402
+from plumbing import script, stopping  # noqa: E402
 from tools import life  # noqa: E402
 
 life.begin(__name__)  # the imports below take seconds
@@ -58,17 +58,12 @@ def run_seed(raw: dict, name: str, seed: int, summaries: str | None) -> dict:
     return {"seed": seed, **summarise(history), "wall_s": wall}
 
 
-@contextlib.contextmanager
-def deaf_to_ctrl_c():
-    """The processes started in the block ignore Ctrl-C, which a terminal sends to the whole group: this one ends
-    them. Meanwhile it holds Ctrl-C back (blocked, so not ignored) and answers it after."""
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # what a new process inherits
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+def deaf_to_ctrl_c() -> None:
+    """A seed's process, first: Ctrl-C and SIGHUP, which reach the whole group, are for the tool, which ends the seeds'
+    processes (SIGTERM); it began with them blocked (stopping.starting_processes)."""
+    for number in set(stopping.STOP_SIGNALS) - {signal.SIGTERM}:
+        signal.signal(number, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, stopping.STOP_SIGNALS)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,8 +90,8 @@ def train_seeds(args, name: str, out: list[Path], raw: dict) -> int:
     rows = []
     jobs = [(raw, name, seed, args.summaries) for seed in args.seeds]
     with contextlib.ExitStack() as stack:  # a stop signal unwinds it: the pool ends the seeds' processes
-        with deaf_to_ctrl_c():
-            pool = stack.enter_context(mp.get_context("spawn").Pool(args.processes))
+        with stopping.starting_processes():  # a stop signal meanwhile is answered after
+            pool = stack.enter_context(mp.get_context("spawn").Pool(args.processes, initializer=deaf_to_ctrl_c))
         for row in pool.starmap(run_seed, jobs):
             print(json.dumps(row), flush=True)
             rows.append(row)

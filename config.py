@@ -98,7 +98,6 @@ class EnvironmentConfig:
 
     @property
     def training_reward_scale(self) -> float:
-        """reward_scale, or where it is None the family's default."""
         from environments import FAMILIES
         return FAMILIES[self.type].reward_scale if self.reward_scale is None else self.reward_scale
 
@@ -359,11 +358,6 @@ def _coerce(hint, value, key: str):
     return float(value) if hint is float else value
 
 
-
-
-SCHEDULES = ("learning_rate_schedule", "beta_schedule", "clip_range_schedule")
-
-
 def validate(config: Config) -> None:
     def need(ok: bool, key: str, value, allowed: str):
         if not ok:
@@ -373,10 +367,8 @@ def validate(config: Config) -> None:
     for name, f in config_fields(Config):  # each key's own rules, declared beside it
         value = _get(values, name)
         need(not f.metadata or _keeps(f.metadata, value), name, value, rule(f.metadata, isinstance(value, int)))
-    need(config.learning_rate_schedule.initial > 0, "learning_rate_schedule.initial",
-         config.learning_rate_schedule.initial, "must be > 0")
-    need(config.clip_range_schedule.final > 0, "clip_range_schedule.final", config.clip_range_schedule.final,
-         "must be > 0")
+    for name in ("learning_rate_schedule.initial", "clip_range_schedule.final"):
+        need(_get(values, name) > 0, name, _get(values, name), "must be > 0")
     need(config.worker_processes <= config.n_workers, "worker_processes", config.worker_processes,
          f"at most n_workers ({config.n_workers})")
 

@@ -256,10 +256,8 @@ def require_rollout_memory(config, spaces, model: ActorCritic) -> None:
         return
     if taken["states"] > taken["obs"]:
         part, size = f"the recurrent state stored at each step ({model.state_size:,} floats) takes", taken["states"]
-        keys = "recurrence.hidden_state_size or num_layers"
-        if "memory_length" in CORES[layer_type].keys:  # the state holds a window of steps
-            keys = "recurrence.memory_length, hidden_state_size or num_layers"
-        lower = f"{keys}, or n_workers or worker_steps"
+        window = "memory_length, " if "memory_length" in CORES[layer_type].keys else ""  # the state holds W steps
+        lower = f"recurrence.{window}hidden_state_size or num_layers, or n_workers or worker_steps"
     else:
         part, size, lower = "the observations stored at each step take", taken["obs"], "n_workers or worker_steps"
     raise ConfigError(f"the rollout of n_workers x worker_steps = {W * T:,} steps needs at least {needed / gib:.1f} "

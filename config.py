@@ -76,12 +76,11 @@ def config_fields(cls, prefix: str = ""):
 
 @dataclass
 class EnvironmentConfig:
-    type: str = "PocMemoryEnv"  # environment family: PocMemoryEnv, CartPoleMasked, CartPole, Minigrid, MemoryGym, Atari, gym
+    type: str = "PocMemoryEnv"  # family: PocMemoryEnv, CartPoleMasked, CartPole, Minigrid, MemoryGym, Atari or gym
     name: str = ""  # Gymnasium id for families that wrap one (Minigrid, MemoryGym, Atari, gym)
     kwargs: dict = field(default_factory=dict)  # passed to the environment's constructor / gym.make
-    reset_params: dict = field(default_factory=dict)  # passed to every reset as options= (Memory Gym's reset parameters)
-    # training reward multiplier; None: the family's default (CartPole 0.01)
-    reward_scale: float | None = key(None, above=0)
+    reset_params: dict = field(default_factory=dict)  # passed to each reset as options= (Memory Gym's reset parameters)
+    reward_scale: float | None = key(None, above=0)  # training reward multiplier; None: the family's (CartPole 0.01)
     # training rewards clipped to [-clip, clip] after the scale (1: Atari's sign, as DQN); episode stats keep raw ones
     reward_clip: float | None = key(None, above=0)
     # indices of vector-observation entries to hide (e.g. [2]: Pendulum's velocity)
@@ -99,7 +98,6 @@ class EnvironmentConfig:
 
     @property
     def training_reward_scale(self) -> float:
-        """reward_scale, or where it is None the family's default."""
         from environments import FAMILIES
         return FAMILIES[self.type].reward_scale if self.reward_scale is None else self.reward_scale
 
@@ -121,33 +119,22 @@ class EnvironmentConfig:
 class RecurrenceConfig:
     sequence_length: int = 8  # steps per training sequence (truncated BPTT); <= 0: whole episodes
     hidden_state_size: int = key(32, above=0, resume="fixed")  # units of the recurrent layer (a transformer's width)
-    # the core, a key of CORES: gru, lstm, mingru (minGRU), lru (LRU) or trxl
-    layer_type: str = key("gru", resume="fixed")
-    # zero the recurrent state when an episode starts; false: it runs on into the next episode, while evaluations
-    # and enjoy.py start from zeros, so a core can score lower there than in training (docs/results.md, minGRU)
+    layer_type: str = key("gru", resume="fixed")  # the core, a key of CORES: gru, lstm, mingru, lru or trxl
+    # zero the recurrent state when an episode starts; false: it runs on, evaluations start at zeros (docs/results.md)
     reset_hidden_state: bool = True
     # stacked recurrent layers (a transformer's blocks)
     num_layers: int = key(1, above=0, at_most=MAX_LAYERS, why="torch builds and steps stacked layers one by one",
                           resume="fixed")
-    # the value function gets its own recurrent core (sb3-contrib's option)
-    separate_critic_core: bool = key(False, resume="fixed")
-    # the core also sees the last action (zeros at an episode's start)
-    previous_action: bool = key(False, resume="fixed")
-    # the core also sees the last raw environment reward (0 at an episode's start)
-    previous_reward: bool = key(False, resume="fixed")
-    # multiplies that reward (before the clip); only with previous_reward
-    previous_reward_scale: float = key(1.0, above=0, resume="fixed")
-    # then clips it to [-clip, clip]; None: none; only with previous_reward
-    previous_reward_clip: float | None = key(None, above=0, resume="fixed")
-    # steps before each sequence unrolled without gradient to warm its state (R2D2); 0: none
-    burn_in: int = key(0, at_least=0)
+    separate_critic_core: bool = key(False, resume="fixed")  # the critic has its own core (sb3-contrib's option)
+    previous_action: bool = key(False, resume="fixed")  # the core also sees the last action (zeros at episode start)
+    previous_reward: bool = key(False, resume="fixed")  # the core also sees the last raw reward (0 at episode start)
+    previous_reward_scale: float = key(1.0, above=0, resume="fixed")  # scales that reward; only with previous_reward
+    previous_reward_clip: float | None = key(None, above=0, resume="fixed")  # then clipped to [-clip, clip]; None: not
+    burn_in: int = key(0, at_least=0)  # steps before a sequence run without gradient to warm its state (R2D2); 0: none
     refresh_states: bool = False  # before each epoch, recompute every stored state with the current parameters
-    # trxl (Transformer-XL): the steps before this one each block attends over
-    memory_length: int = key(64, above=0, at_most=MAX_MEMORY, resume="fixed")
-    # trxl: attention heads per block; they divide hidden_state_size
-    attention_heads: int = key(4, above=0, resume="fixed")
-    # trxl: GTrXL's gates in place of the blocks' residual sums (Parisotto et al. 2020)
-    gated: bool = key(False, resume="fixed")
+    memory_length: int = key(64, above=0, at_most=MAX_MEMORY, resume="fixed")  # trxl: past steps each block attends to
+    attention_heads: int = key(4, above=0, resume="fixed")  # trxl: heads per block, dividing hidden_state_size
+    gated: bool = key(False, resume="fixed")  # trxl: GTrXL's gates in place of residual sums (Parisotto et al. 2020)
     # trxl: relative (a learned bias per distance back), absolute (the step's sinusoid on keys and values) or none
     positional_encoding: str = key("relative", choices=("relative", "absolute", "none"), resume="fixed")
 
@@ -177,8 +164,7 @@ CORES = {
 
 @dataclass
 class ScheduleConfig:
-    # polynomial (decays from initial to final) or constant (initial throughout)
-    shape: str = key("polynomial", choices=("polynomial", "constant"))
+    shape: str = key("polynomial", choices=("polynomial", "constant"))  # polynomial: decays to final; constant: initial
     initial: float = key(3.0e-4, at_least=0)  # value at update 0
     final: float = key(3.0e-4, at_least=0)  # value from max_decay_steps on
     power: float = key(1.0, above=0)  # polynomial power of the decay (1: linear)
@@ -187,13 +173,11 @@ class ScheduleConfig:
 
 @dataclass
 class NormalizationConfig:
-    # running mean/std per feature of vector observations (never images), then clipped
-    observations: bool = key(False, resume="fixed")
+    observations: bool = key(False, resume="fixed")  # running mean/std per vector feature (never images), then clipped
     observation_clip: float = key(10.0, above=0)  # normalised observations are clipped to [-clip, clip]
     rewards: bool = key(False, resume="fixed")  # divide rewards by the running std of the discounted return
     reward_clip: float = key(10.0, above=0)  # scaled rewards are clipped to [-clip, clip]
-    # the value head learns returns standardised by their running mean/std
-    value_targets: bool = key(False, resume="fixed")
+    value_targets: bool = key(False, resume="fixed")  # the value head learns returns standardised by running mean/std
     advantages: bool = True  # standardise advantages per minibatch (over real steps only)
 
 
@@ -209,20 +193,17 @@ class InitializationConfig:
 @dataclass
 class OptimizerConfig:
     eps: float = key(1.0e-8, above=0)  # AdamW's epsilon (torch's default, the reference's; CleanRL's Adam takes 1e-5)
-    # AdamW's decoupled weight decay (torch's default, the reference's; 0: Adam)
-    weight_decay: float = key(0.01, at_least=0)
+    weight_decay: float = key(0.01, at_least=0)  # AdamW's weight decay (torch's default, the reference's; 0: Adam)
 
 
 @dataclass
 class EvaluationConfig:
-    # score the policy on held-out episodes every K updates and after the last, each time on a new draw of them
-    # (docs/reliability.md); the best so far is kept as models/<run-id>-best.pt; 0: never
+    # score held-out episodes every K updates and after the last, keeping the best as models/<run-id>-best.pt; 0: never
     interval: int = key(0, at_least=0)
     # episodes per evaluation (as enjoy.py --episodes), over min(episodes, n_workers) environments
     episodes: int = key(32, at_least=1, at_most=MAX_EPISODES, why="as enjoy.py --episodes")
     deterministic: bool = True  # the most probable action (as enjoy.py --deterministic); false: sampled
-    # the evaluation seed: the evaluation after update u plays the episodes of enjoy.py --seed (seed + 2**31 + u) mod
-    # 2**32 (2147483973 after update 325 where this seed is 0)
+    # the evaluation seed: the evaluation after update u plays enjoy.py --seed (seed + 2**31 + u) mod 2**32
     seed: int = key(0, at_least=0, at_most=SEEDS - 1, allowed="an integer in [0, 2**32)")
     # cut an episode at this many steps, scored as it stood (as enjoy.py --max-steps); 0: its time limit, else 100,000
     max_steps: int = key(0, at_least=0, at_most=2 ** 31 - 1,
@@ -248,8 +229,7 @@ class Config:
     n_mini_batch: int = key(8, above=0)  # minibatches per epoch (each a set of whole sequences)
     value_loss_coefficient: float = key(0.25, at_least=0, term=True)  # weight of the value loss
     hidden_layer_size: int = key(64, above=0, resume="fixed")  # units of the hidden layers after the recurrent core
-    # units of a Linear+ReLU on vector observations before the core; 0: none
-    vector_encoder_size: int = key(0, at_least=0, resume="fixed")
+    vector_encoder_size: int = key(0, at_least=0, resume="fixed")  # Linear+ReLU units on vector observations; 0: none
     max_grad_norm: float = key(0.5, above=0)  # global gradient-norm clip
     recurrence: RecurrenceConfig = field(default_factory=RecurrenceConfig)  # the recurrent core and its sequences
     learning_rate_schedule: ScheduleConfig = field(default_factory=ScheduleConfig)  # AdamW's learning rate
@@ -258,30 +238,24 @@ class Config:
         default_factory=lambda: ScheduleConfig(initial=0.001, final=0.001))
     clip_range_schedule: ScheduleConfig = field(  # PPO ratio clip range
         default_factory=lambda: ScheduleConfig(initial=0.2, final=0.2))
-    # weight of the mean square of the recurrent cores' outputs over the real steps, a penalty on large activations
-    # (Merity et al. 2017's activation regularisation); 0: none
+    # weight of the cores' outputs' mean square, a penalty on large activations (Merity et al. 2017); 0: none
     activation_penalty: float = key(0.0, at_least=0, term=True)
-    # weight of the observation-reconstruction loss (the Memory Gym paper's auxiliary loss): a decoder from the cores'
-    # outputs back to each real step's observation, trained with the model; 0: no decoder and no loss
+    # weight of the Memory Gym paper's observation-reconstruction loss (a decoder on the cores' outputs); 0: no decoder
     reconstruction_coefficient: float = key(0.0, at_least=0, resume="switch", term=True)
     value_clip: bool = True  # clip the value loss around the rollout's values (as the reference)
     value_clip_range: float | None = key(None, above=0)  # its clip range; None: the policy's clip range of the update
-    # stop the update's epochs once a minibatch's approx-KL exceeds it; None: never
-    target_kl: float | None = key(None, above=0)
+    target_kl: float | None = key(None, above=0)  # end the update once a minibatch's approx-KL exceeds it; None: never
     normalization: NormalizationConfig = field(default_factory=NormalizationConfig)  # the normalisation switches
-    # the weights' initial values
-    initialization: InitializationConfig = key(factory=InitializationConfig, resume="fixed")
+    initialization: InitializationConfig = key(factory=InitializationConfig, resume="fixed")  # the initial weights
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)  # held-out evaluation while training
     # run seed: torch, numpy and every environment's seed derive from it
     seed: int = key(0, at_least=0, at_most=SEEDS - 1, allowed="an integer in [0, 2**32)", resume="fixed")
     # auto (cuda when available), cpu, cuda, cuda:N
     device: str = key("auto", check=lambda d: d in ("auto", "cpu", "cuda") or d.startswith("cuda:"),
                       allowed="one of auto, cpu, cuda, cuda:N")
-    # float32; bfloat16: the rollout and the training pass under autocast (parameters, optimizer, losses and
-    # the recurrent state stay float32); auto: bfloat16 on a CPU with AVX-512 BF16 or AMX, else float32 (GPUs too)
+    # float32; bfloat16: rollout and training pass under autocast; auto: bfloat16 on a CPU with AVX-512 BF16 or AMX
     precision: str = key("float32", choices=("float32", "bfloat16", "auto"))
-    # processes stepping the environments; 0: step them in the trainer's process
-    worker_processes: int = key(0, at_least=0)
+    worker_processes: int = key(0, at_least=0)  # processes stepping the environments; 0: the trainer's process
     # torch intra-op threads; 0: the cores others leave free (plumbing/threads.py); above the cores here: those
     torch_threads: int = key(0, at_least=0)
     # save models/<run-id>.pt every K updates (and at the end); 0: only at the end
@@ -384,11 +358,6 @@ def _coerce(hint, value, key: str):
     return float(value) if hint is float else value
 
 
-
-
-SCHEDULES = ("learning_rate_schedule", "beta_schedule", "clip_range_schedule")
-
-
 def validate(config: Config) -> None:
     def need(ok: bool, key: str, value, allowed: str):
         if not ok:
@@ -398,10 +367,8 @@ def validate(config: Config) -> None:
     for name, f in config_fields(Config):  # each key's own rules, declared beside it
         value = _get(values, name)
         need(not f.metadata or _keeps(f.metadata, value), name, value, rule(f.metadata, isinstance(value, int)))
-    need(config.learning_rate_schedule.initial > 0, "learning_rate_schedule.initial",
-         config.learning_rate_schedule.initial, "must be > 0")
-    need(config.clip_range_schedule.final > 0, "clip_range_schedule.final", config.clip_range_schedule.final,
-         "must be > 0")
+    for name in ("learning_rate_schedule.initial", "clip_range_schedule.final"):
+        need(_get(values, name) > 0, name, _get(values, name), "must be > 0")
     need(config.worker_processes <= config.n_workers, "worker_processes", config.worker_processes,
          f"at most n_workers ({config.n_workers})")
 

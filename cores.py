@@ -1,8 +1,6 @@
 """Memory models ("cores") beyond torch's own, in plain torch next to their papers; config.CORES declares each core.
-
-A core is called as core(x (N, L, F), state) -> (outputs (N, L, H), state), its state (layers, N, H) or a tuple of
-state_parts such tensors. Calling it on L steps must equal calling it L times on one step: the rollout steps it,
-the training pass runs whole sequences."""
+core(x (N, L, F), state) -> (outputs (N, L, H), state), the state (layers, N, H) or a tuple of state_parts of them.
+L steps at once must equal L single steps: the rollout steps a core, the training pass runs whole sequences."""
 from __future__ import annotations
 
 import contextlib
@@ -17,9 +15,8 @@ from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
 
 def linear_recurrence(a: torch.Tensor, b: torch.Tensor, h: torch.Tensor, scan_min_length: dict[str, int],
                       mul: Callable = torch.mul) -> torch.Tensor:
-    """h_t = a_t h_{t-1} + b_t for the L steps of a (N or 1, L, ...) and b (N, L, ...) from h (N, ...): every h_t
-    (N, L, ...), as a parallel scan where L is at least scan_min_length[device type], else one step at a time. mul
-    multiplies two elements (torch.mul, or complex_mul for complex numbers as real pairs)."""
+    """h_t = a_t h_{t-1} + b_t for a (N or 1, L, ...), b (N, L, ...) from h (N, ...) -> every h_t (N, L, ...): a scan
+    where L >= scan_min_length[device type], else a loop. mul: torch.mul, or complex_mul for complex real pairs."""
     b = torch.cat((mul(a[:, :1], h[:, None]) + b[:, :1], b[:, 1:]), dim=1)  # h folded into the first step
     if b.shape[1] >= scan_min_length.get(b.device.type, scan_min_length["cuda"]):
         return scan(a, b, mul)
@@ -28,10 +25,9 @@ def linear_recurrence(a: torch.Tensor, b: torch.Tensor, h: torch.Tensor, scan_mi
 
 def packed_recurrence(a: torch.Tensor, b: torch.Tensor, h: torch.Tensor, x: PackedSequence,
                       mul: Callable = torch.mul) -> tuple[torch.Tensor, torch.Tensor]:
-    """linear_recurrence over the real steps alone: a (R, ...) in x's packed order, or one a (...) for every step,
-    b (R, ...) in x's packed order, h (N, ...) in x's batch order -> every h_t (R, ...) in packed order, and each
-    sequence's last h_t (N, ...). All R steps are scanned as one flat sequence, reset (a = 0) at each sequence's
-    start: at any length faster than stepping through the padded sequences, which are mostly padding here."""
+    """linear_recurrence over x's real steps alone: a (R, ...) or one a (...) for all, b (R, ...) in packed order, h
+    (N, ...) in batch order -> every h_t (R, ...) in packed order, each sequence's last h_t (N, ...). The R steps are
+    scanned as one flat sequence reset (a = 0) at each start: faster than stepping the (mostly padding) sequences."""
     rows, _ = pad_packed_sequence(x._replace(data=torch.arange(len(b), device=b.device)), batch_first=True,
                                   padding_value=-1)  # (N, T): the packed row of each sequence's step t
     mask = rows >= 0
@@ -190,10 +186,6 @@ class Block(nn.Module):
         self.ff = nn.Sequential(nn.Linear(width, width), nn.ReLU())
         self.gates = nn.ModuleList((Gate(width), Gate(width))) if gated else None
 
-    def keys_values(self, context: torch.Tensor) -> torch.Tensor:
-        """The keys and values of context (N, K, D) side by side: (N, K, 2D)."""
-        return self.kv(self.norm_kv(context))
-
     def forward(self, x: torch.Tensor, kv: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """x (N, L, D) queries, kv (N, K, 2D) keys and values; mask (N, 1, L, K), True where a query may look, or
         (N, heads, L, K) added to the scores."""
@@ -210,10 +202,9 @@ class Block(nn.Module):
 class TransformerXL(nn.Module):
     """Transformer-XL as a memory (Dai et al. 2019, sec. 3.2: each block attends over the cached inputs of the steps
     before, held without gradient), over a sliding window as the Memory Gym paper uses it (Pleines et al. 2025):
-    step t's query in block b is its input x_t^b, its keys and values x^b of steps t - W .. t; pre-layer-norm
-    blocks, gated as GTrXL's with `gated`. `positional_encoding` (config.py) absolute, relative (Shaw et al. 2018,
-    T5's bias per distance back) or none. A row's state: its step counter, then each block's inputs of the last W
-    steps, oldest first; L steps at once equal L single steps.
+    step t's query in block b is its input x_t^b, its keys and values x^b of steps t - W .. t; pre-layer-norm blocks,
+    gated as GTrXL's with `gated`; positional_encoding absolute, relative (Shaw et al. 2018, T5's bias per distance
+    back) or none. A row's state: its step counter, then each block's inputs of the last W steps, oldest first.
 
     The attention mask of L = 2 steps over W = 3 slots, for a row whose counter is 2 (two steps taken; the oldest
     slot holds nothing), keys [slot 0, slot 1, slot 2, step 0, step 1], `back` the distance from query to key:
@@ -263,9 +254,9 @@ class TransformerXL(nn.Module):
             if self.encoding == "absolute":
                 context = context + sinusoid(positions, D).to(h.dtype)  # (N, W + L, D)
             if cached:  # the window's from the step before; the new steps' projected here
-                kv = torch.cat((cached[b], block.keys_values(context[:, W:])), dim=1)  # (N, W + L, 2D)
+                kv = torch.cat((cached[b], block.kv(block.norm_kv(context[:, W:]))), dim=1)  # (N, W + L, 2D)
             else:
-                kv = block.keys_values(context)
+                kv = block.kv(block.norm_kv(context))  # the keys and values side by side
             windows.append(kv[:, -W:])
             scores = mask
             if self.encoding == "relative":  # (heads, L, W + L) by distance, -inf where the mask says no

@@ -77,15 +77,13 @@ class Bernoulli(nn.Module):
 
     def sample(self, params, mask, deterministic: bool):
         p = torch.sigmoid(params)
-        actions = (params > 0) if deterministic else (torch.rand_like(p) < p)
-        actions = actions.long()
+        actions = ((params > 0) if deterministic else (torch.rand_like(p) < p)).long()
         return actions, self.evaluate(params, actions, mask)[0]
 
     def evaluate(self, params, actions, mask):
         # log sigmoid(x) for a 1, log sigmoid(-x) for a 0
         log_prob = nn.functional.logsigmoid(params * (2 * actions - 1)).sum(-1)
-        p = torch.sigmoid(params)
-        entropy = (nn.functional.softplus(params) - p * params).sum(-1)
+        entropy = (nn.functional.softplus(params) - torch.sigmoid(params) * params).sum(-1)
         return log_prob, entropy
 
 

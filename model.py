@@ -89,9 +89,8 @@ def _scatter(real: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return real.new_zeros(N * L, *real.shape[1:]).index_put((mask.reshape(-1),), real).reshape(N, L, *real.shape[1:])
 
 
-class _Init:
-    def __init__(self, config: InitializationConfig):
-        self.config = config
+class _Init(NamedTuple):
+    config: InitializationConfig
 
     def __call__(self, layer: nn.Module, gain: float) -> nn.Module:
         if self.config.orthogonal:
@@ -120,14 +119,6 @@ def feature_maps(H: int, W: int) -> list[tuple[int, int]]:
     return sizes
 
 
-def smallest_side() -> int:
-    """The fewest pixels a side that leave one output pixel after every layer of the CNN."""
-    side = 1
-    for _, kernel, stride in reversed(CNN):
-        side = (side - 1) * stride + kernel
-    return side
-
-
 class _ImageEncoder(nn.Module):
     """The reference baseline's three-layer CNN, on HWC or CHW images."""
 
@@ -135,7 +126,10 @@ class _ImageEncoder(nn.Module):
         super().__init__()
         self._channels_last, self._scale = part.channels_last, part.scale
         H, W, C = _image_shape(part)
-        if min(H, W) < (side := smallest_side()):
+        side = 1  # the fewest pixels a side that leave one output pixel after every layer
+        for _, kernel, stride in reversed(CNN):
+            side = (side - 1) * stride + kernel
+        if min(H, W) < side:
             where = f" '{part.key}'" if part.key else ""
             raise SpaceError(f"the image observation{where} is {H}x{W} pixels: the CNN's kernels need at least "
                              f"{side}x{side} (resize it, e.g. with gymnasium.wrappers.ResizeObservation)")
@@ -192,11 +186,10 @@ class _PartsEncoder(nn.Module):
 
 
 class ObservationDecoder(nn.Module):
-    """The observation back from the cores' outputs, for the observation-reconstruction loss of the Memory Gym paper
-    (Pleines et al. 2025): an image part through the image encoder's layers transposed, its pixels' logits scored by
-    binary cross-entropy against the pixels in [0, 1] (as the authors' code); any other part through one Linear, scored by its squared
-    error (categories as their one-hot blocks). Called on the real steps' core outputs y (R, F) and observations
-    (R, *obs_shape): the loss of each step (R,), the mean over the parts."""
+    """The observation back from the cores' outputs, for the Memory Gym paper's reconstruction loss (Pleines et al.
+    2025): an image part through the CNN transposed, scored by binary cross-entropy on its pixels in [0, 1] (as the
+    authors' code), any other part through one Linear, by squared error (categories one-hot). y (R, F) and obs
+    (R, *obs_shape) of the real steps -> the loss of each step (R,), the mean over the parts."""
 
     def __init__(self, observation: Layout, features: int, init: _Init):
         super().__init__()
@@ -287,16 +280,14 @@ class ActorCritic(nn.Module):
         self.policy_out = init(nn.Linear(width, self.distribution.n_params), gains.policy_gain)
         self.value_out = init(nn.Linear(width, 1), gains.value_gain)
         features = len(self._cores) * self.hidden_size
-        self.auxiliary = nn.ModuleDict({name: AUXILIARY_HEADS[name].module(observation, features, init) for name in auxiliary})
-
-    @property
-    def state_size(self) -> int:
-        per_core = self.core.state_size if self._entry.whole else self.layers * self._entry.state_parts * self.hidden_size
-        return len(self._cores) * per_core
+        self.auxiliary = nn.ModuleDict({name: AUXILIARY_HEADS[name].module(observation, features, init)
+                                        for name in auxiliary})
+        per_core = self.core.state_size if entry.whole else self.layers * entry.state_parts * self.hidden_size
+        self.state_size = len(self._cores) * per_core
 
     @contextlib.contextmanager
     def rollout(self):
-        """A rollout's steps, the weights unchanged: a core may keep what it computed from them (TransformerXL.caching)."""
+        """A rollout's steps, the weights unchanged: a core may keep what it computed (TransformerXL.caching)."""
         with contextlib.ExitStack() as stack:
             for core in self._cores:
                 if hasattr(core, "caching"):
@@ -347,17 +338,16 @@ class ActorCritic(nn.Module):
         for index, core in enumerate(self._cores):
             if self._entry.whole:  # (N, S) -> (N, cores, S / cores) -> this core's (N, S / cores)
                 y, h = core(x, state.view(N, len(self._cores), -1)[:, index])
-                outputs.append(y)
-                states.append(h)
-                continue
-            # (N, S) -> (N, cores, layers, parts, H) -> this core's (parts, layers, N, H)
-            parts = self._entry.state_parts
-            h = state.view(N, -1, self.layers, parts, self.hidden_size)[:, index].permute(2, 1, 0, 3)
-            h = tuple(part.contiguous() for part in h) if parts > 1 else h[0].contiguous()
-            y, h = fastpath.call(core, x, h)
-            outputs.append(y.data if isinstance(y, PackedSequence) else y)
-            h = torch.stack(h if isinstance(h, tuple) else (h,), dim=2)  # -> (layers, N, parts, H)
-            states.append(h.transpose(0, 1).reshape(N, -1))  # -> (N, layers, parts, H) -> (N, layers x parts x H)
+            else:  # (N, S) -> (N, cores, layers, parts, H) -> this core's (parts, layers, N, H)
+                parts = self._entry.state_parts
+                h = state.view(N, -1, self.layers, parts, self.hidden_size)[:, index].permute(2, 1, 0, 3)
+                h = tuple(part.contiguous() for part in h) if parts > 1 else h[0].contiguous()
+                y, h = fastpath.call(core, x, h)
+                y = y.data if isinstance(y, PackedSequence) else y
+                h = torch.stack(h if isinstance(h, tuple) else (h,), dim=2)  # -> (layers, N, parts, H)
+                h = h.transpose(0, 1).reshape(N, -1)  # -> (N, layers, parts, H) -> (N, layers x parts x H)
+            outputs.append(y)
+            states.append(h)
         return torch.cat(outputs, dim=-1), torch.cat(states, dim=1).float()
 
     def _step(self, obs: torch.Tensor, state: torch.Tensor, previous: torch.Tensor | None):
@@ -389,8 +379,8 @@ class ActorCritic(nn.Module):
             return self._heads(self._step(obs, state, previous)[0])[1]
 
     def training_pass(self, obs: torch.Tensor, state: torch.Tensor, actions: torch.Tensor,
-                 action_mask: torch.Tensor | None = None, mask: torch.Tensor | None = None,
-                 previous: torch.Tensor | None = None, burn_in: BurnIn | None = None) -> EvaluateOutput:
+                      action_mask: torch.Tensor | None = None, mask: torch.Tensor | None = None,
+                      previous: torch.Tensor | None = None, burn_in: BurnIn | None = None) -> EvaluateOutput:
         """Training pass over N sequences of L slots from state (N, S) (before any burn-in): obs (N, L, *obs_shape),
         or with mask (N, L) obs[mask]; actions (N, L, k), action_mask (N, L, A), previous (N, L, P). Padding reads 0."""
         N, L = actions.shape[:2]

@@ -18,8 +18,7 @@ def _fitting(saved, current: np.ndarray, name: str) -> np.ndarray:
 
 
 class RunningMeanStd(_GymnasiumRunningMeanStd):
-    """Mean and variance of everything seen so far, per feature (Chan et al.'s parallel update); the prior is
-    gymnasium's: mean 0, variance 1, count 1e-4."""
+    """Per-feature mean and variance so far (Chan et al.'s update); gymnasium's prior: mean 0, var 1, count 1e-4."""
 
     def __init__(self, shape: tuple[int, ...] = ()):
         super().__init__(shape=shape)
@@ -64,16 +63,14 @@ class ObservationNormalizer(RunningMeanStd):
 
 def normalize(obs: torch.Tensor, features: torch.Tensor, mean: torch.Tensor, std: torch.Tensor,
               clip: float) -> torch.Tensor:
-    """obs (B, *shape) -> float32, (obs - mean) / std in float64 and clipped on the features (D,), as it is
-    elsewhere: for the trainer and the agent (ObservationNormalizer) and in the exported graph (export.Step)."""
+    """(obs - mean) / std in float64, clipped, on the features (D,): obs (B, *shape) -> float32; export.Step's too."""
     flat = obs.reshape(obs.shape[0], -1).double()  # (B, *shape) -> (B, D)
     scaled = ((flat - mean) / std).clamp(-clip, clip)
     return torch.where(features, scaled, flat).float().reshape(obs.shape)
 
 
 class RewardScaler(RunningMeanStd):
-    """Divides rewards by the running std of the workers' discounted returns (no mean subtracted, as the
-    common PPO implementations do), then clips."""
+    """Rewards / the running std of the workers' discounted returns (no mean subtracted, as usual in PPO), clipped."""
 
     def __init__(self, workers: int, gamma: float, clip: float):
         super().__init__()
@@ -126,8 +123,7 @@ class Normalizers:
         return obs if self.observations is None else self.observations(obs, update)
 
     def reward(self, rewards: np.ndarray, dones: np.ndarray) -> np.ndarray:
-        """Raw rewards (W,) -> what training uses: scaled, clipped, then divided by the return's std when on.
-        The episode statistics keep the environment's own units."""
+        """Raw rewards (W,) -> training's: scaled, clipped, then divided by the return's std if on (stats keep raw)."""
         if self.reward_scale != 1.0:
             rewards = (rewards * self.reward_scale).astype(np.float32)
         if self.reward_clip is not None:
@@ -138,9 +134,8 @@ class Normalizers:
         return values if self.values is None else self.values.denormalize(values)
 
     def _parts(self) -> dict:
-        return {name: part for name, part in
-                (("observations", self.observations), ("rewards", self.rewards), ("values", self.values))
-                if part is not None}
+        parts = {"observations": self.observations, "rewards": self.rewards, "values": self.values}
+        return {name: part for name, part in parts.items() if part is not None}
 
     def state_dict(self) -> dict:
         return {name: part.state_dict() for name, part in self._parts().items()}

@@ -25,7 +25,7 @@ from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import PyRecordReader_
 
 from config import EXECUTION_KEYS
 from plumbing.atomic import write_all_atomically
-from plumbing.cli import ArgumentParser, check_output, failed
+from plumbing.cli import ArgumentParser, check_output, failed, number
 from plumbing.errors import ConfigError
 from plumbing.files import reason
 
@@ -452,8 +452,6 @@ def output_prefix(out: str | Path) -> Path:
 def report(folders: list[str | Path], out: str | Path, threshold: float | None = None, final_updates: int = 1,
            published: list[Published] = (), pooled: list[str] = (), **bootstrap: Any) -> str:
     """Writes <output_prefix(out)>.md, .json and .png for the runs below folders; returns the markdown."""
-    if threshold is not None and not np.isfinite(threshold):
-        raise ConfigError(f"--threshold must be a finite number, not {threshold}")
     runs = load_runs(folders)
     keys = {prefix for run in runs for key in flatten(run.config)
             for prefix in itertools.accumulate(key.split("."), lambda a, b: f"{a}.{b}")}  # keys and their sections
@@ -505,7 +503,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", action="extend", nargs="+", required=True,
                         help="folders with runs below them; each config is one grid point, seeds apart")
     parser.add_argument("--out", required=True, help="writes OUT.md, OUT.json, OUT.png; a folder gets stats.*")
-    parser.add_argument("--threshold", type=float, help="also report the fraction of seeds scoring at least this")
+    parser.add_argument("--threshold", type=number(float), metavar="X", help="also report the fraction of seeds >= X")
     parser.add_argument("--final-updates", type=int, default=1,
                         help="a run's score is its mean reward_mean_last100 over this many last updates")
     parser.add_argument("--published", action="append", default=[], type=parse_published, metavar="STEPS:VALUE:LABEL",

@@ -487,13 +487,10 @@ def report(folders: list[str | Path], out: str | Path, threshold: float | None =
         write_all_atomically({Path(f"{prefix}.md"): lambda tmp: tmp.write_text(markdown),
                               Path(f"{prefix}.json"): lambda tmp: tmp.write_text(text),
                               Path(f"{prefix}.png"): lambda tmp: fig.savefig(tmp, dpi=120, format="png")})
-    except OSError as error:  # a full disk: none of the three was changed
-        raise WriteError(error.errno, reason(error), f"{prefix}.md, .json, .png") from None
+    except OSError as error:  # a full disk
+        raise script.Failed(f"could not write {prefix}.md, .json, .png ({reason(error)}); none of them was written or "
+                            "changed") from None
     return markdown
-
-
-class WriteError(OSError):
-    """The statistics were computed but could not be written: a failure after the start (exit 1)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -522,9 +519,6 @@ def main(argv: list[str] | None = None) -> int:
     def work(args) -> int:
         try:
             markdown = report(args.runs, args.out, args.threshold, args.final_updates, args.published, args.pool)
-        except WriteError as error:
-            raise script.Failed(f"could not write {error.filename} ({error.strerror}); none of them was written or "
-                                "changed") from None
         except OSError as error:
             return failed(f"could not read {error.filename or 'the runs'} ({reason(error)})")
         out = output_prefix(args.out)

@@ -573,9 +573,8 @@ def report(sweep: Sweep, results: list, seconds: float, stopped_by: int | None) 
         print(f"{table}statistics in {out}.md, .json, .png")
     except ConfigError as error:
         print(f"no statistics: {error}", file=sys.stderr)
-    except OSError as error:
-        code = failed(f"could not write the statistics to {out}.* ({reason(error)}); the trials' models and "
-                      "summaries are kept", 1)
+    except (OSError, script.Failed) as error:  # a read, or stats.report's write
+        code = failed(f"no statistics: {error}; the trials' models and summaries are kept", 1)
     stopped = f", {len(ended) - len(finished)} of them stopped early by ASHA" if len(ended) > len(finished) else ""
     print(f"sweep {sweep.sweep_id}: {len(ended)} of {sweep.trials} trials ended{stopped}, in {seconds:.0f} s wall "
           f"time; models in {sweep.local}/models, summaries in {sweep.summaries}", flush=True)

@@ -131,17 +131,9 @@ class Run:
     speed: float  # the median of time/steps_per_second; NaN where never reported
     evaluations: dict[int, float]  # eval/reward_mean by update (config `evaluation`)
 
-    @property
-    def seed(self) -> Any:
-        return self.config.get("seed")
-
-    @property
-    def updates(self) -> int:
-        return int(self.update[-1])
-
-    @property
-    def final_evaluation(self) -> float | None:  # the trainer evaluates after its last update
-        return self.evaluations.get(self.updates)
+    seed = property(lambda self: self.config.get("seed"))
+    updates = property(lambda self: int(self.update[-1]))
+    final_evaluation = property(lambda self: self.evaluations.get(self.updates))  # evaluated after the last update
 
     def final_score(self, last: int = 1) -> float:
         return float(np.mean(self.reward[-last:]))
@@ -206,18 +198,14 @@ class GridPoint:
         """(updates (U,), env steps (U,), rewards (seeds, U)) at the U updates every scored run has."""
         common = reduce(np.intersect1d, [run.update for run in self.runs])
         rewards = np.stack([run.reward[np.isin(run.update, common)] for run in self.runs])
-        first = self.runs[0]
-        return common, first.env_steps[np.isin(first.update, common)], rewards
+        return common, self.runs[0].env_steps[np.isin(self.runs[0].update, common)], rewards
 
 
 def flatten(config: dict, prefix: str = "") -> dict[str, Any]:
     """{'a': {'b': 1}} -> {'a.b': 1}"""
     flat: dict[str, Any] = {}
     for key, value in config.items():
-        if isinstance(value, dict) and value:
-            flat.update(flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
+        flat.update(flatten(value, f"{prefix}{key}.") if isinstance(value, dict) and value else {prefix + key: value})
     return flat
 
 
@@ -234,20 +222,16 @@ def without(config: dict, keys: Iterable[str]) -> dict:
     config = copy.deepcopy(config)
     for key in keys:
         *sections, last = key.split(".")
-        section = config
-        for name in sections:
-            section = section.get(name) if isinstance(section, dict) else None
+        section = reduce(lambda inner, name: inner.get(name) if isinstance(inner, dict) else None, sections, config)
         if isinstance(section, dict):
             section.pop(last, None)
     return config
 
 
 def group_runs(runs: list[Run], pooled: Iterable[str] = ()) -> list[GridPoint]:
-    """Runs whose configs are equal but for the seed, EXECUTION_KEYS and the pooled keys form a grid point,
-    labelled and sorted by the keys that differ between grid points. Runs of one config and seed are one run
-    trained again (train.py --overwrite starts a folder named by its start time): the one whose name sorts
-    last counts. A grid point scores the runs that reached its config's updates; one without any is left
-    out, in a warning."""
+    """Runs whose configs are equal but for the seed, EXECUTION_KEYS and the pooled keys form a grid point, labelled
+    and sorted by the keys that differ between grid points. Runs of one config and seed are one run trained again
+    (train.py --overwrite starts a folder named by its start time): the one whose name sorts last counts."""
     members: dict[str, dict[Any, Run]] = {}  # config -> seed -> run
     for run in sorted(runs, key=lambda r: r.folder.name):
         what = without(run.config, ["seed", *EXECUTION_KEYS, *pooled])
@@ -278,7 +262,6 @@ def group_runs(runs: list[Run], pooled: Iterable[str] = ()) -> list[GridPoint]:
 
 
 def reference_for(config: dict) -> Path | None:
-    """The reference baseline's curve for the config's environment, None if it has none."""
     environment = config.get("environment", {})
     file = REFERENCES.get(environment.get("type")) or REFERENCES.get(environment.get("name"))
     return REFERENCE_FOLDER / file if file else None
@@ -522,8 +505,7 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as error:
             return failed(f"could not read {error.filename or 'the runs'} ({reason(error)})")
         out = output_prefix(args.out)
-        print(markdown, end="")
-        print(f"wrote {out}.md, {out}.json, {out}.png")
+        print(f"{markdown}wrote {out}.md, {out}.json, {out}.png")
         return 0
     return script.life(start, work)
 

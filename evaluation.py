@@ -27,8 +27,7 @@ def evaluation_seed(seed: int, update: int) -> int:
 
 @dataclass
 class EvaluationEnvironment(EnvironmentConfig):
-    """An environment section whose environments, whoever makes them, cut their episodes at max_steps and,
-    filmed, hand each episode's frames with its stats (EpisodeStats)."""
+    """Its environments, whoever makes them, cut episodes at max_steps and, filmed, give their frames (EpisodeStats)."""
     max_steps: int = 0
     filmed: bool = False
 

@@ -378,8 +378,7 @@ def table(summaries: list[dict], settings: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def figure(summaries: list[dict], reference: Path | None, threshold: float | None,
-           published: list[Published] = ()):
+def figure(summaries: list[dict], reference: Path | None, threshold: float | None, published: list[Published] = ()):
     """IQM curves with their bands (each seed's thin where there are few) and the reference's; each seed's
     held-out evaluations, when runs evaluated; the performance profiles. Published figures: a star or a level."""
     from matplotlib.figure import Figure  # no pyplot: no window, no global state

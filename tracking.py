@@ -73,8 +73,7 @@ def _quiet_logging():
 
 
 class Tracker:
-    """One W&B run; log() and finish() turn tracking off, in one line, when W&B fails. `off` says why it is off (a
-    sweep's console says it for each trial)."""
+    """One W&B run; log() and finish() turn it off in one line if W&B fails, `off` saying why (a sweep says it)."""
 
     def __init__(self, run, off: str | None = None):
         self._run, self.off = run, off

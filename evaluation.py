@@ -89,7 +89,7 @@ def summary(results: list[dict]) -> str:
 
 
 class Evaluator:
-    """Evaluation during training (config `evaluation`)."""
+    """Evaluation during training (config `evaluation`), made where its interval is above 0."""
 
     def __init__(self, config: Config, spaces, device: torch.device):
         """Makes the environments now, so that a setting only evaluation uses is refused at start."""
@@ -104,8 +104,7 @@ class Evaluator:
                               "not act on them")
 
     def due(self, update: int) -> bool:
-        interval = self.config.evaluation.interval
-        return interval > 0 and (update % interval == 0 or update == self.config.updates)
+        return update % self.config.evaluation.interval == 0 or update == self.config.updates
 
     def __call__(self, model, normalizers, update: int) -> list[dict]:
         """The stats of the evaluation's episodes after `update` (evaluation_seed); the model is left in training."""

@@ -1,7 +1,6 @@
-"""Held-out scoring, alike for enjoy.py and for the evaluations a run makes while it trains: a run's eval/*
-at update k is what `enjoy.py --episodes E --seed evaluation_seed(S, k)` prints for that checkpoint. The
-environments are seeded in the held-out half of the seed range, and each plays a fixed quota of the episodes
-(the first E to finish would favour short ones)."""
+"""Held-out scoring, alike for enjoy.py and for a run's evaluations while it trains: a run's eval/* at update k is
+what `enjoy.py --episodes E --seed evaluation_seed(S, k)` prints for that checkpoint. The environments are seeded in
+the held-out half of the seed range; each plays a fixed quota (the first E episodes to end would favour short ones)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,16 +20,14 @@ def evaluation_seeds(seed: int, count: int) -> list[int]:
 
 
 def evaluation_seed(seed: int, update: int) -> int:
-    """The seed (as enjoy.py --seed) of a run's evaluation after `update`, evaluation.seed being `seed`: each
-    evaluation plays episodes of its own, so no one set's luck lasts from evaluation to evaluation. Half the seed
-    range away from `seed` and the seeds just above it, enjoy.py's default and the docs' fresh sets."""
+    """enjoy.py's --seed of a run's evaluation after `update`: each plays episodes of its own, so no set's luck lasts
+    the run; half the seed range away from evaluation.seed `seed` and the seeds above it (enjoy.py's default)."""
     return (seed + 2 ** 31 + update) % SEEDS
 
 
 @dataclass
 class EvaluationEnvironment(EnvironmentConfig):
-    """An environment section whose environments, whoever makes them, cut their episodes at max_steps and,
-    filmed, hand each episode's frames with its stats (EpisodeStats)."""
+    """Its environments, whoever makes them, cut episodes at max_steps and, filmed, give their frames (EpisodeStats)."""
     max_steps: int = 0
     filmed: bool = False
 
@@ -40,8 +37,7 @@ class EvaluationEnvironment(EnvironmentConfig):
 
 def evaluation_envs(config: Config, episodes: int, seed: int, workers: int | None = None,
                     max_steps: int | None = None, filmed: bool = False):
-    """for_evaluation()'s environments, in this process, episodes cut at max_steps (None: evaluation.max_steps):
-    no evaluation hangs."""
+    """for_evaluation()'s environments here, episodes cut at max_steps (None: evaluation.max_steps): none hangs."""
     from worker import VecEnv
     W = max(1, min(workers or config.n_workers, episodes))
     cap = config.evaluation.max_steps if max_steps is None else max_steps
@@ -51,9 +47,8 @@ def evaluation_envs(config: Config, episodes: int, seed: int, workers: int | Non
 
 def evaluate(agent, episodes: int, seed: int = 0, deterministic: bool = False, workers: int | None = None,
              on_episode=None, envs=None, max_steps: int | None = None, filmed: bool = False) -> list[dict]:
-    """Runs `episodes` held-out episodes; their stats (reward, length[, success], capped[, frames]) in the order
-    they ended. envs: from evaluation_envs(), reset here to seed's environment seeds and left open; else made and
-    closed here. filmed: each episode's stats hold its frames (EpisodeStats)."""
+    """Runs `episodes` held-out episodes; their stats (reward, length[, success], capped[, frames if filmed]) in the
+    order they ended. envs: from evaluation_envs(), reset here to seed's seeds and left open; else made and closed."""
     torch.manual_seed(seed)  # the same command samples the same actions
     if own := envs is None:
         envs = evaluation_envs(agent.config, episodes, seed, workers, max_steps, filmed)
@@ -94,14 +89,12 @@ def summary(results: list[dict]) -> str:
 
 
 class Evaluator:
-    """Evaluation during training (config `evaluation`)."""
+    """Evaluation during training (config `evaluation`), made where its interval is above 0."""
 
     def __init__(self, config: Config, spaces, device: torch.device):
         """Makes the environments now, so that a setting only evaluation uses is refused at start."""
-        self.config, self.action_space, self.device = config, spaces.action_space, torch.device(device)
-        self.masked = spaces.masked
-        e = config.evaluation
-        self.envs = evaluation_envs(config, e.episodes, e.seed)
+        self.config, self.spaces, self.device = config, spaces, torch.device(device)
+        self.envs = evaluation_envs(config, config.evaluation.episodes, config.evaluation.seed)
         made = self.envs.spaces
         if made.observation != spaces.observation or made.action_space != spaces.action_space:
             self.close()
@@ -111,15 +104,13 @@ class Evaluator:
                               "not act on them")
 
     def due(self, update: int) -> bool:
-        interval = self.config.evaluation.interval
-        return interval > 0 and (update % interval == 0 or update == self.config.updates)
+        return update % self.config.evaluation.interval == 0 or update == self.config.updates
 
     def __call__(self, model, normalizers, update: int) -> list[dict]:
-        """The stats of the episodes of the evaluation after `update` (evaluation_seed) for the model as it is; it is
-        left in training mode."""
+        """The stats of the evaluation's episodes after `update` (evaluation_seed); the model is left in training."""
         from agent import Agent
         e = self.config.evaluation
-        agent = Agent(model, self.config, self.action_space, self.device, normalizers, self.masked)
+        agent = Agent(model, self.config, self.spaces.action_space, self.device, normalizers, self.spaces.masked)
         devices = [self.device.index or 0] if self.device.type == "cuda" else []
         try:
             with torch.random.fork_rng(devices=devices):  # the training's generator is left as it was

@@ -25,7 +25,7 @@ from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import PyRecordReader_
 
 from config import EXECUTION_KEYS
 from plumbing.atomic import write_all_atomically
-from plumbing.cli import ArgumentParser, check_output, failed
+from plumbing.cli import ArgumentParser, check_output, failed, number
 from plumbing.errors import ConfigError
 from plumbing.files import reason
 
@@ -131,17 +131,9 @@ class Run:
     speed: float  # the median of time/steps_per_second; NaN where never reported
     evaluations: dict[int, float]  # eval/reward_mean by update (config `evaluation`)
 
-    @property
-    def seed(self) -> Any:
-        return self.config.get("seed")
-
-    @property
-    def updates(self) -> int:
-        return int(self.update[-1])
-
-    @property
-    def final_evaluation(self) -> float | None:  # the trainer evaluates after its last update
-        return self.evaluations.get(self.updates)
+    seed = property(lambda self: self.config.get("seed"))
+    updates = property(lambda self: int(self.update[-1]))
+    final_evaluation = property(lambda self: self.evaluations.get(self.updates))  # evaluated after the last update
 
     def final_score(self, last: int = 1) -> float:
         return float(np.mean(self.reward[-last:]))
@@ -206,18 +198,14 @@ class GridPoint:
         """(updates (U,), env steps (U,), rewards (seeds, U)) at the U updates every scored run has."""
         common = reduce(np.intersect1d, [run.update for run in self.runs])
         rewards = np.stack([run.reward[np.isin(run.update, common)] for run in self.runs])
-        first = self.runs[0]
-        return common, first.env_steps[np.isin(first.update, common)], rewards
+        return common, self.runs[0].env_steps[np.isin(self.runs[0].update, common)], rewards
 
 
 def flatten(config: dict, prefix: str = "") -> dict[str, Any]:
     """{'a': {'b': 1}} -> {'a.b': 1}"""
     flat: dict[str, Any] = {}
     for key, value in config.items():
-        if isinstance(value, dict) and value:
-            flat.update(flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
+        flat.update(flatten(value, f"{prefix}{key}.") if isinstance(value, dict) and value else {prefix + key: value})
     return flat
 
 
@@ -234,20 +222,16 @@ def without(config: dict, keys: Iterable[str]) -> dict:
     config = copy.deepcopy(config)
     for key in keys:
         *sections, last = key.split(".")
-        section = config
-        for name in sections:
-            section = section.get(name) if isinstance(section, dict) else None
+        section = reduce(lambda inner, name: inner.get(name) if isinstance(inner, dict) else None, sections, config)
         if isinstance(section, dict):
             section.pop(last, None)
     return config
 
 
 def group_runs(runs: list[Run], pooled: Iterable[str] = ()) -> list[GridPoint]:
-    """Runs whose configs are equal but for the seed, EXECUTION_KEYS and the pooled keys form a grid point,
-    labelled and sorted by the keys that differ between grid points. Runs of one config and seed are one run
-    trained again (train.py --overwrite starts a folder named by its start time): the one whose name sorts
-    last counts. A grid point scores the runs that reached its config's updates; one without any is left
-    out, in a warning."""
+    """Runs whose configs are equal but for the seed, EXECUTION_KEYS and the pooled keys form a grid point, labelled
+    and sorted by the keys that differ between grid points. Runs of one config and seed are one run trained again
+    (train.py --overwrite starts a folder named by its start time): the one whose name sorts last counts."""
     members: dict[str, dict[Any, Run]] = {}  # config -> seed -> run
     for run in sorted(runs, key=lambda r: r.folder.name):
         what = without(run.config, ["seed", *EXECUTION_KEYS, *pooled])
@@ -278,7 +262,6 @@ def group_runs(runs: list[Run], pooled: Iterable[str] = ()) -> list[GridPoint]:
 
 
 def reference_for(config: dict) -> Path | None:
-    """The reference baseline's curve for the config's environment, None if it has none."""
     environment = config.get("environment", {})
     file = REFERENCES.get(environment.get("type")) or REFERENCES.get(environment.get("name"))
     return REFERENCE_FOLDER / file if file else None
@@ -395,8 +378,7 @@ def table(summaries: list[dict], settings: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def figure(summaries: list[dict], reference: Path | None, threshold: float | None,
-           published: list[Published] = ()):
+def figure(summaries: list[dict], reference: Path | None, threshold: float | None, published: list[Published] = ()):
     """IQM curves with their bands (each seed's thin where there are few) and the reference's; each seed's
     held-out evaluations, when runs evaluated; the performance profiles. Published figures: a star or a level."""
     from matplotlib.figure import Figure  # no pyplot: no window, no global state
@@ -452,8 +434,6 @@ def output_prefix(out: str | Path) -> Path:
 def report(folders: list[str | Path], out: str | Path, threshold: float | None = None, final_updates: int = 1,
            published: list[Published] = (), pooled: list[str] = (), **bootstrap: Any) -> str:
     """Writes <output_prefix(out)>.md, .json and .png for the runs below folders; returns the markdown."""
-    if threshold is not None and not np.isfinite(threshold):
-        raise ConfigError(f"--threshold must be a finite number, not {threshold}")
     runs = load_runs(folders)
     keys = {prefix for run in runs for key in flatten(run.config)
             for prefix in itertools.accumulate(key.split("."), lambda a, b: f"{a}.{b}")}  # keys and their sections
@@ -489,13 +469,10 @@ def report(folders: list[str | Path], out: str | Path, threshold: float | None =
         write_all_atomically({Path(f"{prefix}.md"): lambda tmp: tmp.write_text(markdown),
                               Path(f"{prefix}.json"): lambda tmp: tmp.write_text(text),
                               Path(f"{prefix}.png"): lambda tmp: fig.savefig(tmp, dpi=120, format="png")})
-    except OSError as error:  # a full disk: none of the three was changed
-        raise WriteError(error.errno, reason(error), f"{prefix}.md, .json, .png") from None
+    except OSError as error:  # a full disk
+        raise script.Failed(f"could not write {prefix}.md, .json, .png ({reason(error)}); none of them was written or "
+                            "changed") from None
     return markdown
-
-
-class WriteError(OSError):
-    """The statistics were computed but could not be written: a failure after the start (exit 1)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -505,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", action="extend", nargs="+", required=True,
                         help="folders with runs below them; each config is one grid point, seeds apart")
     parser.add_argument("--out", required=True, help="writes OUT.md, OUT.json, OUT.png; a folder gets stats.*")
-    parser.add_argument("--threshold", type=float, help="also report the fraction of seeds scoring at least this")
+    parser.add_argument("--threshold", type=number(float), metavar="X", help="also report the fraction of seeds >= X")
     parser.add_argument("--final-updates", type=int, default=1,
                         help="a run's score is its mean reward_mean_last100 over this many last updates")
     parser.add_argument("--published", action="append", default=[], type=parse_published, metavar="STEPS:VALUE:LABEL",
@@ -524,14 +501,10 @@ def main(argv: list[str] | None = None) -> int:
     def work(args) -> int:
         try:
             markdown = report(args.runs, args.out, args.threshold, args.final_updates, args.published, args.pool)
-        except WriteError as error:
-            raise script.Failed(f"could not write {error.filename} ({error.strerror}); none of them was written or "
-                                "changed") from None
         except OSError as error:
             return failed(f"could not read {error.filename or 'the runs'} ({reason(error)})")
         out = output_prefix(args.out)
-        print(markdown, end="")
-        print(f"wrote {out}.md, {out}.json, {out}.png")
+        print(f"{markdown}wrote {out}.md, {out}.json, {out}.png")
         return 0
     return script.life(start, work)
 

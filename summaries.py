@@ -50,17 +50,9 @@ class UpdateLog:
         values = [e[key] for e in self.episodes if key in e]
         return float(np.mean(values)) if values else None
 
-    @property
-    def reward_mean(self) -> float | None:
-        return self._mean("reward")
-
-    @property
-    def length_mean(self) -> float | None:
-        return self._mean("length")
-
-    @property
-    def success_mean(self) -> float | None:
-        return self._mean("success")
+    reward_mean = property(lambda self: self._mean("reward"))
+    length_mean = property(lambda self: self._mean("length"))
+    success_mean = property(lambda self: self._mean("success"))
 
 
 def scores(results: list[dict]) -> dict[str, float]:
@@ -71,8 +63,7 @@ def scores(results: list[dict]) -> dict[str, float]:
            "length_mean": float(np.mean([r["length"] for r in results]))}
     if all("success" in r for r in results):
         out["success_mean"] = float(np.mean([r["success"] for r in results]))
-    capped = sum(bool(r.get("capped")) for r in results)
-    if capped:
+    if capped := sum(bool(r.get("capped")) for r in results):
         out["capped"] = float(capped)
     return out
 
@@ -82,9 +73,8 @@ class Summaries:
 
     def __init__(self, path: str | Path, config: Config, verbose: bool = True, tracking=None,
                  precision: str = "float32"):
-        """precision: the one the run computes in, recorded in place of the config's (auto resolves by machine)."""
         self.path, self.config, self.verbose = Path(path), config, verbose
-        self.recorded = {**config.to_dict(), "precision": precision}  # config.json's and W&B's config
+        self.recorded = {**config.to_dict(), "precision": precision}  # for config.json and W&B, precision resolved
         self.tracking, self.tracker = tracking, None  # tracking.Tracking, or None: TensorBoard alone
         self.steps_per_update = config.n_workers * config.worker_steps
         self.history: list[UpdateLog] = []

@@ -252,8 +252,7 @@ def read_sweep_file(folder: str) -> Sweep:
         with fs.open_input_stream(f"{path}/sweep.json") as stream:
             return Sweep(**json.loads(stream.read()))
     except (OSError, ValueError, TypeError):
-        raise ConfigError(f"{folder} is not a sweep folder (no readable sweep.json): give <storage>/<sweep-id>") \
-            from None
+        raise ConfigError(f"{folder} is no sweep folder (no readable sweep.json): give <storage>/<sweep-id>") from None
 
 
 def write_sweep_file(sweep: Sweep) -> None:
@@ -462,10 +461,6 @@ def progress(sweep: Sweep):
     class Progress(tune.Callback):
         stopping = False
 
-        def __init__(self):
-            super().__init__()
-            self.untracked = set()  # the trials whose tracking is off, said once each
-
         def on_step_begin(self, iteration, trials, **info):
             # Tune's own stop signal, sent here where Tune's handler is in place. The Stop is looked up, not
             # held: a resumed sweep's callback is a copy unpickled from Tune's state, and so would be a held one
@@ -480,18 +475,15 @@ def progress(sweep: Sweep):
             if "refused" in result and not self.stopping:  # report() says it
                 self.stopping = True
                 signal.raise_signal(signal.SIGUSR1)
-            if result.get("tracking_off") and trial.trial_id not in self.untracked:
-                self.untracked.add(trial.trial_id)
+            if result.get("tracking_off") and not trial.last_result.get("tracking_off"):  # once: Tune updates it after
                 print(f"warning: {trial}: tracking is off: {result['tracking_off']}; the trial trains on with "
                       "TensorBoard", file=sys.stderr, flush=True)
 
         def on_trial_complete(self, iteration, trials, trial, **info):
-            result = trial.last_result
-            if "refused" in result:
-                return
-            stopped = "" if result.get("update") == result.get("updates") else " (stopped early)"
-            print(f"{trial} finished at update {result.get('update')}{stopped}: {sweep.metric} "
-                  f"{result.get(sweep.metric, float('nan')):.4g}", flush=True)
+            if "refused" not in (result := trial.last_result):
+                stopped = "" if result.get("update") == result.get("updates") else " (stopped early)"
+                print(f"{trial} finished at update {result.get('update')}{stopped}: {sweep.metric} "
+                      f"{result.get(sweep.metric, float('nan')):.4g}", flush=True)
 
         def on_trial_recover(self, iteration, trials, trial, **info):
             print(f"{trial} failed ({trial.num_failures} of {sweep.max_failures} restarts): restarting from its "
@@ -553,8 +545,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def report(sweep: Sweep, results: list, seconds: float, stopped_by: int | None) -> int:
-    """The statistics over the trials that ran all their updates (ASHA's would be scored where it cut
-    their curves), a search's best sample; the exit code."""
+    """Statistics over the trials that ran all their updates (not those ASHA cut), a search's best sample; exit code."""
     import stats
     ended = [r for r in results if r.error is None]
     if refused := [r for r in ended if "refused" in r.metrics]:
@@ -573,9 +564,8 @@ def report(sweep: Sweep, results: list, seconds: float, stopped_by: int | None) 
         print(f"{table}statistics in {out}.md, .json, .png")
     except ConfigError as error:
         print(f"no statistics: {error}", file=sys.stderr)
-    except OSError as error:
-        code = failed(f"could not write the statistics to {out}.* ({reason(error)}); the trials' models and "
-                      "summaries are kept", 1)
+    except (OSError, script.Failed) as error:  # a read, or stats.report's write
+        code = failed(f"no statistics: {error}; the trials' models and summaries are kept", 1)
     stopped = f", {len(ended) - len(finished)} of them stopped early by ASHA" if len(ended) > len(finished) else ""
     print(f"sweep {sweep.sweep_id}: {len(ended)} of {sweep.trials} trials ended{stopped}, in {seconds:.0f} s wall "
           f"time; models in {sweep.local}/models, summaries in {sweep.summaries}", flush=True)

@@ -1,7 +1,6 @@
 """Experiment tracking for `train.py --track` and `sweep.py --track`: the run's resolved config, its git commit and
 every scalar summaries.py writes to TensorBoard, under the same names, sent to Weights & Biases (docs/tracking.md).
-wandb is imported here alone, when a run asks for it. Tracking never costs the run: a tracker that cannot start or
-send says so in one line, and the run trains on with TensorBoard."""
+Tracking never costs the run: a tracker that cannot start or send says so in one line, and training goes on."""
 from __future__ import annotations
 
 import contextlib
@@ -44,9 +43,7 @@ def from_flags(args, name: str | None = None) -> Tracking | None:
              if key.startswith("wandb_") and value is not None]
     if given and not args.track:
         raise ConfigError(f"{', '.join(given)} is for --track: add --track, or leave it out")
-    if not args.track:
-        return None
-    return Tracking(args.wandb_project or Tracking.project, args.wandb_entity, name)
+    return Tracking(args.wandb_project or Tracking.project, args.wandb_entity, name) if args.track else None
 
 
 def git_commit() -> str | None:
@@ -67,8 +64,7 @@ def _warn(what: str) -> str:
 
 @contextlib.contextmanager
 def _quiet_logging():
-    """wandb's own log file on a full disk: Python's logging prints a traceback per record (about 40 at a run's start
-    and end); the failure that matters reaches us as wandb's own error, said in one line."""
+    """No traceback per record that wandb's log file fails to write (a full disk): wandb's own error says it once."""
     raising, logging.raiseExceptions = logging.raiseExceptions, False
     try:
         yield
@@ -77,8 +73,7 @@ def _quiet_logging():
 
 
 class Tracker:
-    """One W&B run; log() and finish() turn tracking off, in one line, when W&B fails. `off` says why it is off (a
-    sweep's console says it for each trial)."""
+    """One W&B run; log() and finish() turn it off in one line if W&B fails, `off` saying why (a sweep says it)."""
 
     def __init__(self, run, off: str | None = None):
         self._run, self.off = run, off
@@ -105,9 +100,8 @@ class Tracker:
 
 
 def wandb_id(folder: Path) -> str:
-    """The W&B run id of the run whose summaries are in `folder`: made from its last three parts
-    (summaries/<run-id>/<start time>, a sweep's <sweep-id>/<trial>/<start time>), which a resume keeps, also in a
-    checkout moved elsewhere."""
+    """The W&B run id of the run whose summaries are in `folder`, from its last three parts (summaries/<run-id>/<start
+    time>, a sweep's <sweep-id>/<trial>/<start time>): a resume keeps them, also in a checkout moved elsewhere."""
     return hashlib.sha256("/".join(Path(folder).resolve().parts[-3:]).encode()).hexdigest()[:16]
 
 
@@ -122,8 +116,7 @@ def start(tracking: Tracking, config: dict, folder: Path) -> Tracker:
         with stopping.blocked(), _quiet_logging():  # its service process: a Ctrl-C to the terminal is ours to answer
             run = wandb.init(
                 project=tracking.project, entity=tracking.entity, name=tracking.name, group=tracking.group,
-                id=wandb_id(folder), resume="allow",
-                dir=str(folder), config={**config, "git_commit": git_commit()},
+                id=wandb_id(folder), resume="allow", dir=str(folder), config={**config, "git_commit": git_commit()},
                 # wandb's console capture would wrap stdout under our own line per update
                 settings=wandb.Settings(console="off", silent=True))
     except Exception as error:  # no login, no network, a bad entity: each raises its own type

@@ -358,8 +358,8 @@ def test_cli_refuses_bad_input_in_one_line_with_exit_code_2(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["--runs", "{tmp}/empty"], "no runs under"),
-    (["--runs", "{tmp}/runs", "--threshold", "high"], "argument --threshold: invalid float value: 'high'"),
-    (["--runs", "{tmp}/runs", "--threshold", "nan"], "--threshold must be a finite number"),
+    (["--runs", "{tmp}/runs", "--threshold", "high"], "argument --threshold: invalid number value: 'high'"),
+    (["--runs", "{tmp}/runs", "--threshold", "nan"], "argument --threshold: must be a number from -inf to inf"),
     (["--runs", "{tmp}/runs", "--final-updates", "0"], "--final-updates 0: must be from 1 to the 1 update(s)"),
     (["--runs", "{tmp}/runs", "--final-updates", "2"],
      "--final-updates 2: must be from 1 to the 1 update(s) the runs of PocMemoryEnv have"),

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import threading
+import types
 from pathlib import Path
 
 import pytest
@@ -125,6 +126,22 @@ def test_search_is_seeded_and_int_bounds_are_inclusive():
     assert first == samples("0") and first != samples("1")
     assert {s["epochs"] for s in first} == {1, 2}
     assert all(1e-4 <= s["learning_rate_schedule.initial"] <= 1e-3 for s in first)
+
+
+def test_statistics_that_cannot_be_written_end_the_sweep_with_exit_1_in_one_line(tmp_path, monkeypatch, capsys):
+    """stats.report's write failure (a full disk: none of stats.md, .json, .png changed) fails the sweep after it
+    started, in one line that says the trials' work is kept."""
+    import stats
+    from plumbing.script import Failed
+
+    def full_disk(*args, **kwargs):
+        raise Failed("could not write s.md, .json, .png (No space left on device); none of them was written or changed")
+    monkeypatch.setattr(stats, "report", full_disk)
+    trial = types.SimpleNamespace(error=None, metrics={"update": 3, "updates": 3}, path=str(tmp_path / "seed0"))
+    assert sweep.report(read("--storage", str(tmp_path)), [trial], 1.0, None) == 1
+    assert capsys.readouterr().err == ("error: no statistics: could not write s.md, .json, .png (No space left on "
+                                       "device); none of them was written or changed; the trials' models and "
+                                       "summaries are kept\n")
 
 
 # ---------------------------------------------------------------- end to end

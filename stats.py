@@ -131,9 +131,17 @@ class Run:
     speed: float  # the median of time/steps_per_second; NaN where never reported
     evaluations: dict[int, float]  # eval/reward_mean by update (config `evaluation`)
 
-    seed = property(lambda self: self.config.get("seed"))
-    updates = property(lambda self: int(self.update[-1]))
-    final_evaluation = property(lambda self: self.evaluations.get(self.updates))  # evaluated after the last update
+    @property
+    def seed(self) -> Any:
+        return self.config.get("seed")
+
+    @property
+    def updates(self) -> int:
+        return int(self.update[-1])
+
+    @property
+    def final_evaluation(self) -> float | None:  # the trainer evaluates after its last update
+        return self.evaluations.get(self.updates)
 
     def final_score(self, last: int = 1) -> float:
         return float(np.mean(self.reward[-last:]))
@@ -222,7 +230,9 @@ def without(config: dict, keys: Iterable[str]) -> dict:
     config = copy.deepcopy(config)
     for key in keys:
         *sections, last = key.split(".")
-        section = reduce(lambda inner, name: inner.get(name) if isinstance(inner, dict) else None, sections, config)
+        section = config
+        for name in sections:
+            section = section.get(name) if isinstance(section, dict) else None
         if isinstance(section, dict):
             section.pop(last, None)
     return config

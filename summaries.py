@@ -50,9 +50,17 @@ class UpdateLog:
         values = [e[key] for e in self.episodes if key in e]
         return float(np.mean(values)) if values else None
 
-    reward_mean = property(lambda self: self._mean("reward"))
-    length_mean = property(lambda self: self._mean("length"))
-    success_mean = property(lambda self: self._mean("success"))
+    @property
+    def reward_mean(self) -> float | None:
+        return self._mean("reward")
+
+    @property
+    def length_mean(self) -> float | None:
+        return self._mean("length")
+
+    @property
+    def success_mean(self) -> float | None:
+        return self._mean("success")
 
 
 def scores(results: list[dict]) -> dict[str, float]:

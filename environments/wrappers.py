@@ -16,8 +16,7 @@ def hide_entries(env: gym.Env, hidden: list[int]) -> gym.Env:
     size = space.shape[0]
     bad = [i for i in hidden if not -size <= i < size]
     if bad:
-        raise SpaceError(f"environment.observation_mask: indices {bad} are outside the observation's "
-                          f"{size} entries")
+        raise SpaceError(f"environment.observation_mask: indices {bad} are outside the observation's {size} entries")
     keep = np.setdiff1d(np.arange(size), np.asarray(hidden) % size)
     if keep.size == 0:
         raise SpaceError("environment.observation_mask hides every entry of the observation")

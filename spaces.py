@@ -1,6 +1,5 @@
-"""How observations and actions are stored. A single Box observation is stored as it is; any other is packed
-into one float32 vector of its parts, categories as indices (one-hot in the model), a Dict's `action_mask` moved
-to the info. Only numpy: the worker processes import this module and never torch."""
+"""How observations and actions are stored: a single Box observation as it is, any other as one float32 vector of its
+parts (categories as indices, a Dict's `action_mask` moved to the info). Only numpy: the workers import no torch."""
 from __future__ import annotations
 
 from typing import NamedTuple

@@ -1,5 +1,4 @@
-"""make_env(): one environment of a family, wrapped in EpisodeStats (episode reports, their frames for a video, state
-for checkpoints)."""
+"""make_env(): one environment of a family, in EpisodeStats (episode reports, frames for a video, state to save)."""
 from __future__ import annotations
 
 import reprlib

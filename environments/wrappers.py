@@ -8,8 +8,7 @@ from spaces import MASK_KEY, SpaceError, layout, pack
 
 
 def hide_entries(env: gym.Env, hidden: list[int]) -> gym.Env:
-    """Drops the listed entries of a vector observation (environment.observation_mask): Pendulum without
-    its angular velocity needs memory to be balanced."""
+    """Drops the listed entries of a vector observation (environment.observation_mask): Pendulum's velocity, say."""
     space = env.observation_space
     if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
         raise SpaceError(f"environment.observation_mask needs a vector (1-D Box) observation, not {space}")

@@ -1,16 +1,13 @@
-"""A trained agent for other programs (a notebook, enjoy.py), as sb3-contrib's predict(): the caller carries
-the recurrent state and says which environments begin an episode; the agent resets their state as training
-did. A model trained with recurrence.previous_action / previous_reward also takes the actions act() returned
-last and the raw rewards given for them (None at the first step); any other model refuses them. Box actions
-come back unclipped: clip them for the environment (spaces.env_actions), but pass them back as they came.
+"""A trained agent for other programs (a notebook, enjoy.py), as sb3-contrib's predict(): the caller carries the
+recurrent state and says which environments begin an episode; the agent resets their state as training did. A model
+trained with recurrence.previous_action / previous_reward also takes the actions act() returned last and the raw
+rewards given for them (None at the first step); any other model refuses them. Box actions come back unclipped: clip
+them for the environment (spaces.env_actions), but pass them back as they came. A wrong argument is one ValueError
+naming it (docs/reliability.md), never a torch error or a silently wrong action.
 
     agent = Agent.load("models/cartpole_masked.pt")
     step = agent.act(obs[None], state, start, deterministic=True)  # state None, start [True] at first
-    state, start = step.state, np.array([terminated or truncated])  # step.actions (1,) for a Discrete space
-
-act() checks its arguments where they enter: a wrong shape or type, or a value that is not finite, is one
-ValueError naming the argument, never a torch error from deep inside or a silently wrong action.
-"""
+    state, start = step.state, np.array([terminated or truncated])  # step.actions (1,) for a Discrete space"""
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,9 +25,6 @@ from normalization import Normalizers
 from plumbing.files import reason
 from spaces import action_format
 
-FLOAT32_MAX = float(np.finfo(np.float32).max)
-
-
 class AgentStep(NamedTuple):
     actions: np.ndarray  # (n,) for a Discrete action space, else (n, k) (Box actions not yet clipped to bounds)
     state: torch.Tensor  # (n, S): pass it back in at the next step
@@ -47,8 +41,6 @@ class Agent:
         self.normalizers = normalizers  # frozen: statistics from training, never updated here
         self._obs_shape = tuple(model.observation_layout.shape)
         self._mask_branches = getattr(model.distribution, "nvec", [])  # categorical branches: the maskable ones
-        self._mask_width = sum(self._mask_branches)
-        self._state_size = model.state_size
 
     @classmethod
     def load(cls, path: str | Path, device: str = "cpu") -> "Agent":
@@ -57,7 +49,6 @@ class Agent:
         checkpoint = load_checkpoint(path, map_location=device)
         config = config_from_dict(checkpoint["config"])
         env = config.environment.make()
-        action_space = env.action_space  # read before close: a closed Memory Gym environment has none
         try:
             spaces = spaces_of(env)
             model, normalizers = build_model(config, spaces), Normalizers(config, spaces.observation)
@@ -66,7 +57,7 @@ class Agent:
                 normalizers.load_state_dict(arrays(checkpoint["normalization"]))
         finally:
             env.close()
-        return cls(model.to(device), config, action_space, device, normalizers, spaces.masked)
+        return cls(model.to(device), config, spaces.action_space, device, normalizers, spaces.masked)
 
     @staticmethod
     def _checked_device(device) -> torch.device:
@@ -107,7 +98,6 @@ class Agent:
         normalizers = self.normalizers
         if normalizers is not None:
             obs = normalizers.observation(obs, update=False)
-        mask = None if mask is None else torch.as_tensor(mask, device=self.device)
         out = self.model.act(torch.as_tensor(obs, device=self.device), state, deterministic, mask, previous)
         actions = out.actions.cpu().numpy()
         if isinstance(self.action_space, gym.spaces.Discrete):
@@ -127,10 +117,8 @@ class Agent:
                              f"({reason(error, 100)})") from None
         if array.dtype.kind not in ("biu" if flags else "biuf") or not fits(array.shape):
             raise ValueError(f"{name}: expected {expected}, got shape {array.shape} ({array.dtype})")
-        # NaN or inf would act silently and poison the state; so would 1e39, finite in float64, inf in the model's
-        # float32 (NaN fails the comparison too)
-        beyond = ~(np.abs(array) <= FLOAT32_MAX) if array.dtype.kind == "f" else None
-        if beyond is not None and beyond.any():
+        # NaN (which fails <=), inf and 1e39 (inf in the model's float32) would act silently and poison the state
+        if array.dtype.kind == "f" and (beyond := ~(np.abs(array) <= float(np.finfo(np.float32).max))).any():
             raise ValueError(f"{name}: expected finite numbers within float32's range, got NaN, inf or a larger "
                              f"number in row {int(np.argwhere(beyond)[0][0])}")
         return array != 0 if flags and array.dtype != bool else array
@@ -151,7 +139,7 @@ class Agent:
         return self._array(starts, "episode_start", f"a bool array of shape ({n},)", lambda got: got == (n,), True)
 
     def _checked_state(self, state, n: int) -> torch.Tensor:
-        S = self._state_size
+        S = self.model.state_size
         if not isinstance(state, torch.Tensor) or state.dtype != torch.float32 or state.shape != (n, S):
             got = (f"a {type(state).__name__}" if not isinstance(state, torch.Tensor) else
                    f"a {state.dtype} tensor of shape {tuple(state.shape)}")
@@ -160,10 +148,10 @@ class Agent:
         self._array(state.detach().cpu().numpy(), "state", "", lambda got: True)
         return state
 
-    def _checked_mask(self, mask, n: int) -> np.ndarray | None:
+    def _checked_mask(self, mask, n: int) -> torch.Tensor | None:
         if mask is None:
             return None
-        A, branches = self._mask_width, self._mask_branches
+        branches, A = self._mask_branches, sum(self._mask_branches)
         if not A:
             raise ValueError(f"action_mask: this agent's action space {self.action_space} takes no mask; pass None")
         mask = self._array(mask, "action_mask", f"a bool array of shape ({n}, {A})", lambda got: got == (n, A), True)
@@ -173,7 +161,7 @@ class Agent:
             where = " in one of its branches" if len(branches) > 1 else ""
             raise ValueError(f"action_mask: row {int(np.flatnonzero(~allowed)[0])} allows no action{where} (expected "
                              "at least one True per row: an all-False row would act as if nothing were masked)")
-        return mask
+        return torch.as_tensor(mask, device=self.device)
 
     def _checked_actions(self, actions: np.ndarray, n: int) -> np.ndarray:
         """Indices (Discrete, MultiDiscrete) and 0/1 (MultiBinary) must be whole numbers in their range: one-hot

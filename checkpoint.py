@@ -27,10 +27,8 @@ from plumbing.files import kind, reason
 from plumbing.yaml_input import MAX_CONFIG_VALUES, require_small
 
 FORMAT = 2  # 1: pickled Python objects, no digest (before weights-only loading)
-# The most values (require_small's count: shared parts as often as referenced) a checkpoint of a config within
-# config.py's bounds holds, so that every checkpoint written is read again: the config, every environment's
-# state, and the model's and optimizer's entries (about 11 per parameter tensor: room for 9,000 tensors; 100
-# stacked layers in two cores take 800) with the counts and generators. save_checkpoint refuses more too.
+# The most values (require_small's count) a checkpoint of a config within config.py's bounds holds (room for 9,000
+# parameter tensors at about 11 values each); save_checkpoint refuses more, so every checkpoint written is read again.
 MAX_CHECKPOINT_VALUES = MAX_CONFIG_VALUES + MAX_WORKERS * EpisodeStats.STATE_VALUES + 100_000
 INFERENCE = ("format", "model", "config", "update", "steps", "run_id", "normalization")  # what acting needs
 # and what only a resumed run needs besides (Trainer.state_dict)
@@ -46,8 +44,7 @@ def load_model(model: torch.nn.Module, saved: dict) -> None:
 
 @contextlib.contextmanager
 def fitted(path: str | Path):
-    """Around putting a checkpoint into a model or a run: contents that do not fit its config (a file edited,
-    its digest made to match) are one CheckpointError line."""
+    """A checkpoint whose contents do not fit its config (edited, its digest made to match): one CheckpointError."""
     try:
         yield
     except CheckpointError:
@@ -143,8 +140,7 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
             raise CheckpointError(f"{path} refused: it holds Python objects, which could run code when "
                                   "loaded (written by another program, an older version, or crafted)") from None
         raise CheckpointError(f"corrupt checkpoint: {path} cannot be read (damaged, or not a checkpoint)") from None
-    except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError, TypeError, KeyError,
-            AttributeError, IndexError, UnicodeDecodeError, OverflowError, MemoryError):
+    except Exception:  # torch's and zipfile's errors for a damaged file are of many types
         raise CheckpointError(f"{path} is another program's zip archive (torch's hold a data.pkl): not a "
                               "checkpoint train.py wrote" if _foreign_zip(path) else
                               f"corrupt checkpoint: {path} cannot be read (truncated, damaged, "
@@ -183,7 +179,6 @@ def _foreign_zip(path: Path) -> bool:
 
 
 def same_checkpoint(a: str | Path, b: str | Path) -> bool:
-    """True when both paths are one file, or files with the same contents."""
     try:
         return os.path.samefile(a, b) or Path(a).read_bytes() == Path(b).read_bytes()
     except OSError:

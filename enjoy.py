@@ -29,8 +29,7 @@ def parser() -> ArgumentParser:
     add("--episodes", type=number(int, 1, MAX_EPISODES), default=10, help="episodes to run (default: 10)")
     add("--seed", type=number(int, 0, SEEDS - 1), help="evaluation seed of the environments (disjoint from any "
         "training seed) and of the sampled actions: the same command gives the same scores. Default: the "
-        "checkpoint's evaluation.seed + 1, fresh episodes (its run's evaluation after update u played those of "
-        "seed (evaluation.seed + 2**31 + u) mod 2**32; docs/config.md)")
+        "checkpoint's evaluation.seed + 1, episodes its run's evaluations never played (docs/config.md)")
     add("--deterministic", action="store_true", help="take the most probable action, not a sample")
     add("--training-levels", action="store_true", help="play the levels training drew from (the config's "
         "environment section without its evaluation_kwargs / evaluation_reset_params: MiniGrid's seed_pool, Memory "
@@ -58,45 +57,25 @@ def record(agent, episodes: int, seed: int = 0, deterministic: bool = False, on_
 def _stamp(frame: np.ndarray, t: int) -> np.ndarray:
     """A step counter bar along the bottom: GIF writers merge identical frames, which would hide frozen steps."""
     frame = np.array(frame, dtype=np.uint8, copy=True)
-    height, width = frame.shape[:2]
-    frame[height - 3:, :] = 0
-    frame[height - 3:, : min(width, 3 * t)] = 255
+    frame[-3:] = 0
+    frame[-3:, :3 * t] = 255
     return frame
 
 
 def write_video(path: Path, frames: list[np.ndarray], fps: int = 8, overwrite: bool = False) -> None:
-    """Written atomically; without overwrite, never over a file, even one that appeared meanwhile."""
-    write_atomically(path, lambda tmp: _write_frames(tmp, frames, fps), keep_suffix=True, replace=overwrite)
-
-
-def _write_frames(path: Path, frames: list[np.ndarray], fps: int) -> None:
-    """A .gif with Pillow, else an .mp4 with imageio's ffmpeg (check_options checked both)."""
-    if path.suffix.lower() == ".gif":
-        from PIL import Image
-        images = [Image.fromarray(f) for f in frames]
-        images[0].save(path, save_all=True, append_images=images[1:], duration=int(1000 / fps), loop=0)
-        return
-    import imageio.v2 as imageio
-    h, w = frames[0].shape[:2]
-    frames = [np.pad(f, ((0, h % 2), (0, w % 2), (0, 0))) for f in frames]  # h264 wants even sides
-    imageio.mimwrite(path, frames, fps=fps, codec="libx264", macro_block_size=1)
-
-
-def open_window():
-    """pygame's display, refused where no window can open (SDL would fall back to a driver showing nothing)."""
-    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
-    os.environ.setdefault("DBUS_SESSION_BUS_ADDRESS", "disabled:")  # else SDL may launch a bus that outlives us
-    os.environ.setdefault("SDL_VIDEODRIVER", "x11" if os.environ.get("DISPLAY") else "wayland")
-    import pygame
-    try:
-        pygame.display.init()
-    except pygame.error as error:
-        raise ConfigError(f"--render: no window opens here ({error}): record the episodes with --video FILE.gif "
-                          "instead") from None
-    if pygame.display.get_driver() in ("dummy", "offscreen"):
-        raise ConfigError(f"--render: SDL's video driver {pygame.display.get_driver()!r} shows no window: record "
-                          "the episodes with --video FILE.gif instead")
-    return pygame
+    """A .gif with Pillow, else an .mp4 with imageio's ffmpeg (check_options checked both), written atomically;
+    without overwrite, never over a file, even one that appeared meanwhile."""
+    def write(tmp: Path) -> None:
+        if tmp.suffix.lower() == ".gif":
+            from PIL import Image
+            images = [Image.fromarray(f) for f in frames]
+            images[0].save(tmp, save_all=True, append_images=images[1:], duration=int(1000 / fps), loop=0)
+            return
+        import imageio.v2 as imageio
+        h, w = frames[0].shape[:2]
+        padded = [np.pad(f, ((0, h % 2), (0, w % 2), (0, 0))) for f in frames]  # h264 wants even sides
+        imageio.mimwrite(tmp, padded, fps=fps, codec="libx264", macro_block_size=1)
+    write_atomically(path, write, keep_suffix=True, replace=overwrite)
 
 
 def show(pygame, frames: list[np.ndarray], fps: int = 8) -> None:
@@ -122,12 +101,24 @@ def check_options(args):
         if video.suffix.lower() == ".mp4" and importlib.util.find_spec("imageio_ffmpeg") is None:
             raise ConfigError("writing .mp4 needs the video extra: pip install -r requirements-video.txt "
                               "(or use a .gif)")
-    if args.render and (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
-        return open_window()
-    if args.render:  # beside --video too: asked for, it is refused, never left out in silence
+    if not args.render:
+        return None
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):  # refused beside --video too
         hint = "drop it, --video records the episodes" if video else "record the episodes with --video FILE.gif instead"
         raise ConfigError(f"--render needs a display and there is none here (no DISPLAY or WAYLAND_DISPLAY): {hint}")
-    return None
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+    os.environ.setdefault("DBUS_SESSION_BUS_ADDRESS", "disabled:")  # else SDL may launch a bus that outlives us
+    os.environ.setdefault("SDL_VIDEODRIVER", "x11" if os.environ.get("DISPLAY") else "wayland")
+    import pygame
+    try:
+        pygame.display.init()
+    except pygame.error as error:  # where SDL finds no window; a driver showing nothing is refused below
+        raise ConfigError(f"--render: no window opens here ({error}): record the episodes with --video FILE.gif "
+                          "instead") from None
+    if pygame.display.get_driver() in ("dummy", "offscreen"):
+        raise ConfigError(f"--render: SDL's video driver {pygame.display.get_driver()!r} shows no window: record "
+                          "the episodes with --video FILE.gif instead")
+    return pygame
 
 
 def on_training_levels(config: Config, model: str) -> Config:

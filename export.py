@@ -37,8 +37,7 @@ class ExportError(ValueError):
 
 
 class Step(nn.Module):
-    """Agent.act(deterministic=True) as one module: the frozen observation normaliser, the resets at an episode's
-    start, the model's own act() and the value in the environment's return units."""
+    """Agent.act(deterministic=True) as one module: frozen normaliser, episode-start resets, value in return units."""
 
     def __init__(self, agent):
         super().__init__()
@@ -50,22 +49,17 @@ class Step(nn.Module):
         self.values = normalizers and normalizers.values
         self.log_std = getattr(self.model.distribution, "log_std", None)  # a Gaussian's
 
-    def observation(self, obs: torch.Tensor) -> torch.Tensor:
-        if self.obs_normalizer is None:
-            return obs
-        return normalize(obs, self.features, self.mean, self.std, self.obs_normalizer.clip)
-
     def forward(self, obs, state, episode_start, previous_action=None, previous_reward=None, action_mask=None):
         model = self.model
+        if self.obs_normalizer is not None:
+            obs = normalize(obs, self.features, self.mean, self.std, self.obs_normalizer.clip)
         state = model.reset_state(state, episode_start)
         previous = None
         if model.previous_size:
             actions = state[:, :0] if previous_action is None else previous_action  # no action: its batch alone
             previous = model.previous_input(actions, previous_reward, episode_start)
-        out = model.act(self.observation(obs), state, True, action_mask, previous)
-        values = out.values
-        if self.values is not None:
-            values = self.values.denormalize(values)
+        out = model.act(obs, state, True, action_mask, previous)
+        values = out.values if self.values is None else self.values.denormalize(out.values)
         outputs = (out.policy_outputs, out.actions, values, out.state)
         return outputs if self.log_std is None else (*outputs, self.log_std.detach().expand_as(out.policy_outputs))
 
@@ -92,8 +86,7 @@ def output_names(agent) -> list[str]:
 
 
 def to_onnx(agent, source: str = ""):
-    """The agent's Step as an ONNX model with a dynamic batch axis, its config in the metadata; ExportError
-    names the core and the action distribution of a model that torch.onnx cannot export."""
+    """The agent's Step as an ONNX model (a dynamic batch axis, the config in its metadata), else an ExportError."""
     import onnx
     step, inputs = Step(agent).eval(), example_inputs(agent, 3)  # a batch above 1: size 1 would be fixed
     batch = torch.export.Dim("batch")
@@ -104,8 +97,7 @@ def to_onnx(agent, source: str = ""):
             warnings.simplefilter("ignore")
             logger.setLevel(logging.ERROR)
             program = torch.onnx.export(step, (), kwargs=inputs, dynamo=True, external_data=False,
-                                        opset_version=OPSET, input_names=list(inputs),
-                                        output_names=output_names(agent),
+                                        opset_version=OPSET, input_names=list(inputs), output_names=output_names(agent),
                                         dynamic_shapes={name: {0: batch} for name in inputs})
         proto = program.model_proto
         onnx.checker.check_model(proto, full_check=True)
@@ -126,8 +118,7 @@ def _what(agent) -> str:
 
 
 def check_against_torch(agent, proto) -> None:
-    """Runs the graph in ONNX Runtime on a batch of random states beside the torch model; ExportError if an action
-    index differs or another output is further than TOLERANCE."""
+    """ExportError unless the graph in ONNX Runtime matches the torch model on random states (within TOLERANCE)."""
     import onnxruntime
     session = onnxruntime.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
     inputs = example_inputs(agent, 4, torch.Generator().manual_seed(0))
@@ -139,9 +130,8 @@ def check_against_torch(agent, proto) -> None:
         exact = name == "action" and want.dtype.kind != "f"  # indices; a Box action is a mean
         same = np.array_equal(want, have) if exact else np.allclose(have, want, TOLERANCE, TOLERANCE)
         if not same:
-            difference = np.abs(have.astype(np.float64) - want).max()
             raise ExportError(f"{_what(agent)}: the ONNX graph's {name} differs from the torch model's by up to "
-                              f"{difference:.3g}: not written")
+                              f"{np.abs(have.astype(np.float64) - want).max():.3g}: not written")
 
 
 def export(agent, path: Path, overwrite: bool = False, source: str = "") -> None:
@@ -182,11 +172,9 @@ def main(argv=None) -> int:
             raise ConfigError(f"{args.out} appeared meanwhile: pass --overwrite to replace it") from None
         except OSError as error:
             raise script.Failed(f"could not write {args.out} ({reason(error)})") from None
-        print(f"wrote {args.out} ({args.out.stat().st_size / 2 ** 20:.1f} MiB, state size "
-              f"{agent.model.state_size})")
+        print(f"wrote {args.out} ({args.out.stat().st_size / 2 ** 20:.1f} MiB, state size {agent.model.state_size})")
         return 0
-    # the exporter's own code may swallow or rewrap a KeyboardInterrupt raised inside it; nothing is written
-    # before the atomic write, which holds the signal until the file is whole
+    # the exporter may swallow or rewrap a KeyboardInterrupt; nothing is written before the atomic write
     return script.life(start, work, (SpaceError, ExportError),
                        on_first=lambda number: stopping.leave(number, "during the export"))
 

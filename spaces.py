@@ -1,7 +1,5 @@
-"""How observations and actions are stored. A single Box observation is stored as it is; any other is packed
-into one float32 vector of its parts, categories as indices (one-hot in the model), a Dict's `action_mask` moved
-to the info. Only numpy: the worker processes import this module and never torch.
-"""
+"""How observations and actions are stored: a single Box observation as it is, any other as one float32 vector of its
+parts (categories as indices, a Dict's `action_mask` moved to the info). Only numpy: the workers import no torch."""
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -43,15 +41,6 @@ class Layout(NamedTuple):
         return mask if mask.any() else None
 
 
-def _channels_last(shape: tuple[int, ...]) -> bool:
-    if shape[-1] <= 4:
-        return True
-    if shape[0] <= 4:
-        return False
-    raise SpaceError(f"cannot tell the channel axis of the image observation shape {shape}: "
-                     "expected height x width x channels or channels x height x width with at most 4 channels")
-
-
 def _entries(space: gym.spaces.Dict | gym.spaces.Tuple) -> list[tuple[str, gym.Space]]:
     if isinstance(space, gym.spaces.Dict):
         return [(name, sub) for name, sub in sorted(space.spaces.items()) if name != MASK_KEY]
@@ -66,7 +55,10 @@ def _parts(space: gym.Space, key: str, start: int) -> list[Part]:
             raise SpaceError(f"observation shape {shape} is not supported (vectors, or 3-D images HWC / CHW)")
         if len(shape) < 3:
             return [Part(key, "vector", shape, start, int(np.prod(shape)))]
-        return [Part(key, "image", shape, start, int(np.prod(shape)), channels_last=_channels_last(shape),
+        if shape[0] > 4 and shape[-1] > 4:
+            raise SpaceError(f"cannot tell the channel axis of the image observation shape {shape}: "
+                             "expected height x width x channels or channels x height x width with at most 4 channels")
+        return [Part(key, "image", shape, start, int(np.prod(shape)), channels_last=shape[-1] <= 4,
                      scale=1.0 / 255.0 if space.dtype == np.uint8 else 1.0)]
     if isinstance(space, gym.spaces.Discrete):
         return [Part(key, "categorical", (), start, 1, (int(space.n),))]

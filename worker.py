@@ -1,6 +1,5 @@
 """W environments behind one step() call, stepped in the trainer's process or by worker processes that share
-the step's arrays with it. Ended episodes are reset in place; a truncated one's final observation is kept.
-"""
+the step's arrays with it. Ended episodes are reset in place; a truncated one's final observation is kept."""
 from __future__ import annotations
 
 import contextlib
@@ -45,16 +44,10 @@ class _Shared:
     own (shared memory is a file, which a file-size limit or a full /dev/shm would refuse)."""
 
     def __init__(self, W: int, spaces: EnvSpaces, ctx=None):
-        obs, actions = spaces.observation, spaces.action
-        self.specs = {
-            "obs": ((W, *obs.shape), obs.dtype),
-            "final_obs": ((W, *obs.shape), obs.dtype),
-            "rewards": ((W,), np.float32),
-            "terminated": ((W,), np.bool_),
-            "truncated": ((W,), np.bool_),
-            "actions": ((W, actions.size), actions.dtype),
-            "action_mask": ((W, actions.mask_size if spaces.masked else 0), np.bool_),
-        }
+        obs, actions, mask = spaces.observation, spaces.action, spaces.action.mask_size if spaces.masked else 0
+        self.specs = {"obs": ((W, *obs.shape), obs.dtype), "final_obs": ((W, *obs.shape), obs.dtype),
+                      "rewards": ((W,), np.float32), "terminated": ((W,), np.bool_), "truncated": ((W,), np.bool_),
+                      "actions": ((W, actions.size), actions.dtype), "action_mask": ((W, mask), np.bool_)}
         new = bytearray if ctx is None else partial(ctx.RawArray, "b")
         self.raw = {name: new(max(1, int(np.prod(shape)) * np.dtype(dtype).itemsize))
                     for name, (shape, dtype) in self.specs.items()}
@@ -82,7 +75,6 @@ def _trace(error: BaseException) -> str:
 
 
 def _failed(config: EnvironmentConfig, which: str, where: str, trace: str) -> WorkerError:
-    """The one message for every environment fault, wherever the environment runs."""
     return WorkerError(f"environment '{config.name or config.type}' {which} ({where}) failed:\n{trace}")
 
 
@@ -101,14 +93,6 @@ def _store(shared: _Shared, w: int, obs, info: dict) -> None:
     shared.obs[w] = obs  # an observation of the wrong shape fails here
     if shared.action_mask.shape[1]:
         shared.action_mask[w] = info[MASK_KEY]
-
-
-def _reset_slice(envs, lo: int, seeds, shared: _Shared):
-    for w, (env, seed) in enumerate(zip(envs, seeds), lo):
-        try:
-            _store(shared, w, *env.reset(seed=seed))
-        except Exception as error:
-            raise _EnvFault(w) from error
 
 
 def _step_slice(envs, lo: int, shared: _Shared) -> list[tuple[int, dict]]:
@@ -136,10 +120,15 @@ def _step_slice(envs, lo: int, shared: _Shared) -> list[tuple[int, dict]]:
 def _run(envs, lo: int, shared: _Shared, command: str, argument=None):
     if command == "step":
         return _step_slice(envs, lo, shared)
-    if command == "reset":
-        return _reset_slice(envs, lo, argument, shared)
     if command == "get_state":
         return [env.get_state() for env in envs]
+    if command == "reset":
+        for w, (env, seed) in enumerate(zip(envs, argument), lo):
+            try:
+                _store(shared, w, *env.reset(seed=seed))
+            except Exception as error:
+                raise _EnvFault(w) from error
+        return None
     for env, state in zip(envs, argument):  # "set_state"
         env.set_state(state)
 
@@ -184,7 +173,7 @@ class VecEnv:
         if probe is None:
             probe, spaces = make_probe(config, self.seeds[0])
         self.spaces = spaces
-        W = len(self.seeds)
+        self.n = W = len(self.seeds)
         ctx = mp.get_context("forkserver")
         self._shared = _Shared(W, self.spaces, ctx if processes else None)
         self._envs, self._workers = [], []
@@ -208,16 +197,11 @@ class VecEnv:
             raise
 
     @property
-    def n(self) -> int:
-        return len(self.seeds)
-
-    @property
     def pids(self) -> list[int]:
         return [process.pid for process, *_ in self._workers]
 
     def reset(self, seeds: list[int] | None = None) -> np.ndarray:
-        """Resets every environment with its own seed, or with new ones (W) that later resets use too; returns
-        obs (W, *obs_shape)."""
+        """Resets each environment with its seed, or with new seeds (W) kept for later resets; obs (W, *obs_shape)."""
         if seeds is not None:
             self.seeds = [int(s) for s in seeds]
         self._each("reset", [self.seeds[lo:hi] for *_, lo, hi in self._workers] or [self.seeds])
@@ -234,8 +218,7 @@ class VecEnv:
                     [w for w, _ in ended])
 
     def _finite(self) -> None:
-        """NaN or inf from an environment is its fault, named as one: else the run stopped later on a non-finite
-        loss, blaming no one. Checked over all W at once (per environment, it took more than a step's time)."""
+        """NaN or inf from an environment is named as its fault, not left to stop the run later as a non-finite loss."""
         s, W = self._shared, self.n
         total = float(s.rewards.sum())  # NaN or inf in any term makes it so (an overflow too: then looked at)
         if s.floating:
@@ -275,16 +258,13 @@ class VecEnv:
 
     def _each(self, command: str, arguments: list | None = None) -> list:
         """Runs a command on each slice of environments (one slice: all of them, in this process); the replies."""
-        if not self._envs:
-            return self._command(command, arguments)
-        try:
-            return [_run(self._envs, 0, self._shared, command, None if arguments is None else arguments[0])]
-        except _EnvFault as fault:
-            self.close()
-            trace = _trace(fault.__cause__)
-            raise _failed(self.config, f"#{fault.args[0]}", "in the trainer's process", trace) from None
-
-    def _command(self, command: str, arguments: list | None = None) -> list:
+        if self._envs:
+            try:
+                return [_run(self._envs, 0, self._shared, command, None if arguments is None else arguments[0])]
+            except _EnvFault as fault:
+                self.close()
+                trace = _trace(fault.__cause__)
+                raise _failed(self.config, f"#{fault.args[0]}", "in the trainer's process", trace) from None
         for p, (process, conn, _, _) in enumerate(self._workers):
             try:
                 conn.send((command, None if arguments is None else arguments[p]))
@@ -292,8 +272,7 @@ class VecEnv:
                 self._died(p)
         replies = []
         for p, (process, conn, lo, hi) in enumerate(self._workers):
-            # Wait on the process too: a killed worker is noticed at once, not waited on forever.
-            if conn not in wait([conn, process.sentinel]):
+            if conn not in wait([conn, process.sentinel]):  # a killed worker is noticed at once
                 self._died(p)
             try:
                 status, payload = conn.recv()

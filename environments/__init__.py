@@ -1,5 +1,4 @@
-"""make_env(): one environment of a family, wrapped in EpisodeStats (episode reports, their frames for a video, state
-for checkpoints)."""
+"""make_env(): one environment of a family, in EpisodeStats (episode reports, frames for a video, state to save)."""
 from __future__ import annotations
 
 import reprlib
@@ -29,17 +28,15 @@ def _one_line(error: BaseException, limit: int = 200) -> str:
 
 # Training's environments draw episode seeds below HELD_OUT, evaluation's above: no held-out episode is a training one
 HELD_OUT = 2 ** 31
-
 # Evaluation's step cap where the environment has no time limit: it only ends episodes that would never end
 DEFAULT_MAX_STEPS = 100_000
 
 
 class EpisodeStats(gym.Wrapper):
-    """Adds info["episode"] = {reward, length[, success]} at each episode's end, in the environment's units.
-    Each episode is reset with a seed from this wrapper's generator and its actions are kept, so set_state()
-    resumes it by replay. A step whose info holds CONTINUES ends the training episode only; max_steps cuts a
-    scored episode (evaluation's cap, "capped"); filmed: the episode's frames come with its stats ("frames", one
-    per step and one at the start, each drawn before any reset)."""
+    """Adds info["episode"] = {reward, length[, success]} at each episode's end, in the environment's units. Each
+    episode is reset with a seed from this wrapper's generator and its actions are kept: set_state() replays it.
+    A step whose info holds CONTINUES ends the training episode only; max_steps cuts a scored episode ("capped").
+    filmed: the episode's frames come with its stats ("frames": one at the start, one per step, before any reset)."""
 
     def __init__(self, env: gym.Env, max_steps: int | None = None, filmed: bool = False):
         super().__init__(env)
@@ -92,8 +89,7 @@ class EpisodeStats(gym.Wrapper):
                 info = {**info, "episode": stats}
         return obs, reward, terminated, truncated, info
 
-    # get_state()'s values as checkpoint.py counts them (a PCG64 state's 13, four entries and its own 6): the
-    # bound of what a checkpoint holds per environment (tested)
+    # get_state()'s values as checkpoint.py counts them (a PCG64 state's 13, four entries, its own 6; tested)
     STATE_VALUES = 23
 
     def get_state(self) -> dict:
@@ -160,8 +156,7 @@ FAMILIES: dict[str, Family] = {
 }
 
 
-def check_settings(family: str, name: str = "", kwargs: dict | None = None,
-                   reset_params: dict | None = None) -> Family:
+def check_settings(family: str, name: str = "", kwargs: dict | None = None, reset_params: dict | None = None) -> Family:
     """Refuses, in one line, settings the family does not know, would ignore or does not allow."""
     if family not in FAMILIES:
         raise SetupError(f"config key 'environment.type' = {family!r} is not allowed: one of {', '.join(FAMILIES)}")

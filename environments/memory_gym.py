@@ -1,8 +1,6 @@
-"""Memory Gym (Mortar Mayhem, Mystery Path, Searing Spotlights): 84x84 RGB pictures, kept as uint8.
-`environment.reset_params` goes to every reset as `options=`, but for two keys of ours (as the reference
-baseline's): each episode's seed is drawn from [start-seed, start-seed + num-seeds). An episode cut by the
-environment's hidden `max_steps` limit is reported as truncated. The environments of a process share pygame.
-"""
+"""Memory Gym (Mortar Mayhem, Mystery Path, Searing Spotlights): 84x84 RGB pictures, kept as uint8. Every reset gets
+`environment.reset_params` as `options=` but for two keys of ours (as the reference baseline's): each episode's seed
+is drawn from [start-seed, start-seed + num-seeds). An episode cut by the hidden `max_steps` limit is truncated."""
 from __future__ import annotations
 
 import os
@@ -70,8 +68,7 @@ def _make(name: str, render_mode: str | None) -> gym.Env:
         os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
     os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
     import memory_gym  # noqa: F401  (registers the Memory Gym ids)
-    spec = gym.spec(name)
-    if not str(spec.entry_point).startswith("memory_gym"):
+    if not str(gym.spec(name).entry_point).startswith("memory_gym"):
         ids = [i for i, s in gym.registry.items() if str(s.entry_point).startswith("memory_gym")]
         raise ValueError(f"'{name}' is not a Memory Gym id; one of {', '.join(ids)}")
     env = gym.make(name, render_mode=render_mode, disable_env_checker=True)

@@ -1,9 +1,7 @@
 """MiniGrid Memory (and any MiniGrid id), as the reference baseline uses it: the agent's 3x3 egocentric view
 as an 84x84 RGB picture, three actions, success for a positive final reward. `seed_pool: N` draws each
 layout seed from 0..N-1, as the reference did with N = 99 (docs/environments.md). `time_limit: K` cuts an episode
-at K steps (truncated), as the Memory Gym authors' TrXL code does at 96, the reward still counted against the
-environment's own max_steps.
-"""
+at K steps (truncated), as the Memory Gym authors' TrXL code does at 96 (the reward scaled by MiniGrid's max_steps)."""
 from __future__ import annotations
 
 import gymnasium as gym

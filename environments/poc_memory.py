@@ -1,8 +1,7 @@
 """Proof-of-concept memory task, as the reference baseline defines it: a track from -1 to 1 in steps of 0.2
 whose ends hold goals of +1 and -1 in random order, shown at the reset and the first two steps (when the agent
 cannot move), hidden afterwards. Each later step costs 0.1; the +1 end gives +1.6 (success), the -1 end -1.6,
-and both end the episode. An optimal agent averages 1.2 in 7 steps.
-"""
+and both end the episode. An optimal agent averages 1.2 in 7 steps."""
 from __future__ import annotations
 
 import gymnasium as gym
@@ -32,8 +31,7 @@ class PocMemoryEnv(gym.Env):
         self._rng = SplitMix64()
 
     def _obs(self) -> np.ndarray:
-        shown = self._t <= SHOW_STEPS
-        left, right = self._goals if shown else (0.0, 0.0)
+        left, right = self._goals if self._t <= SHOW_STEPS else (0.0, 0.0)
         return np.array([left, self._cell * STEP, right], dtype=np.float32)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):

@@ -1,8 +1,6 @@
-"""How episodes get their seeds. SplitMix64 (Steele, Lea and Flood 2014) for our own environments (CartPole,
-PocMemoryEnv): each episode starts from a seed of its own (environments.EpisodeStats) and needs only a few
-numbers, far fewer than building a numpy generator costs. The same seed always gives the same episode (not
-Gymnasium's). SeedRange for the families whose levels come from a range of seeds (MiniGrid, Memory Gym).
-"""
+"""How episodes get their seeds. SplitMix64 (Steele, Lea and Flood 2014) for CartPole and PocMemoryEnv, whose
+episodes each start from a seed of their own (EpisodeStats) and need a few numbers, far fewer than a numpy generator
+costs to build; a seed always gives the same episode (not Gymnasium's). SeedRange: levels from a range of seeds."""
 from __future__ import annotations
 
 import secrets
@@ -14,7 +12,6 @@ _MASK = 2 ** 64 - 1
 
 
 class SplitMix64:
-
     __slots__ = ("state",)
 
     def __init__(self, seed: int | None = None):

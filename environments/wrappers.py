@@ -8,16 +8,14 @@ from spaces import MASK_KEY, SpaceError, layout, pack
 
 
 def hide_entries(env: gym.Env, hidden: list[int]) -> gym.Env:
-    """Drops the listed entries of a vector observation (environment.observation_mask): Pendulum without
-    its angular velocity needs memory to be balanced."""
+    """Drops the listed entries of a vector observation (environment.observation_mask): Pendulum's velocity, say."""
     space = env.observation_space
     if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
         raise SpaceError(f"environment.observation_mask needs a vector (1-D Box) observation, not {space}")
     size = space.shape[0]
     bad = [i for i in hidden if not -size <= i < size]
     if bad:
-        raise SpaceError(f"environment.observation_mask: indices {bad} are outside the observation's "
-                          f"{size} entries")
+        raise SpaceError(f"environment.observation_mask: indices {bad} are outside the observation's {size} entries")
     keep = np.setdiff1d(np.arange(size), np.asarray(hidden) % size)
     if keep.size == 0:
         raise SpaceError("environment.observation_mask hides every entry of the observation")

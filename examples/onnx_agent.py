@@ -4,8 +4,7 @@ outputs. The environments come from this repository's builders, which import no 
 enjoy.py makes them: the same seed gives the episodes `enjoy.py --deterministic` plays.
 
     python export.py --model models/poc_memory_env.pt --out poc.onnx
-    python examples/onnx_agent.py --model poc.onnx --episodes 10
-"""
+    python examples/onnx_agent.py --model poc.onnx --episodes 10"""
 import json
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository's environment builders
 from config import MAX_EPISODES, SEEDS, ConfigError, EnvironmentConfig, EvaluationConfig  # noqa: E402
+from enjoy import print_episode  # noqa: E402
 from environments import HELD_OUT, spaces_of  # noqa: E402
 from plumbing import script  # noqa: E402
 from plumbing.cli import ArgumentParser, number, require  # noqa: E402
@@ -88,8 +88,7 @@ def play(graph, envs: list, S: int, episodes: int, seed: int) -> int:
     inputs = {i.name: i for i in graph.get_inputs()}  # obs, state, episode_start, [previous_*], [action_mask]
     W = len(envs)
     quota = [episodes // W + (w < episodes % W) for w in range(W)]
-    obs, infos = zip(*(env.reset(seed=HELD_OUT + s) for env, s in zip(envs, environment_seeds(seed, W))))
-    obs, infos = list(obs), list(infos)
+    obs, infos = map(list, zip(*(env.reset(seed=HELD_OUT + s) for env, s in zip(envs, environment_seeds(seed, W)))))
 
     # The recurrent state: one row of S float32 per environment, zeros at the start, then what the graph returns.
     state = np.zeros((W, S), np.float32)
@@ -113,10 +112,7 @@ def play(graph, envs: list, S: int, episodes: int, seed: int) -> int:
                 if stats is not None and quota[w] > 0:
                     quota[w] -= 1
                     returns.append(stats["reward"])
-                    success = f"  success {int(stats['success'])}" if "success" in stats else ""
-                    capped = "  cut at the step cap (--max-steps): scored as it stood" if stats.get("capped") else ""
-                    print(f"episode {len(returns):4d}  return {stats['reward']:9.3f}  length {stats['length']:5d}"
-                          f"{success}{capped}", flush=True)
+                    print_episode(len(returns), stats)
                 obs[w], infos[w] = env.reset()
     for env in envs:
         env.close()

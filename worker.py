@@ -9,7 +9,6 @@ import signal
 import traceback
 from dataclasses import dataclass
 from functools import partial
-from multiprocessing import resource_tracker
 from multiprocessing.connection import wait
 
 import gymnasium as gym
@@ -133,20 +132,8 @@ def _run(envs, lo: int, shared: _Shared, command: str, argument=None):
         env.set_state(state)
 
 
-@contextlib.contextmanager
-def _deaf_to_stop_signals():
-    """Starts workers deaf to the stop signals (the trainer stops them after saving, which needs them); a
-    stop signal meanwhile waits until they have started: start-up data cut halfway breaks a worker's pipe."""
-    with stopping.deferred(), stopping.blocked():
-        # The forkserver starts after the resource tracker, which unblocks both signals once it runs
-        # (bpo-33613): start the tracker first, then block them again for the forkserver and the workers.
-        resource_tracker.ensure_running()
-        with stopping.blocked():
-            yield
-
-
 def _worker_main(conn, config: EnvironmentConfig, lo: int, seeds: list[int], shared: _Shared):
-    for number in stopping.STOP_SIGNALS:  # the trainer stops the workers (_deaf_to_stop_signals)
+    for number in stopping.STOP_SIGNALS:  # the trainer stops the workers, after saving, which needs them
         signal.signal(number, signal.SIG_IGN)
     envs = []
     try:
@@ -183,7 +170,7 @@ class VecEnv:
         probe.close()
         bounds = np.linspace(0, W, processes + 1).astype(int)
         try:
-            with _deaf_to_stop_signals():
+            with stopping.starting_processes():  # start-up data cut halfway would break a worker's pipe
                 for p in range(processes):
                     lo, hi = int(bounds[p]), int(bounds[p + 1])
                     parent, child = ctx.Pipe()

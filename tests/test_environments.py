@@ -209,11 +209,11 @@ def test_a_stop_signal_while_worker_processes_start_still_reaches_the_trainer():
     import os
     import signal
 
-    from worker import _deaf_to_stop_signals
+    from plumbing import stopping
     received = []
     previous = signal.signal(signal.SIGINT, lambda number, frame: received.append(number))
     try:
-        with _deaf_to_stop_signals():
+        with stopping.starting_processes():
             assert signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, set())  # what the workers inherit
             assert signal.SIGTERM in signal.pthread_sigmask(signal.SIG_BLOCK, set())
             os.kill(os.getpid(), signal.SIGINT)

@@ -25,9 +25,9 @@ video-extra: $(STAMP)
 train: $(STAMP)
 	$(BIN)/python train.py --config configs/poc_memory_env.yaml
 
-# Every test, spread over the cores (pytest-xdist).
+# Every test, spread over the cores (pytest-xdist); the 15 slowest are named at the end.
 test: $(STAMP)
-	SDL_VIDEODRIVER=dummy $(BIN)/python -m pytest -q -n auto
+	SDL_VIDEODRIVER=dummy $(BIN)/python -m pytest -q -n auto --durations=15
 
 # The in-process tests only: no learning runs, no real processes (under a minute on 2 cores).
 test-fast: $(STAMP)

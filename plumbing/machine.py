@@ -89,6 +89,13 @@ class Machine:
         self.rollout_threads = self.threads if self.images else 1  # docs/how-it-works.md
         torch.set_num_threads(self.threads)
 
+    def __str__(self) -> str:
+        """The precision and threads in use, as a run's first line says them."""
+        threads = f"{self.threads} torch thread{'s' * (self.threads > 1)}"
+        if self.torch_threads > self.threads:
+            threads += f"; the {self.torch_threads} asked for are more than the cores here"
+        return f"{self.precision_used} ({threads})"
+
     def autocast(self) -> torch.autocast:
         return autocast(self.precision, self.device)
 

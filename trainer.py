@@ -1,7 +1,5 @@
 """The PPO loop: collect a rollout, compute advantages, optimise, in that order, and when due score
 the policy on held-out episodes. Nothing here knows which environment or recurrent core it trains."""
-from __future__ import annotations
-
 import time
 from datetime import datetime
 from pathlib import Path

@@ -1,7 +1,5 @@
 """What the scripts share: the command line, start-up warnings, one-line errors
 and a stdout that may close."""
-from __future__ import annotations
-
 import argparse
 import contextlib
 import importlib
@@ -10,6 +8,7 @@ import os
 import reprlib
 import sys
 import warnings
+from pathlib import Path
 
 from plumbing.errors import ConfigError
 from plumbing.files import kind, reason, writable

@@ -1,7 +1,5 @@
 """How a run uses this machine in each phase: torch's threads (shared with other processes: threads.py) and its
 precision (float32, or bfloat16 under autocast where the CPU or GPU runs it natively)."""
-from __future__ import annotations
-
 import contextlib
 import os
 

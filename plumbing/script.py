@@ -2,8 +2,6 @@
 run(main) as a program. Exit codes, as each script's --help says: 0 done, 1 failed after it started (Failed), 2
 refused before it started (bad flag, config or file), 129 / 130 / 143 (128 + the signal's number) stopped by a
 signal."""
-from __future__ import annotations
-
 import os
 import signal
 import sys

@@ -6,8 +6,6 @@ the processes the script started, says one line and exits 128 + the signal's num
 and psutil are imported here, before the scripts' imports: a handler must not import, since the signal may land
 while that module is half imported.
 """
-from __future__ import annotations
-
 import contextlib
 import os
 import select

@@ -5,8 +5,6 @@ core that another process's threads need: share_cores() shortens it, before torc
 And a parallel region waits for its slowest thread: two runs each with a thread per core take turns at every
 region. FairShare gives a run the cores other processes leave free.
 """
-from __future__ import annotations
-
 import contextlib
 import os
 import time

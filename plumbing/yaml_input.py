@@ -1,7 +1,5 @@
 """yaml as the configs and overrides are read: PyYAML's safe loader, refusing a key given twice, a document that
 expands past its size (aliases, merge keys) or nests too deep, and reading 3e-4 as the number it looks like."""
-from __future__ import annotations
-
 import itertools
 import re
 

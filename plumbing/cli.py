@@ -1,5 +1,4 @@
-"""What the scripts share: the command line, start-up warnings, one-line errors
-and a stdout that may close."""
+"""What the scripts share: the command line, start-up warnings, one-line errors and a stdout that may close."""
 import argparse
 import contextlib
 import importlib
@@ -44,9 +43,8 @@ class ArgumentParser(argparse.ArgumentParser):
 
 def check_output(flag: str, paths: list[Path], overwrite: bool, suffixes: tuple[str, ...] = (), example: str = "",
                  replacing: str = ", or pass --overwrite to replace it", folder_made: bool = True) -> None:
-    """Refuses, in one ConfigError line, files a script would write (paths[0] named by `flag`, the others beside
-    it) before it starts: a name without one of `suffixes`, a folder, an existing file without `overwrite` (with it,
-    anything but a file), or a folder that takes no files (a missing one is made, unless not folder_made)."""
+    """Refuses, in one ConfigError line before a script starts, the files it would write: paths[0], named by `flag`,
+    and the others beside it. A missing folder passes: the script makes it (unless not folder_made)."""
     path, named = paths[0], f"{flag} {paths[0]}" if flag.startswith("-") else str(paths[0])
     if path.is_dir():
         raise ConfigError(f"{named} is a folder: give the file's name, e.g. {path / example}")
@@ -95,10 +93,7 @@ def console() -> None:
             os.fstat(fd)
         except OSError:
             closed.append(fd)
-            null = os.open(os.devnull, os.O_RDWR)  # the lowest free number: this one
-            if null != fd:
-                os.dup2(null, fd)
-                os.close(null)
+            os.open(os.devnull, os.O_RDWR)  # takes the lowest free number: this one
     sys.stderr = Stdout(sys.stderr or open(2, "w", closefd=False), "stderr")  # Python's None for a closed one
     sys.stdout = Stdout(sys.stdout or open(1, "w", closefd=False))
     if 1 in closed:
@@ -134,5 +129,4 @@ class Stdout:
         os.close(null)
         if self.name == "stdout":
             what = "was closed" if isinstance(error, BrokenPipeError) else "cannot be written"
-            print(f"warning: stdout {what} ({reason(error)}); going on without printing", file=sys.stderr,
-                  flush=True)
+            print(f"warning: stdout {what} ({reason(error)}); going on without printing", file=sys.stderr, flush=True)

@@ -1,7 +1,6 @@
 """The life every script shares: begin(__name__) in its first lines, `return life(start, work)` in main(), and
 run(main) as a program. Exit codes, as each script's --help says: 0 done, 1 failed after it started (Failed), 2
-refused before it started (bad flag, config or file), 129 / 130 / 143 (128 + the signal's number) stopped by a
-signal."""
+refused before it started (bad flag, config or file), 128 + the signal's number stopped by a signal."""
 import os
 import signal
 import sys

@@ -7,8 +7,7 @@ import yaml
 
 from plumbing.errors import ConfigError
 
-# values a config may expand to, aliases counted as often as they repeat
-MAX_CONFIG_VALUES = 100_000
+MAX_CONFIG_VALUES = 100_000  # values a config may expand to, aliases counted as often as they repeat
 MAX_CONFIG_CHARACTERS = 2 ** 24  # a config file's text: 100,000 values take a few MB at most
 MAX_CONFIG_DEPTH = 64  # nesting: a config nests 3 levels; PyYAML and copy recurse once per level
 

@@ -84,9 +84,8 @@ def number(kind, low: float = -math.inf, high: float = math.inf):
 
 
 def console() -> None:
-    """A script's work never depends on its console. A standard stream closed at start (`>&-`) is opened on
-    /dev/null, else the next file opened would take its number (a lock, a worker's output); stdout and stderr
-    that fail later (a reader gone, /dev/full) go to /dev/null, stdout's failure said on stderr."""
+    """A script's work never depends on its console: a standard stream closed at start (`>&-`) is opened on /dev/null,
+    else the next file opened would take its number (a lock, a worker's output); Stdout answers a later failure."""
     closed = []
     for fd in (0, 1, 2):
         try:

@@ -69,15 +69,10 @@ def main(argv=None) -> int:
         run["trainer"].stop_signal = signum
         run["trainer"].summaries.say(f"\n{signal.Signals(signum).name}: finishing this update, then saving (send "
                                      "it again to stop at once)")
-
-    def close() -> None:
-        if "trainer" in run:
-            run["trainer"].close()
-        if "lock" in run:
-            run["lock"].release()
     return script.life(start, lambda started: train(*started), (SpaceError,), finish_update,
                        lambda: f" at once, without saving; {runs.kept(run.get('trainer'))}",
-                       leaving=lambda: "lock" in run and run["lock"].release(), close=close)
+                       close=lambda: "trainer" in run and run["trainer"].close(),
+                       leaving=lambda: "lock" in run and run["lock"].release())
 
 
 def train(trainer, checkpoint: dict | None) -> int:

@@ -30,7 +30,8 @@ def life(start: Callable[[], object], work: Callable[[object], int], refused: tu
          leaving: Callable[[], None] = lambda: None, close: Callable[[], None] = lambda: None) -> int:
     """start() with the warnings held (a refusal is then its one line), then work(what start returned) with the
     stop signals answered: the first calls on_first (without one: a KeyboardInterrupt), a second stops at once
-    with at_once()'s words. ConfigError, CheckpointError and `refused` are refused (2), Failed fails (1)."""
+    with at_once()'s words. ConfigError, CheckpointError and `refused` are refused (2), Failed fails (1). close()
+    ends it; leaving() releases what must not outlive the script (a lock), after close() or on leaving at once."""
     with stopping.Stop(leaving) as stop:
         try:
             with start_up_warnings():
@@ -45,6 +46,7 @@ def life(start: Callable[[], object], work: Callable[[object], int], refused: tu
             return stop.report(at_once())
         finally:
             close()
+            leaving()
 
 
 def run(main: Callable[[], int], quick_exit: bool = False) -> None:

@@ -28,10 +28,9 @@ def begin(name: str) -> None:
 def life(start: Callable[[], object], work: Callable[[object], int], refused: tuple = (),
          on_first: Callable[[int], None] | None = None, at_once: Callable[[], str] = str,
          leaving: Callable[[], None] = lambda: None, close: Callable[[], None] = lambda: None) -> int:
-    """start() with the warnings held (a refusal is then its one line), then work(what start returned) with the
-    stop signals answered: the first calls on_first (without one: a KeyboardInterrupt), a second stops at once
-    with at_once()'s words. ConfigError, CheckpointError and `refused` are refused (2), Failed fails (1). close()
-    ends it; leaving() releases what must not outlive the script (a lock), after close() or on leaving at once."""
+    """start() with the warnings held (a refusal is then its one line), then work(what start returned) with the stop
+    signals answered as stopping.Stop says. ConfigError, CheckpointError and `refused` are refused (2), Failed fails
+    (1), work interrupted says at_once()'s words. Then close() and leaving(), which a stop at once runs too (a lock)."""
     with stopping.Stop(leaving) as stop:
         try:
             with start_up_warnings():

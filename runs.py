@@ -1,13 +1,14 @@
 """train.py's run safety: the run id, what a run starts from (a config, or a checkpoint it resumes or branches), its
-claim on its files before it trains, and the words for the checkpoint a stopped or failed run kept."""
+claim on its files before it trains, and the words a failed or stopped run ends with: the checkpoint it kept."""
 import re
+import signal
 from datetime import datetime
 from pathlib import Path
 
 from checkpoint import RunLock, load_checkpoint, same_checkpoint
 from config import check_resume_overrides, config_from_dict, load_config
 from plumbing.errors import CheckpointError, ConfigError
-from plumbing.files import kind, writable
+from plumbing.files import kind, reason, writable
 
 MODELS, SUMMARIES = Path("models"), Path("summaries")
 DEFAULT_CONFIG = "configs/poc_memory_env.yaml"
@@ -112,3 +113,23 @@ def kept(trainer) -> str:
     if trainer is None or trainer.saved_update is None:
         return "no checkpoint was saved in this run"
     return f"the last good checkpoint is {trainer.checkpoint_path} (update {trainer.saved_update})"
+
+
+def failure(trainer, error: Exception) -> str:
+    """The line of a run that failed while it trained: what failed, and its last good checkpoint."""
+    if isinstance(error, OSError):  # e.g. summaries on a full disk
+        error = f"could not write {error.filename or trainer.summaries.path} ({reason(error)})"
+    elif isinstance(error, CheckpointError):  # a save that failed: its line says what happened to the last one
+        other = getattr(error, "path", None) != trainer.checkpoint_path  # e.g. models/<run-id>-best.pt
+        return f"{error}; {kept(trainer)}" if other and trainer.saved_update is not None else str(error)
+    return f"{error}; {kept(trainer)}"
+
+
+def stopped(trainer) -> str:
+    """The line of a run that a stop signal ended after an update: what it saved, and how to go on."""
+    name, path = signal.Signals(trainer.stop_signal).name, trainer.checkpoint_path
+    if trainer.update < trainer.config.updates:
+        return (f"stopped by {name} after update {trainer.update}; saved {path}; resume with: "
+                f"python train.py --resume {path}")
+    return (f"stopped by {name} after the last update ({trainer.update}): the run is complete; saved {path} "
+            f"(to train on: python train.py --resume {path} --set updates=N)")  # a plain resume would be refused

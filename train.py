@@ -9,9 +9,8 @@ from checkpoint import RunLock, fitted
 from config import SEEDS
 from plumbing.cli import ArgumentParser, failed, number
 from plumbing.errors import CheckpointError, NonFiniteError, StrayParameterError, WorkerError
-from plumbing.files import reason
 from plumbing.machine import resolve_device
-from runs import DEFAULT_CONFIG, MODELS, SUMMARIES, claim, kept, read_run
+import runs
 from spaces import SpaceError
 import tracking
 
@@ -21,7 +20,7 @@ def parser() -> ArgumentParser:
         "Ctrl-C (SIGINT), SIGTERM or SIGHUP finishes the current update, saves and exits 130, 143 or 129; a "
         "second one stops at once without saving. Exit codes: 0 done, 1 the run failed (the last good "
         f"checkpoint is kept), 2 refused before starting (bad config, flag or file), {script.STOPPED}."))
-    parser.add_argument("--config", metavar="PATH", help=f"the yaml config to train (default: {DEFAULT_CONFIG})")
+    parser.add_argument("--config", metavar="PATH", help=f"the yaml config to train (default: {runs.DEFAULT_CONFIG})")
     parser.add_argument("--run-id", metavar="NAME", help="names models/<run-id>.pt and summaries/<run-id>/<time>: "
                         "letters, digits, '.', '_' and '-' (default: the config's name and the start time)")
     parser.add_argument("--seed", type=number(int, 0, SEEDS - 1), help="the run seed; overrides the config's seed")
@@ -44,15 +43,15 @@ def main(argv=None) -> int:
 
     def start():
         args = parser().parse_args(argv)
-        config, run_id, checkpoint = read_run(args)
+        config, run_id, checkpoint = runs.read_run(args)
         track = tracking.from_flags(args, args.wandb_name or run_id)
         device = resolve_device(config.device, args.cpu)
-        run["lock"] = RunLock(MODELS / f"{run_id}.lock")
-        replaced_best = claim(run["lock"], run_id, checkpoint, args.resume, args.overwrite)
+        run["lock"] = RunLock(runs.MODELS / f"{run_id}.lock")
+        replaced_best = runs.claim(run["lock"], run_id, checkpoint, args.resume, args.overwrite)
         from trainer import Trainer
         try:
-            run["trainer"] = trainer = Trainer(config, run_id=run_id, device=device, summaries_dir=SUMMARIES,
-                                               models_dir=MODELS, tracking=track,
+            run["trainer"] = trainer = Trainer(config, run_id=run_id, device=device, summaries_dir=runs.SUMMARIES,
+                                               models_dir=runs.MODELS, tracking=track,
                                                summaries_path=checkpoint and checkpoint["summaries_path"])
             if checkpoint:
                 with fitted(args.resume):
@@ -60,7 +59,7 @@ def main(argv=None) -> int:
                 if "branch_of" in checkpoint:  # its own checkpoint is not written yet
                     trainer.saved_update = None
         except WorkerError as error:  # an environment that failed as the run started
-            raise script.Failed(f"{error}; {kept(None)}") from None
+            raise script.Failed(f"{error}; {runs.kept(None)}") from None
         if replaced_best is not None:  # else enjoy.py would score the replaced run's model under this id
             replaced_best.unlink(missing_ok=True)
             print(f"removed {replaced_best}, the best evaluation of the run --overwrite replaces", flush=True)
@@ -70,15 +69,10 @@ def main(argv=None) -> int:
         run["trainer"].stop_signal = signum
         run["trainer"].summaries.say(f"\n{signal.Signals(signum).name}: finishing this update, then saving (send "
                                      "it again to stop at once)")
-
-    def close() -> None:
-        if "trainer" in run:
-            run["trainer"].close()
-        if "lock" in run:
-            run["lock"].release()
     return script.life(start, lambda started: train(*started), (SpaceError,), finish_update,
-                       lambda: f" at once, without saving; {kept(run.get('trainer'))}",
-                       leaving=lambda: "lock" in run and run["lock"].release(), close=close)
+                       lambda: f" at once, without saving; {runs.kept(run.get('trainer'))}",
+                       close=lambda: "trainer" in run and run["trainer"].close(),
+                       leaving=lambda: "lock" in run and run["lock"].release())
 
 
 def train(trainer, checkpoint: dict | None) -> int:
@@ -86,28 +80,14 @@ def train(trainer, checkpoint: dict | None) -> int:
         source = f" from {checkpoint['branch_of']}" if "branch_of" in checkpoint else ""
         print(f"{'branching' if source else 'resuming'} {trainer.run_id}{source} at update {trainer.update}/"
               f"{trainer.config.updates}", flush=True)
-    threads = f"{trainer.threads} torch thread{'s' * (trainer.threads > 1)}"
-    if trainer.config.torch_threads > trainer.threads:
-        threads += f"; the {trainer.config.torch_threads} asked for are more than the cores here"
-    print(f"training {trainer.run_id} on {trainer.device} in {trainer.machine.precision_used} ({threads}); "
-          f"summaries in {trainer.summaries.path}", flush=True)
+    print(f"training {trainer.run_id} on {trainer.device} in {trainer.machine}; summaries in {trainer.summaries.path}",
+          flush=True)
     try:
         trainer.run()
-    except CheckpointError as error:  # a save that failed: the line says what happened to the last one
-        other = getattr(error, "path", None) != trainer.checkpoint_path  # e.g. models/<run-id>-best.pt
-        return failed(f"{error}; {kept(trainer)}" if other and trainer.saved_update is not None else error, 1)
-    except (WorkerError, NonFiniteError, StrayParameterError, OSError) as error:
-        if isinstance(error, OSError):  # e.g. summaries on a full disk
-            error = f"could not write {error.filename or trainer.summaries.path} ({reason(error)})"
-        return failed(f"{error}; {kept(trainer)}", 1)
+    except (CheckpointError, WorkerError, NonFiniteError, StrayParameterError, OSError) as error:
+        return failed(runs.failure(trainer, error), 1)
     if trainer.stop_signal is not None:
-        name, path = signal.Signals(trainer.stop_signal).name, trainer.checkpoint_path
-        if trainer.update < trainer.config.updates:
-            print(f"stopped by {name} after update {trainer.update}; saved {path}; resume with: "
-                  f"python train.py --resume {path}", flush=True)
-        else:  # a plain resume would be refused: nothing is left to do
-            print(f"stopped by {name} after the last update ({trainer.update}): the run is complete; saved {path} "
-                  f"(to train on: python train.py --resume {path} --set updates=N)", flush=True)
+        print(runs.stopped(trainer), flush=True)
         return 128 + trainer.stop_signal
     print(f"saved {trainer.checkpoint_path}")
     return 0

@@ -1,7 +1,5 @@
 """The PPO loop: collect a rollout, compute advantages, optimise, in that order, and when due score
 the policy on held-out episodes. Nothing here knows which environment or recurrent core it trains."""
-from __future__ import annotations
-
 import time
 from datetime import datetime
 from pathlib import Path
@@ -158,8 +156,8 @@ class Trainer:
         for _ in range(c.epochs):
             for mb in self.buffer.minibatches(c.n_mini_batch, self.model):
                 with self.machine.minibatch():
-                    out = self.model.training_pass(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask, mb.previous,
-                                              mb.burn_in)
+                    out = self.model.training_pass(mb.obs, mb.states, mb.actions, mb.action_mask, mb.mask,
+                                                   mb.previous, mb.burn_in)
                 losses = ppo_loss(out, mb, config=c, clip_range=clip, beta=beta)
                 if c.target_kl is not None and losses.approx_kl.item() > c.target_kl:
                     return mean_metrics(steps, rejected=losses)  # too far from the rollout's policy: stop here
@@ -184,7 +182,7 @@ class Trainer:
             self.best = {"reward_mean": reward_mean, "update": self.update}
             self.save(self.best_path)
 
-    def save(self, path: Path | None = None) -> Path:
+    def save(self, path: Path | None = None) -> None:
         """Writes models/<run-id>.pt, or the same to `path` (the best evaluation's); refuses non-finite parameters."""
         if not all(torch.isfinite(p).all() for p in self.model.parameters()):
             raise NonFiniteError(f"the model has non-finite parameters after update {self.update}; not saved")
@@ -192,7 +190,6 @@ class Trainer:
             save_checkpoint(path or self.checkpoint_path, self.state_dict())
             if path is None:
                 self.saved_update = self.update
-        return path or self.checkpoint_path
 
     def state_dict(self) -> dict:
         """Everything a resumed run needs to go on exactly where it stopped, as plain data."""

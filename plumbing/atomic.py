@@ -1,7 +1,5 @@
 """Writes that nothing leaves half done: the file is written under a temporary name beside its place and
 renamed over it, so a full disk, a crash or a stop signal leaves the old file (or none), never a half one."""
-from __future__ import annotations
-
 import os
 import secrets
 from pathlib import Path

@@ -1,7 +1,4 @@
-"""What the scripts share: the command line, start-up warnings, one-line errors
-and a stdout that may close."""
-from __future__ import annotations
-
+"""What the scripts share: the command line, start-up warnings, one-line errors and a stdout that may close."""
 import argparse
 import contextlib
 import importlib
@@ -10,6 +7,7 @@ import os
 import reprlib
 import sys
 import warnings
+from pathlib import Path
 
 from plumbing.errors import ConfigError
 from plumbing.files import kind, reason, writable
@@ -45,9 +43,8 @@ class ArgumentParser(argparse.ArgumentParser):
 
 def check_output(flag: str, paths: list[Path], overwrite: bool, suffixes: tuple[str, ...] = (), example: str = "",
                  replacing: str = ", or pass --overwrite to replace it", folder_made: bool = True) -> None:
-    """Refuses, in one ConfigError line, files a script would write (paths[0] named by `flag`, the others beside
-    it) before it starts: a name without one of `suffixes`, a folder, an existing file without `overwrite` (with it,
-    anything but a file), or a folder that takes no files (a missing one is made, unless not folder_made)."""
+    """Refuses, in one ConfigError line before a script starts, the files it would write: paths[0], named by `flag`,
+    and the others beside it. A missing folder passes: the script makes it (unless not folder_made)."""
     path, named = paths[0], f"{flag} {paths[0]}" if flag.startswith("-") else str(paths[0])
     if path.is_dir():
         raise ConfigError(f"{named} is a folder: give the file's name, e.g. {path / example}")
@@ -87,19 +84,15 @@ def number(kind, low: float = -math.inf, high: float = math.inf):
 
 
 def console() -> None:
-    """A script's work never depends on its console. A standard stream closed at start (`>&-`) is opened on
-    /dev/null, else the next file opened would take its number (a lock, a worker's output); stdout and stderr
-    that fail later (a reader gone, /dev/full) go to /dev/null, stdout's failure said on stderr."""
+    """A script's work never depends on its console: a standard stream closed at start (`>&-`) is opened on /dev/null,
+    else the next file opened would take its number (a lock, a worker's output); Stdout answers a later failure."""
     closed = []
     for fd in (0, 1, 2):
         try:
             os.fstat(fd)
         except OSError:
             closed.append(fd)
-            null = os.open(os.devnull, os.O_RDWR)  # the lowest free number: this one
-            if null != fd:
-                os.dup2(null, fd)
-                os.close(null)
+            os.open(os.devnull, os.O_RDWR)  # takes the lowest free number: this one
     sys.stderr = Stdout(sys.stderr or open(2, "w", closefd=False), "stderr")  # Python's None for a closed one
     sys.stdout = Stdout(sys.stdout or open(1, "w", closefd=False))
     if 1 in closed:
@@ -135,5 +128,4 @@ class Stdout:
         os.close(null)
         if self.name == "stdout":
             what = "was closed" if isinstance(error, BrokenPipeError) else "cannot be written"
-            print(f"warning: stdout {what} ({reason(error)}); going on without printing", file=sys.stderr,
-                  flush=True)
+            print(f"warning: stdout {what} ({reason(error)}); going on without printing", file=sys.stderr, flush=True)

@@ -1,6 +1,4 @@
 """What is at a path, and whether a folder takes files, in the words of a one-line refusal."""
-from __future__ import annotations
-
 import errno
 import os
 import secrets

@@ -1,7 +1,5 @@
 """How a run uses this machine in each phase: torch's threads (shared with other processes: threads.py) and its
 precision (float32, or bfloat16 under autocast where the CPU or GPU runs it natively)."""
-from __future__ import annotations
-
 import contextlib
 import os
 
@@ -32,14 +30,6 @@ def bfloat16_is_fast(device: torch.device) -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
-def check_precision(precision: str, device: torch.device) -> None:
-    """Refuses precision bfloat16 where it is not native (oneDNN cannot build a bfloat16 LSTM there)."""
-    if precision == "bfloat16" and not bfloat16_is_fast(device):
-        what = "this GPU" if device.type == "cuda" else "this CPU (bfloat16 needs AVX-512 BF16 or AMX)"
-        raise ConfigError(f"config key 'precision' = 'bfloat16' is not allowed on {what}: it does not run bfloat16 "
-                          "natively; use auto (bfloat16 on a CPU where it is native, else float32) or float32")
-
-
 def uses_bfloat16(precision: str, device: torch.device) -> bool:
     """auto is bfloat16 only on a CPU that runs it natively: on a GPU our small networks train faster in float32."""
     return precision == "bfloat16" or (precision == "auto" and device.type == "cpu" and bfloat16_is_fast(device))
@@ -67,7 +57,11 @@ class Machine:
     evaluations step a batch of one observation per environment: on one thread, unless they are images."""
 
     def __init__(self, torch_threads: int, precision: str, device: torch.device):
-        check_precision(precision, device)
+        if precision == "bfloat16" and not bfloat16_is_fast(device):  # oneDNN cannot build a bfloat16 LSTM there
+            what = "this GPU" if device.type == "cuda" else "this CPU (bfloat16 needs AVX-512 BF16 or AMX)"
+            raise ConfigError(f"config key 'precision' = 'bfloat16' is not allowed on {what}: it does not run "
+                              "bfloat16 natively; use auto (bfloat16 on a CPU where it is native, else float32) or "
+                              "float32")
         self.torch_threads, self.precision, self.device = torch_threads, precision, device
         self.precision_used = "bfloat16" if uses_bfloat16(precision, device) else "float32"  # what auto is here
         cores = len(os.sched_getaffinity(0))
@@ -88,6 +82,13 @@ class Machine:
             self.threads = self.fair_share.update()
         self.rollout_threads = self.threads if self.images else 1  # docs/how-it-works.md
         torch.set_num_threads(self.threads)
+
+    def __str__(self) -> str:
+        """The precision and threads in use, as a run's first line says them."""
+        threads = f"{self.threads} torch thread{'s' * (self.threads > 1)}"
+        if self.torch_threads > self.threads:
+            threads += f"; the {self.torch_threads} asked for are more than the cores here"
+        return f"{self.precision_used} ({threads})"
 
     def autocast(self) -> torch.autocast:
         return autocast(self.precision, self.device)

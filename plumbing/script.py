@@ -1,9 +1,6 @@
 """The life every script shares: begin(__name__) in its first lines, `return life(start, work)` in main(), and
 run(main) as a program. Exit codes, as each script's --help says: 0 done, 1 failed after it started (Failed), 2
-refused before it started (bad flag, config or file), 129 / 130 / 143 (128 + the signal's number) stopped by a
-signal."""
-from __future__ import annotations
-
+refused before it started (bad flag, config or file), 128 + the signal's number stopped by a signal."""
 import os
 import signal
 import sys
@@ -31,9 +28,9 @@ def begin(name: str) -> None:
 def life(start: Callable[[], object], work: Callable[[object], int], refused: tuple = (),
          on_first: Callable[[int], None] | None = None, at_once: Callable[[], str] = str,
          leaving: Callable[[], None] = lambda: None, close: Callable[[], None] = lambda: None) -> int:
-    """start() with the warnings held (a refusal is then its one line), then work(what start returned) with the
-    stop signals answered: the first calls on_first (without one: a KeyboardInterrupt), a second stops at once
-    with at_once()'s words. ConfigError, CheckpointError and `refused` are refused (2), Failed fails (1)."""
+    """start() with the warnings held (a refusal is then its one line), then work(what start returned) with the stop
+    signals answered as stopping.Stop says. ConfigError, CheckpointError and `refused` are refused (2), Failed fails
+    (1), work interrupted says at_once()'s words. Then close() and leaving(), which a stop at once runs too (a lock)."""
     with stopping.Stop(leaving) as stop:
         try:
             with start_up_warnings():
@@ -48,6 +45,7 @@ def life(start: Callable[[], object], work: Callable[[object], int], refused: tu
             return stop.report(at_once())
         finally:
             close()
+            leaving()
 
 
 def run(main: Callable[[], int], quick_exit: bool = False) -> None:

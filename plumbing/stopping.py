@@ -1,13 +1,7 @@
 """How every script answers SIGINT (Ctrl-C), SIGTERM and SIGHUP (its terminal closed), through script.begin and
-script.life: leave_at_once_on_stop_signals() before its imports, then `with Stop() as stop:` in main(): a signal
-while it starts leaves at once; from stop.working(on_first) the first calls on_first (without one, raises
-KeyboardInterrupt), the next raises KeyboardInterrupt, and one after that leaves at once. Leaving at once ends
-the processes the script started, says one line and exits 128 + the signal's number. Only the standard library
-and psutil are imported here, before the scripts' imports: a handler must not import, since the signal may land
-while that module is half imported.
-"""
-from __future__ import annotations
-
+script.life. Leaving at once ends the processes the script started, says one line and exits 128 + the signal's
+number. Only the standard library and psutil are imported here, before the scripts' imports: a handler must not
+import, since the signal may land while that module is half imported."""
 import contextlib
 import os
 from multiprocessing import resource_tracker
@@ -51,7 +45,9 @@ def leave_at_once_on_stop_signals() -> None:
 
 
 class Stop:
-    """A script's answer to the stop signals, for the block (main thread); `leaving` runs before it leaves."""
+    """A script's answer to the stop signals, for the block (main thread): a signal leaves at once until working();
+    then the first calls on_first (without one, raises KeyboardInterrupt), the next raises KeyboardInterrupt, one
+    more leaves at once. `leaving` runs before it leaves."""
     # The one whose handlers are in place (a process has one set): found here by what holds a copy of it, such
     # as sweep.py's Tune callback, which a resumed sweep unpickles from Tune's state
     in_place: "Stop | None" = None
@@ -128,8 +124,7 @@ def deferred():
         yield
         return
     caught = []
-    previous = {number: signal.signal(number, lambda number, frame: caught.append(number))
-                for number in STOP_SIGNALS}
+    previous = {number: signal.signal(number, lambda number, frame: caught.append(number)) for number in STOP_SIGNALS}
     try:
         yield
     finally:

@@ -1,12 +1,8 @@
-"""How a run shares the cores with other processes (docs/reliability.md, "Runs side by side").
-
-torch's OpenMP threads spin while they wait for work, then sleep. GNU OpenMP's default spin (300,000 turns) holds a
-core that another process's threads need: share_cores() shortens it, before torch loads (OpenMP reads it once).
-And a parallel region waits for its slowest thread: two runs each with a thread per core take turns at every
-region. FairShare gives a run the cores other processes leave free.
-"""
-from __future__ import annotations
-
+"""How a run shares the cores with other processes (docs/reliability.md, "Runs side by side"). torch's OpenMP
+threads spin while they wait for work: GNU OpenMP's default spin (300,000 turns) holds a core that another process's
+threads need, so share_cores() shortens it before torch loads (OpenMP reads it once). And a parallel region waits for
+its slowest thread: two runs with a thread per core take turns at every region; FairShare gives a run the cores
+other processes leave free."""
 import contextlib
 import os
 import time
@@ -25,12 +21,6 @@ def share_cores() -> dict[str, str]:
     return {key: os.environ[key] for key in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT") if key in os.environ}
 
 
-def asked() -> int:
-    """The thread count the user set in OMP_NUM_THREADS (its first number), else 0."""
-    text = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
-    return int(text) if text.isdigit() else 0
-
-
 class FairShare:
     """The torch threads for this process now: the cores it may use, less those that other processes kept busy since
     it last looked, and at least one. Niced processes count too: a thread that must wait for the scheduler to take
@@ -39,7 +29,8 @@ class FairShare:
 
     def __init__(self):
         self.cores = sorted(os.sched_getaffinity(0))
-        self.fixed = min(asked(), len(self.cores))
+        asked = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()  # the user's count: its first number
+        self.fixed = min(int(asked) if asked.isdigit() else 0, len(self.cores))
         self.threads = self.fixed or len(self.cores)
         self._last = self._sample()
 

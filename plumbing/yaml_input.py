@@ -1,7 +1,5 @@
 """yaml as the configs and overrides are read: PyYAML's safe loader, refusing a key given twice, a document that
 expands past its size (aliases, merge keys) or nests too deep, and reading 3e-4 as the number it looks like."""
-from __future__ import annotations
-
 import itertools
 import re
 
@@ -9,8 +7,7 @@ import yaml
 
 from plumbing.errors import ConfigError
 
-# values a config may expand to, aliases counted as often as they repeat
-MAX_CONFIG_VALUES = 100_000
+MAX_CONFIG_VALUES = 100_000  # values a config may expand to, aliases counted as often as they repeat
 MAX_CONFIG_CHARACTERS = 2 ** 24  # a config file's text: 100,000 values take a few MB at most
 MAX_CONFIG_DEPTH = 64  # nesting: a config nests 3 levels; PyYAML and copy recurse once per level
 

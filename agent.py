@@ -8,8 +8,6 @@ naming it (docs/reliability.md), never a torch error or a silently wrong action.
     agent = Agent.load("models/cartpole_masked.pt")
     step = agent.act(obs[None], state, start, deterministic=True)  # state None, start [True] at first
     state, start = step.state, np.array([terminated or truncated])  # step.actions (1,) for a Discrete space"""
-from __future__ import annotations
-
 from pathlib import Path
 from typing import NamedTuple
 

@@ -1,7 +1,5 @@
 """Rollout storage, GAE, the sequence index map and minibatches of whole sequences. Each field has W*T + 1 rows, the
 last one zero: a padded sequence points its unused slots there, so one gather with the (N, L) map pads every field."""
-from __future__ import annotations
-
 from typing import Iterator, NamedTuple
 
 import numpy as np

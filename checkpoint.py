@@ -1,7 +1,5 @@
 """The checkpoint file: written atomically with a digest of its contents, read weights-only with the digest checked,
 and the run's lock. `python checkpoint.py --inference-only SRC DST` keeps what Agent.load and enjoy.py use."""
-from __future__ import annotations
-
 from plumbing import script
 
 script.begin(__name__)  # the imports below take a second

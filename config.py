@@ -1,7 +1,5 @@
 """Typed configuration: nested dataclasses loaded from yaml and checked once at start. The keys are the reference
 baseline's, so its yaml files load unchanged; what it left implicit (seed, device, threads) has a default here."""
-from __future__ import annotations
-
 import copy
 import dataclasses
 import difflib

@@ -1,8 +1,6 @@
 """Memory models ("cores") beyond torch's own, in plain torch next to their papers; config.CORES declares each core.
 core(x (N, L, F), state) -> (outputs (N, L, H), state), the state (layers, N, H) or a tuple of state_parts of them.
 L steps at once must equal L single steps: the rollout steps a core, the training pass runs whole sequences."""
-from __future__ import annotations
-
 import contextlib
 import math
 from typing import Callable

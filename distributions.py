@@ -1,8 +1,6 @@
 """Action distributions over the policy head's output (B, n_params), one per kind of action space: each
 samples action rows (B, k), gives log-prob and entropy, and turns actions into features (B, n_features).
 A masked action gets probability zero; a row that allows nothing (padding) allows everything."""
-from __future__ import annotations
-
 import math
 
 import gymnasium as gym

@@ -1,6 +1,4 @@
 """Watches, records and scores a trained agent: `python enjoy.py --help` says how."""
-from __future__ import annotations
-
 from plumbing import script
 
 script.begin(__name__)  # the imports below take a second

@@ -1,8 +1,6 @@
 """Held-out scoring, alike for enjoy.py and for a run's evaluations while it trains: a run's eval/* at update k is
 what `enjoy.py --episodes E --seed evaluation_seed(S, k)` prints for that checkpoint. The environments are seeded in
 the held-out half of the seed range; each plays a fixed quota (the first E episodes to end would favour short ones)."""
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 import numpy as np

@@ -1,7 +1,5 @@
 """Writes a trained agent as one ONNX graph, for programs without torch: `python export.py --help` says how;
 docs/export.md describes the graph and how to carry its recurrent state."""
-from __future__ import annotations
-
 from plumbing import script
 
 script.begin(__name__)  # the imports below take seconds

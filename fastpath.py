@@ -1,8 +1,6 @@
 """The training pass's faster ways on a CPU, each proven equal to the plain one (tests/test_fastpath.py): sequences()
 feeds the cores the real steps alone where padding would cost more; call() runs torch's LSTM without oneDNN's kernel,
 whose backward is slow for an image encoder's wide input (docs/results.md)."""
-from __future__ import annotations
-
 from typing import Callable
 
 import torch

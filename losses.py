@@ -1,7 +1,5 @@
 """The masked PPO loss: clipped surrogate, value loss, entropy bonus, the cores' activation penalty, the observation-
 reconstruction loss, their weighted sum, and approx_kl and clip_frac. Padding enters no term and no statistic."""
-from __future__ import annotations
-
 from typing import NamedTuple
 
 import torch

@@ -1,7 +1,5 @@
 """Actor-critic: encoder -> recurrent core -> heads. The only module that holds a core (cores.py): the others pass
 the recurrent state along as one tensor (B, S), S = cores x layers x parts x H (h, or h and c)."""
-from __future__ import annotations
-
 import contextlib
 import importlib
 from typing import NamedTuple

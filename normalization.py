@@ -1,7 +1,5 @@
 """Running statistics for the normalisation switches (config `normalization`), in float64, updated from
 whole batches. The checkpoint carries them; Agent uses them frozen."""
-from __future__ import annotations
-
 import numpy as np
 import torch
 from gymnasium.wrappers.utils import RunningMeanStd as _GymnasiumRunningMeanStd

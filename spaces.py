@@ -1,7 +1,5 @@
 """How observations and actions are stored: a single Box observation as it is, any other as one float32 vector of its
 parts (categories as indices, a Dict's `action_mask` moved to the info). Only numpy: the workers import no torch."""
-from __future__ import annotations
-
 from typing import NamedTuple
 
 import gymnasium as gym

@@ -1,6 +1,4 @@
 """Statistics over seeds: mean, median and IQM with bootstrap intervals (Agarwal et al., 2021; docs/sweeps.md)."""
-from __future__ import annotations
-
 from plumbing import script
 
 script.begin(__name__)  # the imports below take seconds

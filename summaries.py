@@ -1,7 +1,5 @@
 """What a run reports after each update: TensorBoard scalars and one line on stdout, and with tracking the same
 scalars to W&B (tracking.py). The TensorBoard folder also gets the run's config.json, for stats.py."""
-from __future__ import annotations
-
 import json
 import resource
 import threading

@@ -1,8 +1,6 @@
 """Experiment tracking for `train.py --track` and `sweep.py --track`: the run's resolved config, its git commit and
 every scalar summaries.py writes to TensorBoard, under the same names, sent to Weights & Biases (docs/tracking.md).
 Tracking never costs the run: a tracker that cannot start or send says so in one line, and training goes on."""
-from __future__ import annotations
-
 import contextlib
 import hashlib
 import logging

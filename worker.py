@@ -1,7 +1,5 @@
 """W environments behind one step() call, stepped in the trainer's process or by worker processes that share
 the step's arrays with it. Ended episodes are reset in place; a truncated one's final observation is kept."""
-from __future__ import annotations
-
 import contextlib
 import math
 import multiprocessing as mp

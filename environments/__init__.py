@@ -1,6 +1,4 @@
 """make_env(): one environment of a family, in EpisodeStats (episode reports, frames for a video, state to save)."""
-from __future__ import annotations
-
 import reprlib
 from dataclasses import dataclass, field
 from functools import partial

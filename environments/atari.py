@@ -1,8 +1,6 @@
 """Atari games through ale-py: Breakout and any ALE id, with gymnasium's AtariPreprocessing (the DQN
 papers': up to 30 no-ops after a reset, each action held 4 frames, grayscale 84x84 uint8; `frame_stack: k`
 stacks k frames channels first). Rewards stay unclipped here; other kwargs go to gym.make."""
-from __future__ import annotations
-
 import gymnasium as gym
 
 # In a terminated step's info: the training episode ends here, the scored episode goes on (EpisodeStats)

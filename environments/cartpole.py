@@ -1,8 +1,6 @@
 """CartPole with a 200-step limit; masked: the two velocities are zeroed, so the task needs memory.
 Gymnasium's CartPole-v1 (its spaces and its picture) stepped on Python floats, for speed (tests/test_environments.py
 checks both give the same trajectories); episodes are drawn from their seed by environments/seeding.py."""
-from __future__ import annotations
-
 import math
 
 import numpy as np

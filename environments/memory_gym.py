@@ -1,8 +1,6 @@
 """Memory Gym (Mortar Mayhem, Mystery Path, Searing Spotlights): 84x84 RGB pictures, kept as uint8. Every reset gets
 `environment.reset_params` as `options=` but for two keys of ours (as the reference baseline's): each episode's seed
 is drawn from [start-seed, start-seed + num-seeds). An episode cut by the hidden `max_steps` limit is truncated."""
-from __future__ import annotations
-
 import os
 
 import gymnasium as gym

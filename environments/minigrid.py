@@ -2,8 +2,6 @@
 as an 84x84 RGB picture, three actions, success for a positive final reward. `seed_pool: N` draws each
 layout seed from 0..N-1, as the reference did with N = 99 (docs/environments.md). `time_limit: K` cuts an episode
 at K steps (truncated), as the Memory Gym authors' TrXL code does at 96 (the reward scaled by MiniGrid's max_steps)."""
-from __future__ import annotations
-
 import gymnasium as gym
 from gymnasium import spaces
 

@@ -2,8 +2,6 @@
 whose ends hold goals of +1 and -1 in random order, shown at the reset and the first two steps (when the agent
 cannot move), hidden afterwards. Each later step costs 0.1; the +1 end gives +1.6 (success), the -1 end -1.6,
 and both end the episode. An optimal agent averages 1.2 in 7 steps."""
-from __future__ import annotations
-
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces

@@ -1,8 +1,6 @@
 """How episodes get their seeds. SplitMix64 (Steele, Lea and Flood 2014) for CartPole and PocMemoryEnv, whose
 episodes each start from a seed of their own (EpisodeStats) and need a few numbers, far fewer than a numpy generator
 costs to build; a seed always gives the same episode (not Gymnasium's). SeedRange: levels from a range of seeds."""
-from __future__ import annotations
-
 import secrets
 
 import gymnasium as gym

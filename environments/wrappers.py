@@ -1,6 +1,4 @@
 """Wrappers that make_env() applies from the config, for any family, and the families share."""
-from __future__ import annotations
-
 import gymnasium as gym
 import numpy as np
 
